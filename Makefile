@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# ORFS / MXBD / knet / regcache: remote storage over RDMA.
+#
+#   make             modules for one kernel, the server, tools and unit tests
+#   make deps        install everything needed (apt-get; idempotent)
+#   make demo        build, boot a guest, show the suite at work
+#   make check       unit tests, static checks, in-guest tests on 6.1 and 6.12
+#   make bench       benchmarks in the guest (BENCH=<name> for one)
+#   make lint        checkpatch over our kernel code
+#   make sparse      sparse over our kernel code, every installed kernel
+#
+# KVER=<version> or KDIR=<kernel build dir> picks the kernel; the default is
+# the newest installed Debian headers. Modules for kernel V are built in
+# build/kmod/V/, so several kernels never clash.
+
+SHELL := /bin/bash
+.SUFFIXES:
+
+KVER ?= $(shell . tools/lib-kernel.sh && resolve_kernel "")
+KDIR ?= /lib/modules/$(KVER)/build
+# The release the kernel reports (uname -r); Debian's kernel.release differs.
+KREL := $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+	$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+KOUT := build/kmod/$(KREL)
+
+# Kernel sources, copied into $(KOUT) (Kbuild writes next to the sources).
+KSRC := Kbuild $(wildcard knet/Kbuild knet/*.[ch] knet/uapi/*.h \
+	regcache/Kbuild regcache/*.[ch] orfs/Kbuild orfs/*.[ch] \
+	mxbd/Kbuild mxbd/*.[ch])
+
+CC ?= cc
+USER_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE \
+	-I. -fno-strict-aliasing $(EXTRA_CFLAGS)
+BIN := build/bin
+
+# Userspace programs: the server, the tools and the unit tests.
+SERVER_LIB_SRC := server/proto.c
+UNIT_SRC := $(wildcard tests/unit/*.c)
+USER_HDR := $(wildcard knet/uapi/*.h server/*.h tests/unit/*.h)
+
+.PHONY: all modules modules-all userspace deps demo check bench lint sparse clean help
+all: modules userspace
+
+help:
+	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+
+modules:
+	@[ -n "$(KREL)" ] || { echo "no kernel headers at '$(KDIR)': run 'make deps' or set KVER/KDIR" >&2; exit 2; }
+	@mkdir -p $(KOUT)
+	@cp -pu --parents $(KSRC) $(KOUT)/
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(KOUT) W=1 $(if $(STRICT),KCFLAGS=-Werror) modules
+
+# Modules for every installed kernel (what the guest tests need).
+modules-all:
+	@set -e; for v in $$(. tools/lib-kernel.sh && list_kernels); do \
+		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build; \
+	done
+
+userspace: $(BIN)/unit-tests
+
+$(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ $(UNIT_SRC) $(SERVER_LIB_SRC) -lcunit
+
+deps:
+	@tools/deps.sh
+
+demo: deps
+	@tools/demo.sh
+
+check: deps
+	@tools/check.sh
+
+bench: deps
+	@tools/bench.sh $(BENCH)
+
+lint:
+	@tools/lint.sh
+
+sparse:
+	@set -e; for v in $$(. tools/lib-kernel.sh && list_kernels); do \
+		echo "sparse: $$v"; \
+		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build C=2 STRICT=1; \
+	done
+
+clean:
+	rm -rf build

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * knet core: module life cycle, the RDMA devices knet may use, and the
+ * upper-layer protocols registered on it.
+ *
+ * knet is an ib_client: the RDMA core tells it about every device that
+ * appears or goes away (soft-RoCE links added with "rdma link add" as well
+ * as hardware). Each device gets its own registration cache, since pinned
+ * pages are DMA-mapped for one device.
+ */
+#define pr_fmt(fmt) "knet: " fmt
+
+#include <linux/debugfs.h>
+#include <linux/list.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+
+#include "knet.h"
+#include "regcache.h"
+
+/**
+ * struct knet_device - an RDMA device known to knet
+ * @node: in knet_devices
+ * @ibdev: the device; valid until knet_remove_one() returns
+ * @rc: registration cache for user memory mapped for @ibdev
+ */
+struct knet_device {
+	struct list_head	node;
+	struct ib_device	*ibdev;
+	struct regcache		*rc;
+};
+
+static LIST_HEAD(knet_devices);
+static LIST_HEAD(knet_ulps);
+static DEFINE_MUTEX(knet_lock);		/* protects both lists */
+static struct dentry *knet_debugfs;
+static struct ib_client knet_ib_client;
+
+static int knet_add_one(struct ib_device *ibdev)
+{
+	struct knet_device *kdev;
+	int ret;
+
+	kdev = kzalloc(sizeof(*kdev), GFP_KERNEL);
+	if (!kdev)
+		return -ENOMEM;
+	kdev->ibdev = ibdev;
+	kdev->rc = regcache_create(dev_name(&ibdev->dev));
+	if (IS_ERR(kdev->rc)) {
+		ret = PTR_ERR(kdev->rc);
+		goto free_kdev;
+	}
+
+	mutex_lock(&knet_lock);
+	list_add_tail(&kdev->node, &knet_devices);
+	mutex_unlock(&knet_lock);
+	ib_set_client_data(ibdev, &knet_ib_client, kdev);
+	pr_info("using RDMA device %s\n", dev_name(&ibdev->dev));
+	return 0;
+
+free_kdev:
+	kfree(kdev);
+	return ret;
+}
+
+static void knet_remove_one(struct ib_device *ibdev, void *client_data)
+{
+	struct knet_device *kdev = client_data;
+
+	mutex_lock(&knet_lock);
+	list_del(&kdev->node);
+	mutex_unlock(&knet_lock);
+	regcache_destroy(kdev->rc);
+	pr_info("released RDMA device %s\n", dev_name(&ibdev->dev));
+	kfree(kdev);
+}
+
+static struct ib_client knet_ib_client = {
+	.name	= "knet",
+	.add	= knet_add_one,
+	.remove	= knet_remove_one,
+};
+
+/**
+ * knet_device_count() - number of RDMA devices knet can use now
+ *
+ * Context: process context, may sleep.
+ * Return: the count.
+ */
+unsigned int knet_device_count(void)
+{
+	struct knet_device *kdev;
+	unsigned int n = 0;
+
+	mutex_lock(&knet_lock);
+	list_for_each_entry(kdev, &knet_devices, node)
+		n++;
+	mutex_unlock(&knet_lock);
+	return n;
+}
+EXPORT_SYMBOL_GPL(knet_device_count);
+
+/**
+ * knet_register_ulp() - register an upper-layer protocol
+ * @ulp: filled-in descriptor; must stay valid until unregistered
+ *
+ * One protocol may register per service.
+ *
+ * Context: process context, may sleep.
+ * Return: 0, -EINVAL for a malformed descriptor, -EEXIST if the service
+ * already has a protocol.
+ */
+int knet_register_ulp(struct knet_ulp *ulp)
+{
+	struct knet_ulp *cur;
+	int ret = 0;
+
+	if (!ulp->name || (ulp->service != KNET_SVC_FILE &&
+			   ulp->service != KNET_SVC_BLOCK))
+		return -EINVAL;
+
+	mutex_lock(&knet_lock);
+	list_for_each_entry(cur, &knet_ulps, node) {
+		if (cur->service == ulp->service) {
+			ret = -EEXIST;
+			goto unlock;
+		}
+	}
+	list_add_tail(&ulp->node, &knet_ulps);
+	pr_info("upper layer %s registered\n", ulp->name);
+unlock:
+	mutex_unlock(&knet_lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(knet_register_ulp);
+
+/**
+ * knet_unregister_ulp() - undo knet_register_ulp()
+ * @ulp: a registered descriptor
+ *
+ * Context: process context, may sleep.
+ */
+void knet_unregister_ulp(struct knet_ulp *ulp)
+{
+	mutex_lock(&knet_lock);
+	list_del(&ulp->node);
+	mutex_unlock(&knet_lock);
+	pr_info("upper layer %s unregistered\n", ulp->name);
+}
+EXPORT_SYMBOL_GPL(knet_unregister_ulp);
+
+static int knet_devices_show(struct seq_file *m, void *v)
+{
+	struct knet_device *kdev;
+
+	mutex_lock(&knet_lock);
+	list_for_each_entry(kdev, &knet_devices, node) {
+		struct ib_device *ibdev = kdev->ibdev;
+		const struct ib_device_attr *a = &ibdev->attrs;
+
+		seq_printf(m, "%s ports %u iwarp %d frwr %d max_qp %d max_sge %d max_sgl_rd %u max_fast_reg_pages %u\n",
+			   dev_name(&ibdev->dev), ibdev->phys_port_cnt,
+			   rdma_protocol_iwarp(ibdev, rdma_start_port(ibdev)),
+			   !!(a->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS),
+			   a->max_qp, a->max_send_sge, a->max_sgl_rd,
+			   a->max_fast_reg_page_list_len);
+	}
+	mutex_unlock(&knet_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(knet_devices);
+
+static int knet_ulps_show(struct seq_file *m, void *v)
+{
+	struct knet_ulp *ulp;
+
+	mutex_lock(&knet_lock);
+	list_for_each_entry(ulp, &knet_ulps, node)
+		seq_printf(m, "%s service %d\n", ulp->name, ulp->service);
+	mutex_unlock(&knet_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(knet_ulps);
+
+static int __init knet_init(void)
+{
+	int ret;
+
+	knet_debugfs = debugfs_create_dir("knet", NULL);
+	debugfs_create_file("devices", 0444, knet_debugfs, NULL,
+			    &knet_devices_fops);
+	debugfs_create_file("ulps", 0444, knet_debugfs, NULL, &knet_ulps_fops);
+
+	ret = ib_register_client(&knet_ib_client);
+	if (ret) {
+		pr_err("cannot register as an RDMA client: %d\n", ret);
+		goto remove_debugfs;
+	}
+	pr_info("loaded, protocol version %d\n", KNET_PROTO_VERSION);
+	return 0;
+
+remove_debugfs:
+	debugfs_remove_recursive(knet_debugfs);
+	return ret;
+}
+
+static void __exit knet_exit(void)
+{
+	/* Calls knet_remove_one() for every device still present. */
+	ib_unregister_client(&knet_ib_client);
+	WARN_ON(!list_empty(&knet_devices) || !list_empty(&knet_ulps));
+	debugfs_remove_recursive(knet_debugfs);
+	pr_info("unloaded\n");
+}
+
+module_init(knet_init);
+module_exit(knet_exit);
+
+MODULE_DESCRIPTION("Network shim for remote storage over RDMA");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * knet wire protocol: the transport layer shared by the ORFS and MXBD
+ * kernel clients and the userspace server.
+ *
+ * This header is the one definition of the format. The kernel modules and
+ * the server both compile it; nothing else may restate these layouts.
+ * Every multi-byte field is little-endian and every structure has a fixed
+ * size checked at compile time.
+ *
+ * A message is laid out as
+ *
+ *	struct knet_hdr | body (body_len) | struct knet_seg[nsegs] | inline data
+ *
+ * and its total length must equal the length of the receive completion.
+ * See Documentation/wire-protocol.md for the semantics.
+ */
+#ifndef _UAPI_KNET_PROTO_H
+#define _UAPI_KNET_PROTO_H
+
+#include <linux/types.h>
+
+#ifdef __KERNEL__
+#include <linux/build_bug.h>
+#define KNET_LE16(x)	le16_to_cpu(x)
+#define KNET_LE32(x)	le32_to_cpu(x)
+#define KNET_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#include <endian.h>
+#include <stddef.h>
+#define KNET_LE16(x)	le16toh(x)
+#define KNET_LE32(x)	le32toh(x)
+#define KNET_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+
+#define KNET_PROTO_MAGIC	0x54454e4bU	/* "KNET" in memory order */
+#define KNET_PROTO_VERSION	1
+
+/* Default TCP-style port space of the rdma_cm service. */
+#define KNET_DEFAULT_PORT	20077
+
+/* Services a connection can ask for. */
+enum knet_service {
+	KNET_SVC_FILE	= 1,	/* ORFS export (a directory) */
+	KNET_SVC_BLOCK	= 2,	/* MXBD volume (a file or a block device) */
+};
+
+/* Hard limits every peer enforces whatever the other side claims. */
+#define KNET_NAME_MAX		40	/* export or volume name in connect data */
+#define KNET_MAX_SEGS		64	/* memory segments in one request */
+#define KNET_MAX_MSG		65536	/* largest SEND, header included */
+
+/*
+ * Connect request, carried as rdma_cm private data from client to server.
+ * libfabric's verbs provider puts one length byte in front of the user's
+ * private data and allows at most 55 bytes of it, so this must fit in 55.
+ */
+struct knet_cm_req {
+	__le16	version;	/* KNET_PROTO_VERSION */
+	__u8	service;	/* enum knet_service */
+	__u8	name_len;	/* bytes used in name[], no NUL */
+	__le16	recv_depth;	/* receives the client keeps posted */
+	__le16	flags;		/* none defined, must be zero */
+	__le32	inline_max;	/* largest inline payload the client accepts */
+	char	name[KNET_NAME_MAX];
+};
+
+/* Connect accept, carried as private data from server to client. */
+struct knet_cm_rep {
+	__le16	version;	/* version the server speaks on this link */
+	__le16	credits;	/* initial send credits granted to the client */
+	__le32	inline_max;	/* largest inline payload the server accepts */
+	__le32	max_io;		/* largest data transfer of one request */
+	__le16	max_segs;	/* largest segment list of one request */
+	__le16	flags;		/* none defined, must be zero */
+};
+
+/* Reasons a server rejects a connection, carried as reject private data. */
+enum knet_cm_reject {
+	KNET_REJ_VERSION	= 1,	/* unsupported protocol version */
+	KNET_REJ_SERVICE	= 2,	/* unknown service */
+	KNET_REJ_NOENT		= 3,	/* no such export or volume */
+	KNET_REJ_ACCESS		= 4,	/* client address not allowed */
+	KNET_REJ_BUSY		= 5,	/* out of connection resources */
+	KNET_REJ_MALFORMED	= 6,	/* private data did not parse */
+};
+
+struct knet_cm_rej {
+	__le16	version;	/* highest version the server speaks */
+	__le16	reason;		/* enum knet_cm_reject */
+};
+
+/* Header flags. */
+#define KNET_HF_REPLY	0x01	/* message is a reply to the request of tag */
+
+/* Message header: 32 bytes at the start of every SEND. */
+struct knet_hdr {
+	__le32	magic;		/* KNET_PROTO_MAGIC */
+	__u8	version;	/* KNET_PROTO_VERSION */
+	__u8	flags;		/* KNET_HF_* */
+	__le16	opcode;		/* service-specific operation */
+	__le32	tag;		/* request identifier, echoed in the reply */
+	__le16	credits;	/* reply: send credits granted back */
+	__le16	nsegs;		/* struct knet_seg entries after the body */
+	__le32	body_len;	/* bytes of typed body after this header */
+	__le32	inline_len;	/* bytes of inline payload after the segments */
+	__le32	status;		/* reply: 0 or a Linux errno value */
+	__le32	reserved;	/* must be zero */
+};
+
+/* One piece of client memory the server may RDMA READ or WRITE. */
+struct knet_seg {
+	__le64	addr;		/* remote address (I/O virtual address) */
+	__le32	rkey;		/* remote key, valid for this request only */
+	__le32	len;		/* bytes */
+};
+
+KNET_STATIC_ASSERT(sizeof(struct knet_cm_req) <= 55, "knet_cm_req too large");
+KNET_STATIC_ASSERT(sizeof(struct knet_cm_req) == 52, "knet_cm_req layout");
+KNET_STATIC_ASSERT(sizeof(struct knet_cm_rep) == 16, "knet_cm_rep layout");
+KNET_STATIC_ASSERT(sizeof(struct knet_cm_rej) == 4, "knet_cm_rej layout");
+KNET_STATIC_ASSERT(sizeof(struct knet_hdr) == 32, "knet_hdr layout");
+KNET_STATIC_ASSERT(sizeof(struct knet_seg) == 16, "knet_seg layout");
+
+/* Results of knet_hdr_check(); zero means the message is well formed. */
+enum knet_hdr_error {
+	KNET_HDR_OK = 0,
+	KNET_HDR_SHORT,		/* shorter than a header */
+	KNET_HDR_MAGIC,		/* bad magic */
+	KNET_HDR_VERSION,	/* version other than KNET_PROTO_VERSION */
+	KNET_HDR_RESERVED,	/* reserved field or unknown flag set */
+	KNET_HDR_SEGS,		/* more segments than allowed */
+	KNET_HDR_LENGTH,	/* lengths do not add up to the message size */
+};
+
+#define KNET_HF_ALL	KNET_HF_REPLY
+
+/**
+ * knet_hdr_check() - validate the framing of a received message
+ * @hdr: the message, at least @len bytes readable
+ * @len: length of the receive completion
+ * @max_segs: largest segment count the receiver accepts
+ *
+ * Checks only what the transport owns: magic, version, reserved bits and
+ * that header, body, segment list and inline data exactly fill @len. The
+ * arithmetic is done in 64 bits so that no field value can wrap it.
+ *
+ * Return: %KNET_HDR_OK or the first problem found.
+ */
+static inline enum knet_hdr_error
+knet_hdr_check(const struct knet_hdr *hdr, __u32 len, __u32 max_segs)
+{
+	__u64 need;
+
+	if (len < sizeof(*hdr))
+		return KNET_HDR_SHORT;
+	if (KNET_LE32(hdr->magic) != KNET_PROTO_MAGIC)
+		return KNET_HDR_MAGIC;
+	if (hdr->version != KNET_PROTO_VERSION)
+		return KNET_HDR_VERSION;
+	if ((hdr->flags & ~KNET_HF_ALL) || hdr->reserved)
+		return KNET_HDR_RESERVED;
+	if (KNET_LE16(hdr->nsegs) > max_segs)
+		return KNET_HDR_SEGS;
+	need = (__u64)sizeof(*hdr) + KNET_LE32(hdr->body_len) +
+	       (__u64)KNET_LE16(hdr->nsegs) * sizeof(struct knet_seg) +
+	       KNET_LE32(hdr->inline_len);
+	if (need != len)
+		return KNET_HDR_LENGTH;
+	return KNET_HDR_OK;
+}
+
+#endif /* _UAPI_KNET_PROTO_H */

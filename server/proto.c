@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Server side of the knet wire protocol: connect data and framing checks.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "server/proto.h"
+
+int proto_name_ok(const char *name, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > KNET_NAME_MAX)
+		return 0;
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return 0;
+	for (i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+int proto_parse_cm_req(const void *data, size_t len, struct conn_params *out)
+{
+	struct knet_cm_req req;
+
+	memset(out, 0, sizeof(*out));
+	/* The version comes first so that any future layout can be told apart. */
+	if (!data || len < sizeof(req.version))
+		return KNET_REJ_MALFORMED;
+	memcpy(&req.version, data, sizeof(req.version));
+	out->version = le16toh(req.version);
+	if (out->version != KNET_PROTO_VERSION)
+		return KNET_REJ_VERSION;
+	if (len < sizeof(req))
+		return KNET_REJ_MALFORMED;
+	memcpy(&req, data, sizeof(req));
+	if (req.flags)
+		return KNET_REJ_MALFORMED;
+	if (req.service != KNET_SVC_FILE && req.service != KNET_SVC_BLOCK)
+		return KNET_REJ_SERVICE;
+	if (!proto_name_ok(req.name, req.name_len))
+		return KNET_REJ_MALFORMED;
+	out->service = req.service;
+	out->recv_depth = le16toh(req.recv_depth);
+	out->inline_max = le32toh(req.inline_max);
+	if (out->recv_depth == 0)
+		return KNET_REJ_MALFORMED;
+	memcpy(out->name, req.name, req.name_len);
+	out->name[req.name_len] = '\0';
+	return 0;
+}
+
+int proto_hdr_errno(enum knet_hdr_error e)
+{
+	switch (e) {
+	case KNET_HDR_OK:
+		return 0;
+	case KNET_HDR_VERSION:
+		return EPROTO;
+	default:
+		return EBADMSG;
+	}
+}
+
+const char *proto_hdr_strerror(enum knet_hdr_error e)
+{
+	switch (e) {
+	case KNET_HDR_OK:
+		return "well formed";
+	case KNET_HDR_SHORT:
+		return "shorter than a header";
+	case KNET_HDR_MAGIC:
+		return "bad magic";
+	case KNET_HDR_VERSION:
+		return "unsupported version";
+	case KNET_HDR_RESERVED:
+		return "reserved bits set";
+	case KNET_HDR_SEGS:
+		return "too many segments";
+	case KNET_HDR_LENGTH:
+		return "lengths do not match the message size";
+	}
+	return "unknown framing error";
+}
+
+const char *proto_reject_str(int reason)
+{
+	switch (reason) {
+	case KNET_REJ_VERSION:
+		return "unsupported protocol version";
+	case KNET_REJ_SERVICE:
+		return "unknown service";
+	case KNET_REJ_NOENT:
+		return "no such export or volume";
+	case KNET_REJ_ACCESS:
+		return "client not allowed";
+	case KNET_REJ_BUSY:
+		return "server out of connection resources";
+	case KNET_REJ_MALFORMED:
+		return "malformed connect data";
+	}
+	return "unknown reason";
+}

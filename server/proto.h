@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Server side of the knet wire protocol: parsing what a client sends before
+ * anything acts on it. Layouts come from knet/uapi/knet_proto.h only.
+ */
+#ifndef ORFS_SERVER_PROTO_H
+#define ORFS_SERVER_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "knet/uapi/knet_proto.h"
+
+/* A parsed, validated connect request. */
+struct conn_params {
+	uint16_t version;
+	uint8_t service;		/* enum knet_service */
+	uint16_t recv_depth;
+	uint32_t inline_max;
+	char name[KNET_NAME_MAX + 1];	/* NUL-terminated, validated */
+};
+
+/*
+ * Parse the private data of a connect request (libfabric has already
+ * removed its length byte). Returns 0, or the enum knet_cm_reject reason
+ * to send back.
+ */
+int proto_parse_cm_req(const void *data, size_t len, struct conn_params *out);
+
+/*
+ * Is NAME acceptable as an export or volume name: 1 to KNET_NAME_MAX bytes
+ * of [A-Za-z0-9._-], not "." or "..". Names are keys, never paths.
+ */
+int proto_name_ok(const char *name, size_t len);
+
+/* The errno value a framing error is answered with (EPROTO or EBADMSG). */
+int proto_hdr_errno(enum knet_hdr_error e);
+
+/* Human-readable text for a framing error or a reject reason. */
+const char *proto_hdr_strerror(enum knet_hdr_error e);
+const char *proto_reject_str(int reason);
+
+#endif /* ORFS_SERVER_PROTO_H */

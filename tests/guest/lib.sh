@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Helpers for in-guest test scripts. tools/guest-init runs each script with
+#   ORFS_PROJ     the project's top directory (read-only)
+#   ORFS_KVER     the running kernel's version
+#   ORFS_KMOD     where this kernel's build of our modules is
+#   ORFS_BIN      the project's userspace programs
+#   ORFS_RESULTS  a writable directory shared with the host
+#   ORFS_ADDR     the guest's address with rxe0 on it (ORFS_DEV, ORFS_RDMA_DEV)
+# A script exits 0 to pass, 77 to skip (after printing "SKIP: reason"), and
+# anything else to fail. Cleanup registered with on_exit runs in any case.
+set -euo pipefail
+
+: "${ORFS_KMOD:?not running inside the test guest (use tools/vm run)}"
+
+_exit_hooks=()
+on_exit() { _exit_hooks=("$*" "${_exit_hooks[@]}"); }
+_run_exit_hooks() {
+	local rc=$? h
+	set +e
+	for h in "${_exit_hooks[@]}"; do eval "$h"; done
+	exit $rc
+}
+trap _run_exit_hooks EXIT
+
+_step=0
+# step TEXT: announce what the script checks next
+step() { _step=$((_step + 1)); echo "== $_step. $*"; }
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+# expect_eq WHAT GOT WANT
+expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
+
+# expect_fail CMD...: CMD must exit non-zero
+expect_fail() { if "$@"; then fail "'$*' succeeded but must fail"; fi; }
+
+# expect_grep PATTERN FILE: FILE must have a line matching PATTERN
+expect_grep() { grep -qE "$1" "$2" || { cat "$2" >&2; fail "$2 has no line matching '$1'"; }; }
+
+# Our modules in load order.
+ORFS_MODULES=(regcache knet orfs mxbd)
+
+module_loaded() { [ -d "/sys/module/$1" ]; }
+
+# load_suite: insmod every module (their dependencies on the kernel's own
+# modules, ib_core first, come with modprobe)
+load_suite() {
+	local m
+	modprobe ib_core
+	for m in "${ORFS_MODULES[@]}"; do
+		module_loaded "$m" || insmod "$ORFS_KMOD/$m/$m.ko"
+	done
+	on_exit unload_suite
+}
+
+# unload_suite: rmmod every loaded module, users first
+unload_suite() {
+	local i m
+	for ((i = ${#ORFS_MODULES[@]} - 1; i >= 0; i--)); do
+		m=${ORFS_MODULES[$i]}
+		if module_loaded "$m"; then rmmod "$m"; fi
+	done
+}

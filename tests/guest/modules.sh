@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The four modules load, register what they register, follow the RDMA
+# devices that come and go, refuse unloading while used, and unload cleanly.
+# timeout: 120
+. "$(dirname "$0")/lib.sh"
+dbg=/sys/kernel/debug
+
+step "modules load in dependency order"
+load_suite
+for m in "${ORFS_MODULES[@]}"; do
+	module_loaded "$m" || fail "$m is not loaded"
+done
+
+step "orfs registered its file system type"
+expect_grep '[[:space:]]orfs$' /proc/filesystems
+
+step "mxbd registered a block major, shown in debugfs too"
+major=$(awk '$2 == "mxbd" { print $1 }' /proc/devices)
+[ -n "$major" ] || fail "no mxbd major in /proc/devices"
+expect_eq "debugfs mxbd/major" "$(cat $dbg/mxbd/major)" "$major"
+
+step "both upper layers are registered with knet"
+expect_grep '^orfs service 1$' $dbg/knet/ulps
+expect_grep '^mxbd service 2$' $dbg/knet/ulps
+
+step "knet found the soft-RoCE device, with FRWR, and made its cache"
+expect_grep "^$ORFS_RDMA_DEV ports 1 iwarp 0 frwr 1 " $dbg/knet/devices
+expect_grep '^hits 0$' "$dbg/regcache/$ORFS_RDMA_DEV/stats"
+expect_grep '^pinned_bytes 0$' "$dbg/regcache/$ORFS_RDMA_DEV/stats"
+
+step "a device removed and added again is released and found again"
+rdma link delete "$ORFS_RDMA_DEV"
+if grep -q "^$ORFS_RDMA_DEV " $dbg/knet/devices; then fail "knet still lists $ORFS_RDMA_DEV"; fi
+[ ! -e "$dbg/regcache/$ORFS_RDMA_DEV" ] || fail "the regcache of $ORFS_RDMA_DEV outlived it"
+rdma link add "$ORFS_RDMA_DEV" type rxe netdev "$ORFS_DEV"
+expect_grep "^$ORFS_RDMA_DEV " $dbg/knet/devices
+
+step "mounting is refused cleanly while orfs has no client"
+mkdir -p /tmp/mnt
+expect_fail mount -t orfs "$ORFS_ADDR:/x" /tmp/mnt 2>/tmp/mount.err
+cat /tmp/mount.err
+
+step "knet and regcache cannot be unloaded while used"
+expect_fail rmmod knet
+expect_fail rmmod regcache
+module_loaded knet || fail "knet went away while orfs and mxbd use it"
+
+step "everything unloads and leaves nothing behind"
+unload_suite
+for m in "${ORFS_MODULES[@]}"; do
+	if module_loaded "$m"; then fail "$m is still loaded"; fi
+done
+if grep -q orfs /proc/filesystems; then fail "orfs is still a file system type"; fi
+if grep -q mxbd /proc/devices; then fail "the mxbd major is still registered"; fi
+for d in knet regcache mxbd; do
+	[ ! -e "$dbg/$d" ] || fail "debugfs $d outlived its module"
+done
+
+step "a second load and unload cycle works"
+load_suite
+unload_suite
+echo "ok"

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef ORFS_TESTS_UNIT_H
+#define ORFS_TESTS_UNIT_H
+
+#include <CUnit/CUnit.h>
+
+/* Each test file defines one of these to add its suite to the registry. */
+int unit_add_proto_suite(void);
+
+#endif

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Host-side verdicts on a guest run (sourced by tools/vm).
+
+# Kernel log lines that fail a run whatever the scripts said.
+BAD_KERNEL_LINES='WARNING:|BUG:|Oops|kernel BUG at|general protection fault|list_(add|del) corruption|list corruption|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched detected stall|rcu: INFO|Kernel panic|UBSAN:|refcount_t:|KASAN:|unreferenced object'
+
+# bad_lines FILE: print the kernel log lines of FILE that fail a run
+bad_lines() {
+	[ -f "$1" ] || return 0
+	grep -aE "$BAD_KERNEL_LINES" "$1" || true
+}
+
+# verdicts RESULTS KVER QEMU_RC: print PASS/FAIL/SKIP per planned script,
+# then write "passed failed skipped" to RESULTS/summary.
+verdicts() {
+	local res=$1 kver=$2 qrc=$3 pass=0 fail=0 skip=0
+	local limit script name rc why bad
+
+	while read -r limit script; do
+		name=$(basename "$script" .sh)
+		why=""
+		if [ ! -f "$res/$name.rc" ]; then
+			if [ "$qrc" -eq 137 ]; then
+				why="guest hung or exceeded its time limit (console log: $res/console.log)"
+			else
+				why="guest stopped before the script finished (qemu exit $qrc, console log: $res/console.log)"
+			fi
+		else
+			rc=$(cat "$res/$name.rc")
+			case "$rc" in
+			0) ;;
+			77) ;;
+			124) why="timed out after ${limit}s" ;;
+			137) if [ "$(cat "$res/$name.ms" 2>/dev/null || echo 0)" -ge $((limit * 1000)) ]; then
+				why="timed out after ${limit}s and was killed"
+			else
+				why="killed (exit 137)"
+			fi ;;
+			*) why="exit code $rc" ;;
+			esac
+		fi
+		bad=$(bad_lines "$res/$name.dmesg")
+		[ -n "$bad" ] && why="${why:+$why; }kernel log has bad lines"
+		if [ -z "$why" ] && [ "$(cat "$res/$name.rc")" = 77 ]; then
+			echo "SKIP $kver $name: $(grep '^SKIP:' "$res/$name.log" | tail -n 1 | sed 's/^SKIP: *//')"
+			skip=$((skip + 1))
+		elif [ -z "$why" ]; then
+			echo "PASS $kver $name ($(cat "$res/$name.ms" 2>/dev/null || echo '?') ms)"
+			pass=$((pass + 1))
+		else
+			echo "FAIL $kver $name: $why"
+			[ -f "$res/$name.log" ] && tail -n 25 "$res/$name.log" | sed 's/^/    | /'
+			[ -n "$bad" ] && echo "$bad" | head -n 20 | sed 's/^/    ! /'
+			fail=$((fail + 1))
+		fi
+	done < "$res/plan"
+
+	# Lines in the console log that no script's segment explains (boot,
+	# shutdown, or a guest that hung before saving its segment).
+	bad=$(bad_lines "$res/console.log"; bad_lines "$res/boot.dmesg")
+	if [ -n "$bad" ]; then
+		echo "FAIL $kver kernel-log: the guest kernel log has bad lines"
+		echo "$bad" | head -n 20 | sed 's/^/    ! /'
+		fail=$((fail + 1))
+	fi
+	echo "$pass $fail $skip" > "$res/summary"
+}
