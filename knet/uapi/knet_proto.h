@@ -24,13 +24,12 @@
 #include <linux/build_bug.h>
 #define KNET_LE16(x)	le16_to_cpu(x)
 #define KNET_LE32(x)	le32_to_cpu(x)
-#define KNET_STATIC_ASSERT(c, m) static_assert(c, m)
 #else
+#include <assert.h>	/* static_assert */
 #include <endian.h>
 #include <stddef.h>
 #define KNET_LE16(x)	le16toh(x)
 #define KNET_LE32(x)	le32toh(x)
-#define KNET_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
 
 #define KNET_PROTO_MAGIC	0x54454e4bU	/* "KNET" in memory order */
@@ -115,12 +114,12 @@ struct knet_seg {
 	__le32	len;		/* bytes */
 };
 
-KNET_STATIC_ASSERT(sizeof(struct knet_cm_req) <= 55, "knet_cm_req too large");
-KNET_STATIC_ASSERT(sizeof(struct knet_cm_req) == 52, "knet_cm_req layout");
-KNET_STATIC_ASSERT(sizeof(struct knet_cm_rep) == 16, "knet_cm_rep layout");
-KNET_STATIC_ASSERT(sizeof(struct knet_cm_rej) == 4, "knet_cm_rej layout");
-KNET_STATIC_ASSERT(sizeof(struct knet_hdr) == 32, "knet_hdr layout");
-KNET_STATIC_ASSERT(sizeof(struct knet_seg) == 16, "knet_seg layout");
+static_assert(sizeof(struct knet_cm_req) <= 55, "knet_cm_req too large");
+static_assert(sizeof(struct knet_cm_req) == 52, "knet_cm_req layout");
+static_assert(sizeof(struct knet_cm_rep) == 16, "knet_cm_rep layout");
+static_assert(sizeof(struct knet_cm_rej) == 4, "knet_cm_rej layout");
+static_assert(sizeof(struct knet_hdr) == 32, "knet_hdr layout");
+static_assert(sizeof(struct knet_seg) == 16, "knet_seg layout");
 
 /* Results of knet_hdr_check(); zero means the message is well formed. */
 enum knet_hdr_error {

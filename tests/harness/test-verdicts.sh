@@ -1,0 +1,59 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Tests of the harness's verdicts (tools/lib-results.sh) on made-up guest
+# results: a test harness that cannot fail a test is worse than none.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. tools/lib-results.sh
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+
+# case NAME RC DMESG [CONSOLE] [QRC]: one script's made-up result
+mkcase() {
+	local dir=$tmp/$1
+	mkdir -p "$dir"
+	echo "60 /x/$1.sh" > "$dir/plan"
+	[ "$2" = none ] || echo "$2" > "$dir/$1.rc"
+	echo 10 > "$dir/$1.ms"
+	printf '%s\n' "$3" > "$dir/$1.dmesg"
+	printf 'some output\nSKIP: no widget here\n' > "$dir/$1.log"
+	printf '%s\n' "${4:-booting}" > "$dir/console.log"
+	: > "$dir/boot.dmesg"
+	verdicts "$dir" k "${5:-0}" > "$dir/out"
+}
+
+# expect NAME PATTERN SUMMARY: the verdict output and counts
+expect() {
+	n=$((n + 1))
+	grep -qE "$2" "$tmp/$1/out" || { cat "$tmp/$1/out"; echo "not ok $n: $1: no '$2'"; exit 1; }
+	[ "$(cat "$tmp/$1/summary")" = "$3" ] || { echo "not ok $n: $1: summary $(cat "$tmp/$1/summary"), want $3"; exit 1; }
+	echo "ok $n: $1"
+}
+
+mkcase clean 0 "[1.0] knet: loaded"
+expect clean '^PASS k clean' "1 0 0"
+mkcase failed 1 ""
+expect failed '^FAIL k failed: exit code 1' "0 1 0"
+mkcase timeout 124 ""
+expect timeout '^FAIL k timeout: timed out' "0 1 0"
+mkcase skipped 77 ""
+expect skipped '^SKIP k skipped: no widget here' "0 0 1"
+mkcase hung none "" "booting" 137
+expect hung '^FAIL k hung: guest hung' "0 1 0"
+mkcase died none "" "booting" 1
+expect died '^FAIL k died: guest stopped' "0 1 0"
+for line in "WARNING: CPU: 1 PID: 9 at mm/x.c:1 f+0x1" "BUG: kernel NULL pointer dereference" \
+	"Oops: 0000 [#1] PREEMPT SMP" "list_del corruption. prev->next should be" \
+	"WARNING: possible circular locking dependency detected" \
+	"INFO: task insmod:149 blocked for more than 30 seconds." \
+	"watchdog: BUG: soft lockup - CPU#0 stuck for 22s!" "refcount_t: underflow; use-after-free."; do
+	mkcase badlog 0 "[2.0] $line"
+	expect badlog '^FAIL k badlog: kernel log has bad lines' "0 1 0"
+done
+mkcase console 0 "" "[9.0] BUG: soft lockup - CPU#1 stuck"
+expect console '^FAIL k kernel-log' "1 1 0"
+mkcase skipbad 77 "[2.0] WARNING: CPU: 0 PID: 1 at x"
+expect skipbad '^FAIL k skipbad' "0 1 0"
+echo "harness: $n checks passed"

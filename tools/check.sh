@@ -1,0 +1,120 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# tools/check.sh (make check): everything that decides whether a change may
+# land, in this order:
+#   1. build: modules for every installed kernel with W=1 -Werror, userspace
+#   2. unit tests (CUnit) and the harness's own tests
+#   3. static checks: checkpatch, sparse on 6.1 and 6.12
+#   4. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh)
+# and a closing line "N passed, N failed" (", N skipped" when any skipped,
+# each with its reason above). Exits non-zero on any failure.
+#
+# CHECK_KERNELS="6.1 6.12" and CHECK_TESTS="tests/guest/x.sh ..." narrow it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=tools/lib-kernel.sh
+. tools/lib-kernel.sh
+
+pass=0 fail=0 skip=0
+log=build/check
+mkdir -p "$log"
+
+ok() { echo "PASS $*"; pass=$((pass + 1)); }
+ko() { echo "FAIL $*"; fail=$((fail + 1)); }
+
+# run_item NAME LOGFILE CMD...: one check, its output kept in LOGFILE
+run_item() {
+	local name=$1 out=$2
+	shift 2
+	if "$@" > "$out" 2>&1; then
+		ok "$name"
+	else
+		ko "$name (log: $out)"
+		tail -n 30 "$out" | sed 's/^/    | /'
+	fi
+}
+
+finish() {
+	local line="$pass passed, $fail failed"
+	[ "$skip" -gt 0 ] && line+=", $skip skipped"
+	echo
+	echo "$line"
+	[ "$fail" -eq 0 ]
+	exit $?
+}
+
+kernels=()
+for k in ${CHECK_KERNELS:-6.1 6.12}; do
+	if v=$(resolve_kernel "$k"); then
+		kernels+=("$v")
+	else
+		ko "kernel $k: not installed (run 'make deps')"
+	fi
+done
+
+echo "== build"
+build_ok=1
+for v in "${kernels[@]}"; do
+	run_item "build modules $v (W=1, -Werror)" "$log/build-$v.log" \
+		make --no-print-directory modules KVER="$v" STRICT=1 || true
+	[ -f "build/kmod/$v/knet/knet.ko" ] || build_ok=0
+done
+run_item "build userspace (-Wall -Wextra -Werror)" "$log/build-user.log" \
+	make --no-print-directory userspace
+[ -x build/bin/unit-tests ] || build_ok=0
+
+echo "== unit tests"
+if [ -x build/bin/unit-tests ]; then
+	build/bin/unit-tests > "$log/unit.log" 2>&1
+	urc=$?
+	sed -n 's/^  Test: //p' "$log/unit.log" | sed 's/^/    /'
+	summary=$(grep -E '^unit: [0-9]+ passed, [0-9]+ failed$' "$log/unit.log" | tail -n 1)
+	if [ -z "$summary" ]; then
+		ko "unit tests: no summary (exit $urc, log: $log/unit.log)"
+	else
+		up=$(echo "$summary" | awk '{print $2}')
+		uf=$(echo "$summary" | awk '{print $4}')
+		pass=$((pass + up))
+		fail=$((fail + uf))
+		echo "unit tests: $up passed, $uf failed"
+		if [ "$uf" -ne 0 ] || [ "$urc" -ne 0 ]; then
+			grep -B2 -A6 'FAILED\|Suite .* had failures' "$log/unit.log" | sed 's/^/    | /'
+			[ "$uf" -eq 0 ] && ko "unit tests: exit $urc"
+		fi
+	fi
+fi
+run_item "harness self-test" "$log/harness.log" tests/harness/test-verdicts.sh
+
+echo "== static checks"
+run_item "checkpatch" "$log/lint.log" tools/lint.sh
+for v in "${kernels[@]}"; do
+	# C=2 runs sparse on every file even when its object is up to date.
+	if make --no-print-directory modules KVER="$v" C=2 > "$log/sparse-$v.log" 2>&1 &&
+	   ! grep -E '(warning|error):' "$log/sparse-$v.log" > "$log/sparse-$v.bad"; then
+		ok "sparse $v"
+	else
+		ko "sparse $v (log: $log/sparse-$v.log)"
+		head -n 20 "$log/sparse-$v.bad" | sed 's/^/    | /'
+	fi
+done
+
+if [ "$build_ok" -ne 1 ]; then
+	ko "in-guest tests: not run, the build failed"
+	finish
+fi
+
+mapfile -t tests < <(if [ -n "${CHECK_TESTS:-}" ]; then printf '%s\n' $CHECK_TESTS; \
+	else ls tests/guest/*.sh | grep -v '/lib\.sh$'; fi)
+for v in "${kernels[@]}"; do
+	echo "== in-guest tests on $v"
+	res=build/vm/$v/results
+	tools/vm run --kernel "$v" --results "$res" "${tests[@]}" | tee "$log/guest-$v.log"
+	if [ -f "$res/summary" ]; then
+		read -r gp gf gs < "$res/summary"
+		pass=$((pass + gp)); fail=$((fail + gf)); skip=$((skip + gs))
+	else
+		ko "in-guest tests on $v: the harness produced no summary"
+	fi
+done
+finish

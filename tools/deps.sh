@@ -1,0 +1,75 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# tools/deps.sh (make deps): install with apt-get everything the project
+# builds, tests and benchmarks with, on Debian 12 (bookworm). Idempotent;
+# when everything is present it only checks and returns in well under a
+# second. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tools/lib-kernel.sh
+. "$here/lib-kernel.sh"
+
+# The 6.1 kernel is bookworm's default; 6.12 comes from bookworm-backports
+# (bookworm's security suite carries the same 6.12 meta packages).
+PACKAGES=(
+	linux-image-amd64 linux-headers-amd64
+	linux-image-6.12-amd64 linux-headers-6.12-amd64
+	linux-source-6.1
+	build-essential bc kmod cpio xz-utils zstd sparse
+	qemu-system-x86 busybox-static
+	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
+	libibverbs-dev librdmacm-dev libfabric-dev libfabric-bin
+	libcunit1-dev clang-14 libfuzzer-14-dev
+	fio e2fsprogs iproute2 procps util-linux
+)
+
+BACKPORTS=/etc/apt/sources.list.d/orfs-bookworm-backports.sources
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "install ok installed" ] || missing+=("$p")
+done
+
+have_kernel() { resolve_kernel "$1" >/dev/null; }
+
+if [ ${#missing[@]} -eq 0 ] && have_kernel 6.1 && have_kernel 6.12; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null; then
+		exec sudo "$0" "$@"
+	fi
+	echo "deps: missing packages (${missing[*]}) and not root: run 'make deps' as root" >&2
+	exit 1
+fi
+
+. /etc/os-release
+if [ "${VERSION_CODENAME:-}" != bookworm ]; then
+	echo "deps: this setup step knows Debian 12 (bookworm); this is ${PRETTY_NAME:-unknown}" >&2
+	exit 1
+fi
+
+if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	echo "deps: adding the bookworm-backports suite ($BACKPORTS)"
+	cat > "$BACKPORTS" <<'EOF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+fi
+
+echo "deps: installing ${missing[*]:-kernel packages}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q -o Dpkg::Use-Pty=0 || echo "deps: apt-get update reported errors; going on with the lists it has" >&2
+apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0 "${PACKAGES[@]}"
+
+for k in 6.1 6.12; do
+	have_kernel "$k" || { echo "deps: the $k kernel image or headers did not install" >&2; exit 1; }
+done
+echo "deps: ready; kernels: $(list_kernels | tr '\n' ' ')"

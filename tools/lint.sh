@@ -1,0 +1,26 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# tools/lint.sh (make lint): checkpatch over our kernel code. checkpatch is
+# extracted at run time from Debian's linux-source-6.1 package into build/
+# and never committed. Exits non-zero on any error or warning.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1 || true)
+[ -n "$tarball" ] || { echo "lint: linux-source-6.1 is not installed (run 'make deps')" >&2; exit 2; }
+cp_dir=build/checkpatch
+if [ ! -x "$cp_dir/scripts/checkpatch.pl" ] || [ "$tarball" -nt "$cp_dir/scripts/checkpatch.pl" ]; then
+	rm -rf "$cp_dir"
+	mkdir -p "$cp_dir"
+	tar -xf "$tarball" -C "$cp_dir" --strip-components=1 --wildcards \
+		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
+		'*/scripts/const_structs.checkpatch'
+fi
+
+mapfile -t files < <(git ls-files -co --exclude-standard -- \
+	'knet/*.[ch]' 'regcache/*.[ch]' 'orfs/*.[ch]' 'mxbd/*.[ch]')
+[ ${#files[@]} -gt 0 ] || { echo "lint: no kernel sources found" >&2; exit 2; }
+"$cp_dir/scripts/checkpatch.pl" --no-tree --strict --quiet --show-types \
+	--max-line-length=100 -f "${files[@]}"
+echo "lint: checkpatch clean on ${#files[@]} files"
