@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Calibration of the test bed: what raw soft-RoCE gives between two
+# userspace processes in this guest (perftest over rdma_cm on rxe0). Every
+# other benchmark's figures are bounded by these; they have no peer.
+# timeout: 600
+. "$(dirname "$0")/../guest/lib.sh"
+
+out=$ORFS_RESULTS/bed.tsv
+: > "$out"
+port=18600
+
+# perf NAME UNIT COLUMN TOOL ARGS...: run a perftest pair, record one figure
+perf() {
+	local metric=$1 unit=$2 col=$3 tool=$4
+	shift 4
+	port=$((port + 1))
+	"$tool" -d "$ORFS_RDMA_DEV" -R -p "$port" "$@" > "/tmp/$metric.srv" 2>&1 &
+	local srv=$!
+	sleep 1
+	timeout 120 "$tool" -d "$ORFS_RDMA_DEV" -R -p "$port" "$@" "$ORFS_ADDR" > "/tmp/$metric.cli" 2>&1 ||
+		{ cat "/tmp/$metric.cli" "/tmp/$metric.srv"; fail "$tool $* failed"; }
+	wait "$srv" || true
+	# The result row is the one line starting with the message size.
+	local v
+	v=$(awk -v c="$col" '$1 ~ /^[0-9]+$/ && NF >= c { v = $c } END { print v }' "/tmp/$metric.cli")
+	[ -n "$v" ] || { cat "/tmp/$metric.cli"; fail "no figure in $tool output"; }
+	grep -A1 '#bytes' "/tmp/$metric.cli"
+	printf '%s\t%s\t\t%s\n' "$metric" "$v" "$unit" >> "$out"
+	echo "$metric $v $unit"
+}
+
+# Bandwidth tools print: bytes iterations peak average msgrate.
+perf rdma_write_bw_1M MBps 4 ib_write_bw -s 1048576 -n 200 -F
+perf rdma_read_bw_1M MBps 4 ib_read_bw -s 1048576 -n 200 -F
+# Latency tools print: bytes iterations min max typical avg stdev 99% 99.9%.
+perf rdma_send_lat_64 us 6 ib_send_lat -s 64 -n 2000 -F
+perf rdma_read_lat_4k us 6 ib_read_lat -s 4096 -n 1000 -F
