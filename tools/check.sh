@@ -79,7 +79,7 @@ if [ -x build/bin/unit-tests ]; then
 		fail=$((fail + uf))
 		echo "unit tests: $up passed, $uf failed"
 		if [ "$uf" -ne 0 ] || [ "$urc" -ne 0 ]; then
-			grep -B2 -A6 'FAILED\|Suite .* had failures' "$log/unit.log" | sed 's/^/    | /'
+			grep -A4 'FAILED' "$log/unit.log" | sed 's/^/    | /'
 			[ "$uf" -eq 0 ] && ko "unit tests: exit $urc"
 		fi
 	fi
