@@ -35,7 +35,8 @@ USER_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE \
 BIN := build/bin
 
 # Userspace programs: the server, the tools and the unit tests.
-SERVER_LIB_SRC := server/proto.c
+SERVER_LIB_SRC := server/proto.c server/dispatch.c
+FAB_SRC := server/fab.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h server/*.h tests/unit/*.h)
 
@@ -57,7 +58,15 @@ modules-all:
 		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build; \
 	done
 
-userspace: $(BIN)/unit-tests
+userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping
+
+$(BIN)/orfs-server: server/main.c $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ server/main.c $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric
+
+$(BIN)/knet-ping: tools/knet-ping.c $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-ping.c $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric
 
 $(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)

@@ -89,6 +89,15 @@ struct knet_cm_rej {
 	__le16	reason;		/* enum knet_cm_reject */
 };
 
+/*
+ * Opcodes below KNET_OP_SERVICE_BASE belong to the transport and mean the
+ * same for every service; the services number theirs from the base up.
+ */
+enum knet_opcode {
+	KNET_OP_NOP		= 0,	/* no operation: ping and keep-alive */
+	KNET_OP_SERVICE_BASE	= 16,
+};
+
 /* Header flags. */
 #define KNET_HF_REPLY	0x01	/* message is a reply to the request of tag */
 

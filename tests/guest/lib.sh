@@ -62,3 +62,31 @@ unload_suite() {
 		if module_loaded "$m"; then rmmod "$m"; fi
 	done
 }
+
+# start_server ARGS...: start orfs-server on ORFS_ADDR with ARGS in the
+# background (log in ORFS_SERVER_LOG) and wait until it listens
+ORFS_SERVER_LOG=/tmp/orfs-server.log
+ORFS_SERVER_PID=
+start_server() {
+	local i
+	"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" "$@" > "$ORFS_SERVER_LOG" 2>&1 &
+	ORFS_SERVER_PID=$!
+	on_exit stop_server
+	for ((i = 0; i < 200; i++)); do
+		grep -q 'listening on' "$ORFS_SERVER_LOG" && return 0
+		kill -0 "$ORFS_SERVER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$ORFS_SERVER_LOG" >&2
+	fail "orfs-server did not start"
+}
+
+# stop_server: SIGTERM the server and check that it exits cleanly
+stop_server() {
+	local rc=0
+	[ -n "$ORFS_SERVER_PID" ] || return 0
+	kill -TERM "$ORFS_SERVER_PID" 2>/dev/null || true
+	wait "$ORFS_SERVER_PID" || rc=$?
+	ORFS_SERVER_PID=
+	[ "$rc" -eq 0 ] || { cat "$ORFS_SERVER_LOG" >&2; fail "orfs-server exited with $rc"; }
+}
