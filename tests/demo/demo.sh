@@ -32,7 +32,26 @@ wait
 echo "$n of 10 pings came back and verified"
 expect_eq "verified pings" "$n" 10
 
-say "Not in this build yet: the server, 'mount -t orfs' and attaching /dev/mxbd0"
+say "Starting orfs-server on $ORFS_ADDR: export 'demo' (a directory), volume 'vol0' (a file)"
+mkdir -p /tmp/demo-export
+truncate -s 64M /tmp/demo-volume
+start_server -e demo=/tmp/demo-export -b vol0=/tmp/demo-volume
+cat "$ORFS_SERVER_LOG"
+
+say "A userspace client connects over RDMA and sends 100 NOP requests within its credits"
+"$ORFS_BIN/knet-ping" -a "$ORFS_ADDR" -n demo -c 100
+
+say "Asking for a volume that does not exist is refused with a reason"
+"$ORFS_BIN/knet-ping" -a "$ORFS_ADDR" -s block -n nosuch -c 1 || true
+
+say "A malformed request is answered with an error; the connection goes on"
+"$ORFS_BIN/knet-ping" -a "$ORFS_ADDR" -n demo -c 3 -x length
+
+say "Stopping the server (SIGTERM)"
+stop_server
+tail -n 4 "$ORFS_SERVER_LOG"
+
+say "Not in this build yet: knet's data path, 'mount -t orfs' and attaching /dev/mxbd0"
 if mount -t orfs "$ORFS_ADDR:/demo" /tmp 2>/dev/null; then fail "mount unexpectedly worked"; fi
 dmesg | grep 'orfs: this build' | tail -n 1
 
