@@ -19,12 +19,7 @@ static size_t make_reply(void *reply, size_t cap, const struct knet_hdr *req,
 
 	if (cap < sizeof(*rep))
 		return 0;
-	memset(rep, 0, sizeof(*rep));
-	rep->magic = htole32(KNET_PROTO_MAGIC);
-	rep->version = KNET_PROTO_VERSION;
-	rep->flags = KNET_HF_REPLY;
-	rep->opcode = req->opcode;
-	rep->tag = req->tag;
+	proto_hdr_init(rep, le16toh(req->opcode), le32toh(req->tag), KNET_HF_REPLY);
 	rep->credits = htole16(grant);
 	rep->status = htole32(status);
 	return sizeof(*rep);

@@ -57,6 +57,16 @@ int proto_parse_cm_req(const void *data, size_t len, struct conn_params *out)
 	return 0;
 }
 
+void proto_hdr_init(struct knet_hdr *h, uint16_t opcode, uint32_t tag, uint8_t flags)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = htole32(KNET_PROTO_MAGIC);
+	h->version = KNET_PROTO_VERSION;
+	h->flags = flags;
+	h->opcode = htole16(opcode);
+	h->tag = htole32(tag);
+}
+
 int proto_hdr_errno(enum knet_hdr_error e)
 {
 	switch (e) {

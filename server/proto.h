@@ -33,6 +33,9 @@ int proto_parse_cm_req(const void *data, size_t len, struct conn_params *out);
  */
 int proto_name_ok(const char *name, size_t len);
 
+/* Fill H as a message header with no body, segments or inline data. */
+void proto_hdr_init(struct knet_hdr *h, uint16_t opcode, uint32_t tag, uint8_t flags);
+
 /* The errno value a framing error is answered with (EPROTO or EBADMSG). */
 int proto_hdr_errno(enum knet_hdr_error e);
 

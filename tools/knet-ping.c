@@ -271,11 +271,7 @@ static size_t make_nop(struct client *c, uint32_t tag)
 {
 	struct knet_hdr h;
 
-	memset(&h, 0, sizeof(h));
-	h.magic = htole32(KNET_PROTO_MAGIC);
-	h.version = KNET_PROTO_VERSION;
-	h.opcode = htole16(KNET_OP_NOP);
-	h.tag = htole32(tag);
+	proto_hdr_init(&h, KNET_OP_NOP, tag, 0);
 	memcpy(txb(c), &h, sizeof(h));
 	return sizeof(h);
 }

@@ -20,10 +20,7 @@ static uint32_t make_msg(uint8_t *buf, uint32_t body, uint16_t nsegs, uint32_t i
 	uint32_t len = sizeof(*h) + body + nsegs * sizeof(struct knet_seg) + inl;
 
 	memset(buf, 0, MSG_CAP);
-	h->magic = htole32(KNET_PROTO_MAGIC);
-	h->version = KNET_PROTO_VERSION;
-	h->opcode = htole16(3);
-	h->tag = htole32(77);
+	proto_hdr_init(h, 3, 77, 0);
 	h->nsegs = htole16(nsegs);
 	h->body_len = htole32(body);
 	h->inline_len = htole32(inl);
