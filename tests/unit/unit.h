@@ -7,5 +7,6 @@
 /* Each test file defines one of these to add its suite to the registry. */
 int unit_add_proto_suite(void);
 int unit_add_dispatch_suite(void);
+int unit_add_block_suite(void);
 
 #endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Block service: volumes (a regular file or a block device) and the
+ * decoding of MXBD requests against them.
+ */
+#ifndef ORFS_SERVER_BLOCK_H
+#define ORFS_SERVER_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mxbd/uapi/mxbd_proto.h"
+
+struct volume {
+	int		fd;		/* buffered */
+	int		fd_direct;	/* O_DIRECT, or -1 when the store refuses it */
+	int		is_blockdev;
+	int		read_only;
+	uint64_t	size;
+	uint32_t	lbs;		/* logical block size */
+	uint32_t	pbs;		/* physical block size */
+	uint32_t	max_io;
+};
+
+/* A decoded, validated block request. Offsets are within the message. */
+struct block_req {
+	uint16_t	opcode;
+	uint32_t	tag;
+	uint64_t	offset;
+	uint32_t	length;
+	uint32_t	flags;
+	uint16_t	nsegs;
+	uint32_t	seg_off;	/* where the knet_seg list starts */
+	uint32_t	inl_off;	/* where inline data starts */
+	uint32_t	inl_len;
+};
+
+/* Open PATH as a volume; returns 0 or -errno (message printed). */
+int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_io);
+void volume_close(struct volume *v);
+
+/*
+ * Decode the block request MSG of LEN bytes, whose framing knet_hdr_check()
+ * has accepted. INLINE_MAX is the inline size negotiated with this client.
+ * Returns 0 with *out filled, or the errno value to answer with.
+ */
+int block_decode(const struct volume *v, const void *msg, uint32_t len,
+		 uint32_t inline_max, struct block_req *out);
+
+/* Fill the INFO reply body. */
+void block_info(const struct volume *v, struct mxbd_info *info);
+
+/*
+ * The backend operations. Each returns 0 or -errno. BUF must be aligned to
+ * the page size for the O_DIRECT path to be used.
+ */
+int block_read(const struct volume *v, void *buf, uint64_t off, uint32_t len);
+int block_write(const struct volume *v, const void *buf, uint64_t off, uint32_t len, int fua);
+int block_flush(const struct volume *v);
+int block_discard(const struct volume *v, uint64_t off, uint64_t len);
+int block_write_zeroes(const struct volume *v, uint64_t off, uint64_t len);
+
+#endif /* ORFS_SERVER_BLOCK_H */
