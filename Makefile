@@ -35,7 +35,7 @@ USER_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE \
 BIN := build/bin
 
 # Userspace programs: the server, the tools and the unit tests.
-SERVER_LIB_SRC := server/proto.c server/dispatch.c server/block.c
+SERVER_LIB_SRC := server/proto.c server/dispatch.c server/block.c server/sched.c
 FAB_SRC := server/fab.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h server/*.h tests/unit/*.h)

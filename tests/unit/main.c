@@ -18,7 +18,8 @@ int main(void)
 		fprintf(stderr, "unit: cannot initialise CUnit: %s\n", CU_get_error_msg());
 		return 2;
 	}
-	if (unit_add_proto_suite() || unit_add_dispatch_suite() || unit_add_block_suite()) {
+	if (unit_add_proto_suite() || unit_add_dispatch_suite() || unit_add_block_suite() ||
+	    unit_add_sched_suite()) {
 		fprintf(stderr, "unit: cannot register the suites: %s\n", CU_get_error_msg());
 		CU_cleanup_registry();
 		return 2;

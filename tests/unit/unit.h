@@ -8,5 +8,6 @@
 int unit_add_proto_suite(void);
 int unit_add_dispatch_suite(void);
 int unit_add_block_suite(void);
+int unit_add_sched_suite(void);
 
 #endif

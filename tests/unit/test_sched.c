@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Unit tests of the buffer pool and the fair queue (server/sched.c). */
+#include <stdint.h>
+#include <string.h>
+
+#include "server/sched.h"
+#include "tests/unit/unit.h"
+
+static void test_pool(void)
+{
+	struct pool p;
+	void *c[4];
+	int i;
+
+	CU_ASSERT_NOT_EQUAL(pool_init(&p, 1000, 4), 0);	/* not page-sized */
+	CU_ASSERT_EQUAL_FATAL(pool_init(&p, 8192, 4), 0);
+	for (i = 0; i < 4; i++) {
+		c[i] = pool_get(&p);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c[i]);
+		CU_ASSERT_EQUAL((uintptr_t)c[i] % 4096, 0);
+		memset(c[i], i, 8192);	/* every chunk is usable in full */
+	}
+	CU_ASSERT_PTR_NULL(pool_get(&p));	/* bounded */
+	CU_ASSERT_TRUE(c[0] != c[1] && c[1] != c[2] && c[2] != c[3] && c[0] != c[3]);
+	pool_put(&p, c[2]);
+	CU_ASSERT_PTR_EQUAL(pool_get(&p), c[2]);
+	for (i = 0; i < 4; i++)
+		pool_put(&p, c[i]);
+	CU_ASSERT_EQUAL(p.nfree, 4);
+	pool_destroy(&p);
+}
+
+struct item {
+	struct fq_item	it;
+	int		flow;
+};
+
+static int pop_flow(struct fq *q, struct item *items)
+{
+	struct fq_item *it = fq_pop(q, NULL);
+
+	(void)items;
+	return it ? ((struct item *)it)->flow : -1;
+}
+
+static void test_round_robin(void)
+{
+	struct fq q;
+	struct fq_flow f[3];
+	struct item items[12];
+	int order[12], i;
+
+	fq_init(&q);
+	for (i = 0; i < 3; i++)
+		fq_flow_init(&f[i], FQ_NORMAL);
+	/* Flow 0 queues 6 requests before the others queue any. */
+	for (i = 0; i < 6; i++) {
+		items[i].flow = 0;
+		fq_push(&q, &f[0], &items[i].it);
+	}
+	for (i = 6; i < 12; i++) {
+		items[i].flow = 1 + (i % 2);
+		fq_push(&q, &f[items[i].flow], &items[i].it);
+	}
+	for (i = 0; i < 12; i++)
+		order[i] = pop_flow(&q, items);
+	/* Still served in turn, not first come first served. */
+	CU_ASSERT_EQUAL(order[0], 0);
+	CU_ASSERT_EQUAL(order[1], 1);
+	CU_ASSERT_EQUAL(order[2], 2);
+	CU_ASSERT_EQUAL(order[3], 0);
+	CU_ASSERT_EQUAL(order[4], 1);
+	CU_ASSERT_EQUAL(order[5], 2);
+	CU_ASSERT_EQUAL(order[9], 0);
+	CU_ASSERT_EQUAL(order[11], 0);
+	CU_ASSERT_EQUAL(pop_flow(&q, items), -1);
+	CU_ASSERT_EQUAL(q.queued, 0);
+}
+
+static void test_classes(void)
+{
+	struct fq q;
+	struct fq_flow hi, lo;
+	struct item items[200];
+	int i, nhi = 0;
+
+	fq_init(&q);
+	fq_flow_init(&hi, FQ_HIGH);
+	fq_flow_init(&lo, FQ_LOW);
+	for (i = 0; i < 200; i++) {
+		items[i].flow = i % 2;
+		fq_push(&q, items[i].flow ? &lo : &hi, &items[i].it);
+	}
+	/* Under contention high gets 4 turns for low's 1; low is never starved. */
+	for (i = 0; i < 50; i++)
+		nhi += pop_flow(&q, items) == 0;
+	CU_ASSERT_EQUAL(nhi, 40);
+	/* Once high is empty, low gets everything. */
+	while (q.queued)
+		pop_flow(&q, items);
+	CU_ASSERT_EQUAL(hi.queued, 0);
+	CU_ASSERT_EQUAL(lo.queued, 0);
+}
+
+static void test_remove(void)
+{
+	struct fq q;
+	struct fq_flow f[2];
+	struct item items[6];
+	int i;
+
+	fq_init(&q);
+	fq_flow_init(&f[0], FQ_NORMAL);
+	fq_flow_init(&f[1], FQ_NORMAL);
+	for (i = 0; i < 6; i++) {
+		items[i].flow = i % 2;
+		fq_push(&q, &f[i % 2], &items[i].it);
+	}
+	fq_flow_remove(&q, &f[0]);
+	CU_ASSERT_EQUAL(q.queued, 3);
+	for (i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(pop_flow(&q, items), 1);
+	CU_ASSERT_EQUAL(pop_flow(&q, items), -1);
+	fq_flow_remove(&q, &f[1]);	/* removing an idle flow is harmless */
+	CU_ASSERT_EQUAL(q.queued, 0);
+}
+
+int unit_add_sched_suite(void)
+{
+	CU_pSuite s = CU_add_suite("buffer pool and fair queue", NULL, NULL);
+
+	if (!s ||
+	    !CU_add_test(s, "pool: bounded, aligned, reusable", test_pool) ||
+	    !CU_add_test(s, "fair queue: round robin across connections", test_round_robin) ||
+	    !CU_add_test(s, "fair queue: weighted classes, no starvation", test_classes) ||
+	    !CU_add_test(s, "fair queue: a closing connection leaves", test_remove))
+		return -1;
+	return 0;
+}
