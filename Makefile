@@ -60,9 +60,11 @@ modules-all:
 
 userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping
 
-$(BIN)/orfs-server: server/main.c $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
+SERVER_SRC := server/main.c server/engine.c server/workers.c
+
+$(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ server/main.c $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric
 
 $(BIN)/knet-ping: tools/knet-ping.c $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Request dispatch. A malformed message is never acted on: it gets an
+ * Framing-level dispatch. A malformed message is never acted on: it gets an
  * error reply when its tag can be read, and the connection survives.
  */
 #include <errno.h>
@@ -12,46 +12,56 @@
 /* Bytes needed to read a message's tag. */
 #define TAG_END (offsetof(struct knet_hdr, tag) + sizeof(((struct knet_hdr *)0)->tag))
 
-static size_t make_reply(void *reply, size_t cap, const struct knet_hdr *req,
-			 uint32_t status, uint16_t grant)
+enum dispatch_verdict dispatch_frame(const void *msg, uint32_t len, struct frame *f,
+				     struct dispatch_stats *st)
 {
-	struct knet_hdr *rep = reply;
-
-	if (cap < sizeof(*rep))
-		return 0;
-	proto_hdr_init(rep, le16toh(req->opcode), le32toh(req->tag), KNET_HF_REPLY);
-	rep->credits = htole16(grant);
-	rep->status = htole32(status);
-	return sizeof(*rep);
-}
-
-size_t dispatch_message(const void *msg, uint32_t len, void *reply, size_t cap,
-			uint16_t grant, struct dispatch_stats *st)
-{
-	struct knet_hdr req;
+	struct knet_hdr h;
 	enum knet_hdr_error err;
 
+	memset(f, 0, sizeof(*f));
 	if (len < TAG_END) {
 		st->dropped++;
-		return 0;
+		return DISPATCH_DROP;
 	}
 	/* Work on an aligned copy of the header: MSG may be any buffer. */
-	memset(&req, 0, sizeof(req));
-	memcpy(&req, msg, len < sizeof(req) ? len : sizeof(req));
+	memset(&h, 0, sizeof(h));
+	memcpy(&h, msg, len < sizeof(h) ? len : sizeof(h));
+	f->opcode = le16toh(h.opcode);
+	f->tag = le32toh(h.tag);
 
-	err = len < sizeof(req) ? KNET_HDR_SHORT : knet_hdr_check(&req, len, KNET_MAX_SEGS);
-	if (err == KNET_HDR_OK && (req.flags & KNET_HF_REPLY))
+	err = len < sizeof(h) ? KNET_HDR_SHORT : knet_hdr_check(&h, len, KNET_MAX_SEGS);
+	if (err == KNET_HDR_OK && (h.flags & KNET_HF_REPLY))
 		err = KNET_HDR_RESERVED;	/* a client never sends replies */
 	if (err != KNET_HDR_OK) {
 		st->malformed++;
-		return make_reply(reply, cap, &req, (uint32_t)proto_hdr_errno(err), grant);
+		f->status = (uint32_t)proto_hdr_errno(err);
+		return DISPATCH_REPLY;
 	}
-
 	st->requests++;
-	switch (le16toh(req.opcode)) {
-	case KNET_OP_NOP:
-		return make_reply(reply, cap, &req, 0, grant);
-	default:
-		return make_reply(reply, cap, &req, EOPNOTSUPP, grant);
+	if (f->opcode < KNET_OP_SERVICE_BASE) {
+		f->status = f->opcode == KNET_OP_NOP ? 0 : EOPNOTSUPP;
+		return DISPATCH_REPLY;
 	}
+	return DISPATCH_SERVICE;
+}
+
+size_t proto_build_reply(void *buf, size_t cap, const struct frame *f, uint16_t grant,
+			 const void *body, uint32_t body_len, const void *inl, uint32_t inl_len)
+{
+	struct knet_hdr rep;
+	size_t len = sizeof(rep) + (size_t)body_len + inl_len;
+
+	if (cap < len)
+		return 0;
+	proto_hdr_init(&rep, f->opcode, f->tag, KNET_HF_REPLY);
+	rep.credits = htole16(grant);
+	rep.status = htole32(f->status);
+	rep.body_len = htole32(body_len);
+	rep.inline_len = htole32(inl_len);
+	memcpy(buf, &rep, sizeof(rep));
+	if (body_len)
+		memcpy((char *)buf + sizeof(rep), body, body_len);
+	if (inl_len)
+		memmove((char *)buf + sizeof(rep) + body_len, inl, inl_len);
+	return len;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Request dispatch: turns one received message into one reply, with no
- * knowledge of the fabric, so that it can be tested (and fuzzed) alone.
+ * Framing-level dispatch: what to do with one received message, decided
+ * with no knowledge of the fabric, so that it can be tested and fuzzed alone.
  */
 #ifndef ORFS_SERVER_DISPATCH_H
 #define ORFS_SERVER_DISPATCH_H
@@ -11,20 +11,33 @@
 
 #include "server/proto.h"
 
-/* Per-connection counters kept by the dispatcher. */
+enum dispatch_verdict {
+	DISPATCH_DROP,		/* not even the tag is readable: drop the link */
+	DISPATCH_REPLY,		/* answer now with frame.status (NOP or bad framing) */
+	DISPATCH_SERVICE,	/* well formed: the service decodes the operation */
+};
+
+struct frame {
+	uint16_t	opcode;
+	uint32_t	tag;
+	uint32_t	status;	/* with DISPATCH_REPLY: 0 or the errno to answer */
+};
+
+/* Per-connection counters. */
 struct dispatch_stats {
-	uint64_t requests;	/* well-formed requests answered */
+	uint64_t requests;	/* well-formed requests */
 	uint64_t malformed;	/* malformed messages answered with an error */
 	uint64_t dropped;	/* messages so broken that the link was dropped */
 };
 
+enum dispatch_verdict dispatch_frame(const void *msg, uint32_t len, struct frame *f,
+				     struct dispatch_stats *st);
+
 /*
- * dispatch_message() - answer the message MSG of LEN bytes into REPLY
- * (CAP bytes), granting GRANT send credits back. Returns the length of the
- * reply, or 0 when the message is too broken to answer (not even its tag
- * can be read): the caller then drops the connection.
+ * Build a reply in BUF (CAP bytes): header, BODY_LEN bytes of body, then
+ * INL_LEN bytes of inline data. Returns its length, or 0 if it does not fit.
  */
-size_t dispatch_message(const void *msg, uint32_t len, void *reply, size_t cap,
-			uint16_t grant, struct dispatch_stats *st);
+size_t proto_build_reply(void *buf, size_t cap, const struct frame *f, uint16_t grant,
+			 const void *body, uint32_t body_len, const void *inl, uint32_t inl_len);
 
 #endif /* ORFS_SERVER_DISPATCH_H */

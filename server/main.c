@@ -2,16 +2,16 @@
 /*
  * orfs-server: the userspace end of every ORFS and MXBD connection.
  *
- * This first version accepts and rejects connections by the knet connect
- * protocol, keeps the credit discipline (a receive posted for every credit
- * granted, one credit back with every reply) and answers requests through
- * dispatch_message(). One event loop waits on the connection event queue, a
- * completion queue shared by all connections and a signalfd.
+ * One progress thread owns the fabric: it waits with epoll on the
+ * connection event queue, one completion queue shared by all connections,
+ * the I/O workers' eventfd and a signalfd. Requests go through engine.c.
+ * A connection is freed only when its last posted operation has completed,
+ * the CM has reported its last event, no request of it is running and no
+ * handler holds it (conn_get()/conn_put()).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,74 +20,14 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "server/dispatch.h"
-#include "server/fab.h"
-#include "server/proto.h"
+#include "server/srv.h"
 
-#define SRV_MSG_SIZE	8192	/* largest message a client may send us */
-#define SRV_CREDITS	16	/* receives posted per connection */
-#define SRV_TX		(2 * SRV_CREDITS)
-#define SRV_MAX_CONNS	256
-#define SRV_CQ_SIZE	(SRV_MAX_CONNS * (SRV_CREDITS + SRV_TX))
-#define SRV_MAX_EXPORTS	64
+#define DRAIN_SECONDS	10
 
-struct conn;
-
-/* One posted operation; the fi_context must come first (FI_CONTEXT mode). */
-struct slot {
-	struct fi_context	ctx;
-	struct conn		*c;
-	int			idx;
-	int			send;
-};
-
-struct conn {
-	struct srv		*s;
-	struct fid_ep		*ep;
-	struct fid_mr		*mr;
-	char			*buf;		/* SRV_CREDITS rx then SRV_TX tx buffers */
-	struct slot		rx[SRV_CREDITS];
-	struct slot		tx[SRV_TX];
-	int			tx_busy[SRV_TX];
-	int			pending;	/* posted operations not yet completed */
-	int			connected;
-	int			closing;
-	int			cm_done;	/* the CM reported its last event */
-	char			peer[INET6_ADDRSTRLEN + 8];
-	struct conn_params	p;
-	struct dispatch_stats	st;
-	struct conn		*next;
-};
-
-struct export {
-	char		name[KNET_NAME_MAX + 1];
-	const char	*path;
-	int		service;
-};
-
-struct srv {
-	const char		*addr;
-	const char		*port;
-	const char		*prov;
-	int			verbose;
-	struct export		ex[SRV_MAX_EXPORTS];
-	int			nex;
-	struct fi_info		*info;
-	struct fid_fabric	*fabric;
-	struct fid_eq		*eq;
-	struct fid_pep		*pep;
-	struct fid_domain	*domain;
-	struct fid_cq		*cq;
-	int			epfd, sigfd, eqfd, cqfd;
-	int			stop;
-	struct conn		*conns;
-	int			nconns;
-};
-
-static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logmsg(const char *fmt, ...)
+void srv_log(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -98,29 +38,19 @@ static void logmsg(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static char *rx_buf(struct conn *c, int i)
+char *conn_rx_buf(struct conn *c, int i)
 {
 	return c->buf + (size_t)i * SRV_MSG_SIZE;
 }
 
-static char *tx_buf(struct conn *c, int i)
+char *conn_tx_buf(struct conn *c, int i)
 {
 	return c->buf + (size_t)(SRV_CREDITS + i) * SRV_MSG_SIZE;
 }
 
-static const struct export *find_export(const struct srv *s, const char *name, int service)
+int conn_post_recv(struct conn *c, int i)
 {
-	int i;
-
-	for (i = 0; i < s->nex; i++)
-		if (s->ex[i].service == service && !strcmp(s->ex[i].name, name))
-			return &s->ex[i];
-	return NULL;
-}
-
-static int post_recv(struct conn *c, int i)
-{
-	ssize_t ret = fi_recv(c->ep, rx_buf(c, i), SRV_MSG_SIZE, fi_mr_desc(c->mr), 0,
+	ssize_t ret = fi_recv(c->ep, conn_rx_buf(c, i), SRV_MSG_SIZE, fi_mr_desc(c->mr), 0,
 			      &c->rx[i].ctx);
 
 	if (ret)
@@ -148,22 +78,40 @@ static void conn_free(struct conn *c)
 	free(c);
 }
 
+void conn_maybe_free(struct conn *c)
+{
+	if (c->closing && !c->busy && !c->pending && c->cm_done && !c->active)
+		conn_free(c);
+}
+
+void conn_get(struct conn *c)
+{
+	c->busy++;
+}
+
+void conn_put(struct conn *c)
+{
+	c->busy--;
+	conn_maybe_free(c);
+}
+
 /*
  * Start closing: the provider flushes every posted operation into the CQ
- * and the CM reports a last event (FI_SHUTDOWN or an error). Both refer to
- * the connection, so it is freed only when both have come back.
+ * and the CM reports a last event (FI_SHUTDOWN or an error); running
+ * requests finish without replies. The connection goes when all is back.
  */
-static void conn_close(struct conn *c, const char *why)
+void conn_close(struct conn *c, const char *why)
 {
-	if (!c->closing) {
-		logmsg("%s: %s (%llu requests, %llu malformed)", c->peer, why,
-		       (unsigned long long)c->st.requests,
-		       (unsigned long long)c->st.malformed);
-		c->closing = 1;
-		fi_shutdown(c->ep, 0);
-	}
-	if (!c->pending && c->cm_done)
-		conn_free(c);
+	if (c->closing)
+		return;
+	srv_log("%s: %s (%llu requests, %llu malformed, %llu bytes in, %llu out)", c->peer, why,
+		(unsigned long long)c->st.requests, (unsigned long long)c->st.malformed,
+		(unsigned long long)c->bytes_in, (unsigned long long)c->bytes_out);
+	c->closing = 1;
+	conn_get(c);
+	fi_shutdown(c->ep, 0);
+	eng_conn_closing(c);
+	conn_put(c);
 }
 
 static void reject(struct srv *s, struct fi_info *info, int reason, const char *what)
@@ -174,20 +122,57 @@ static void reject(struct srv *s, struct fi_info *info, int reason, const char *
 	};
 	int ret;
 
-	logmsg("rejecting a connection: %s%s", proto_reject_str(reason), what ? what : "");
+	srv_log("rejecting a connection: %s%s", proto_reject_str(reason), what ? what : "");
 	ret = fi_reject(s->pep, info->handle, &rej, sizeof(rej));
 	if (ret)
 		fab_err("fi_reject", ret);
+}
+
+static struct export *find_export(struct srv *s, const char *name, int service)
+{
+	int i;
+
+	for (i = 0; i < s->nex; i++)
+		if (s->ex[i].service == service && !strcmp(s->ex[i].name, name))
+			return &s->ex[i];
+	return NULL;
+}
+
+static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct conn_params *p)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	int i;
+
+	if (!c)
+		return NULL;
+	c->buf = malloc((size_t)(SRV_CREDITS + SRV_TX) * SRV_MSG_SIZE);
+	if (!c->buf) {
+		free(c);
+		return NULL;
+	}
+	c->s = s;
+	c->ex = ex;
+	c->p = *p;
+	c->inline_max = p->inline_max < SRV_INLINE_MAX ? p->inline_max : SRV_INLINE_MAX;
+	c->sq_free = SRV_RDMA_SQ;
+	c->tx_wait_tail = &c->tx_wait;
+	c->rdma_wait_tail = &c->rdma_wait;
+	fq_flow_init(&c->flow, ex->class);
+	snprintf(c->peer, sizeof(c->peer), "client of '%s'", p->name);
+	for (i = 0; i < SRV_CREDITS; i++)
+		c->rx[i] = (struct op){ .kind = OP_RECV, .idx = i, .owner = c };
+	for (i = 0; i < SRV_TX; i++)
+		c->tx[i] = (struct op){ .kind = OP_SEND, .idx = i, .owner = c };
+	return c;
 }
 
 static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 {
 	struct conn_params p;
 	struct knet_cm_rep rep;
-	const struct export *ex;
-	struct conn *c = NULL;
+	struct export *ex;
+	struct conn *c;
 	char detail[96];
-	size_t size;
 	int reason, i, ret;
 
 	reason = proto_parse_cm_req(e->data, datalen, &p);
@@ -201,54 +186,41 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 		reject(s, e->info, KNET_REJ_NOENT, detail);
 		goto out;
 	}
-	if (s->nconns >= SRV_MAX_CONNS) {
+	if (s->stopping || s->nconns >= SRV_MAX_CONNS) {
+		reject(s, e->info, KNET_REJ_BUSY, NULL);
+		goto out;
+	}
+	c = conn_alloc(s, ex, &p);
+	if (!c) {
+		srv_log("out of memory for a connection");
 		reject(s, e->info, KNET_REJ_BUSY, NULL);
 		goto out;
 	}
 
-	c = calloc(1, sizeof(*c));
-	size = (size_t)(SRV_CREDITS + SRV_TX) * SRV_MSG_SIZE;
-	if (!c || !(c->buf = malloc(size))) {
-		logmsg("out of memory for a connection");
-		goto fail;
-	}
-	c->s = s;
-	c->p = p;
-	snprintf(c->peer, sizeof(c->peer), "client of '%s'", p.name);
-	for (i = 0; i < SRV_CREDITS; i++)
-		c->rx[i] = (struct slot){ .c = c, .idx = i, .send = 0 };
-	for (i = 0; i < SRV_TX; i++)
-		c->tx[i] = (struct slot){ .c = c, .idx = i, .send = 1 };
-
+	e->info->tx_attr->size = SRV_TX + SRV_RDMA_SQ;
+	e->info->rx_attr->size = SRV_CREDITS;
 	ret = fi_endpoint(s->domain, e->info, &c->ep, c);
-	if (ret) {
-		fab_err("fi_endpoint", ret);
-		goto fail;
-	}
-	ret = fi_ep_bind(c->ep, &s->eq->fid, 0);
+	if (!ret)
+		ret = fi_ep_bind(c->ep, &s->eq->fid, 0);
 	if (!ret)
 		ret = fi_ep_bind(c->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!ret)
 		ret = fi_enable(c->ep);
+	if (!ret)
+		ret = fi_mr_reg(s->domain, c->buf, (size_t)(SRV_CREDITS + SRV_TX) * SRV_MSG_SIZE,
+				FI_SEND | FI_RECV, 0, 0, 0, &c->mr, NULL);
+	for (i = 0; !ret && i < SRV_CREDITS; i++)
+		ret = conn_post_recv(c, i);
 	if (ret) {
-		fab_err("binding a connection", ret);
+		fab_err("setting up a connection", ret);
 		goto fail;
 	}
-	ret = fi_mr_reg(s->domain, c->buf, size, FI_SEND | FI_RECV, 0, 0, 0, &c->mr, NULL);
-	if (ret) {
-		fab_err("fi_mr_reg", ret);
-		goto fail;
-	}
-	for (i = 0; i < SRV_CREDITS; i++)
-		if (post_recv(c, i))
-			goto fail;
 
 	memset(&rep, 0, sizeof(rep));
 	rep.version = htole16(KNET_PROTO_VERSION);
 	rep.credits = htole16(p.recv_depth < SRV_CREDITS ? p.recv_depth : SRV_CREDITS);
-	rep.inline_max = htole32(SRV_MSG_SIZE - sizeof(struct knet_hdr) -
-				 KNET_MAX_SEGS * sizeof(struct knet_seg));
-	rep.max_io = htole32(1U << 20);
+	rep.inline_max = htole32(c->inline_max);
+	rep.max_io = htole32(SRV_MAX_IO);
 	rep.max_segs = htole16(KNET_MAX_SEGS);
 	ret = fi_accept(c->ep, &rep, sizeof(rep));
 	if (ret) {
@@ -262,15 +234,8 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 
 fail:
 	reject(s, e->info, KNET_REJ_BUSY, NULL);
-	if (c) {
-		/* Nothing was accepted: close at once, flushes go with the QP. */
-		c->pending = 0;
-		c->s = s;
-		if (c->ep)
-			fi_close(&c->ep->fid);
-		c->ep = NULL;
-		conn_free(c);
-	}
+	/* Never connected: the queue pair goes with its unflushed receives. */
+	conn_free(c);
 out:
 	fi_freeinfo(e->info);
 }
@@ -285,9 +250,17 @@ static void on_connected(struct conn *c)
 	if (!fi_getpeer(c->ep, &ss, &len) && ss.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
 	snprintf(c->peer, sizeof(c->peer), "%s", host);
-	logmsg("%s connected to %s '%s' (recv_depth %u)", c->peer,
-	       c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name,
-	       c->p.recv_depth);
+	srv_log("%s connected to %s '%s' (recv_depth %u)", c->peer,
+			c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name,
+			c->p.recv_depth);
+}
+
+static void cm_done(struct conn *c, const char *why)
+{
+	conn_get(c);
+	c->cm_done = 1;
+	conn_close(c, why);
+	conn_put(c);
 }
 
 static void handle_eq(struct srv *s)
@@ -307,12 +280,8 @@ static void handle_eq(struct srv *s)
 			struct fi_eq_err_entry err;
 
 			fab_eq_err(s->eq, "connection event error", &err);
-			if (err.fid && err.fid != &s->pep->fid) {
-				struct conn *c = err.fid->context;
-
-				c->cm_done = 1;
-				conn_close(c, "connection error");
-			}
+			if (err.fid && (!s->pep || err.fid != &s->pep->fid))
+				cm_done(err.fid->context, "connection error");
 			continue;
 		}
 		if (rd < 0) {
@@ -327,58 +296,42 @@ static void handle_eq(struct srv *s)
 		case FI_CONNECTED:
 			on_connected(ev.cm.fid->context);
 			break;
-		case FI_SHUTDOWN: {
-			struct conn *c = ev.cm.fid->context;
-
-			c->cm_done = 1;
-			conn_close(c, "disconnected");
+		case FI_SHUTDOWN:
+			cm_done(ev.cm.fid->context, "disconnected");
 			break;
-		}
 		default:
-			logmsg("unexpected connection event %u", event);
+			srv_log("unexpected connection event %u", event);
 		}
 	}
 }
 
-static int tx_get(struct conn *c)
+/* One completion (ERR 0) or flushed/failed operation (ERR an errno). */
+static void on_completion(struct op *op, size_t len, int err)
 {
-	int i;
+	struct chunk *ch = op->kind == OP_RDMA ? op->owner : NULL;
+	struct conn *c = ch ? ch->r->c : op->owner;
 
-	for (i = 0; i < SRV_TX; i++)
-		if (!c->tx_busy[i])
-			return i;
-	return -1;
-}
-
-static void on_recv(struct conn *c, int i, size_t len)
-{
-	size_t rlen;
-	ssize_t ret;
-	int t = tx_get(c);
-
-	if (t < 0) {
-		conn_close(c, "out of reply buffers");
-		return;
+	conn_get(c);
+	c->pending--;
+	switch (op->kind) {
+	case OP_RECV:
+		if (err)
+			conn_close(c, "receive failed");
+		else if (!c->closing)
+			eng_on_recv(c, op->idx, (uint32_t)len);
+		break;
+	case OP_SEND:
+		eng_on_send_done(c, op->idx);
+		if (err)
+			conn_close(c, "send failed");
+		break;
+	case OP_RDMA:
+		if (err)
+			conn_close(c, "RDMA to the client's memory failed");
+		eng_on_rdma_done(ch, err ? EIO : 0);
+		break;
 	}
-	rlen = dispatch_message(rx_buf(c, i), (uint32_t)len, tx_buf(c, t), SRV_MSG_SIZE, 1,
-				&c->st);
-	if (!rlen) {
-		conn_close(c, "unreadable message, dropping the connection");
-		return;
-	}
-	/* The receive goes back before the reply that grants its credit. */
-	if (post_recv(c, i)) {
-		conn_close(c, "cannot post a receive");
-		return;
-	}
-	ret = fi_send(c->ep, tx_buf(c, t), rlen, fi_mr_desc(c->mr), 0, &c->tx[t].ctx);
-	if (ret) {
-		fab_err("fi_send", (int)ret);
-		conn_close(c, "cannot send a reply");
-		return;
-	}
-	c->tx_busy[t] = 1;
-	c->pending++;
+	conn_put(c);
 }
 
 static void handle_cq(struct srv *s)
@@ -392,18 +345,13 @@ static void handle_cq(struct srv *s)
 			return;
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err;
-			struct slot *sl;
 
 			memset(&err, 0, sizeof(err));
 			if (fi_cq_readerr(s->cq, &err, 0) < 0)
 				return;
-			sl = err.op_context;
-			sl->c->pending--;
-			if (sl->send)
-				sl->c->tx_busy[sl->idx] = 0;
-			if (!sl->c->closing && s->verbose)
-				logmsg("%s: operation failed: %s", sl->c->peer, fi_strerror(err.err));
-			conn_close(sl->c, "operation failed");
+			if (s->verbose && err.err != FI_ECANCELED)
+				srv_log("operation failed: %s", fi_strerror(err.err));
+			on_completion(err.op_context, 0, err.err ? err.err : EIO);
 			continue;
 		}
 		if (n < 0) {
@@ -411,30 +359,21 @@ static void handle_cq(struct srv *s)
 			s->stop = 1;
 			return;
 		}
-		for (k = 0; k < n; k++) {
-			struct slot *sl = ent[k].op_context;
-			struct conn *c = sl->c;
-
-			c->pending--;
-			if (sl->send)
-				c->tx_busy[sl->idx] = 0;
-			if (c->closing)
-				conn_close(c, NULL);
-			else if (!sl->send)
-				on_recv(c, sl->idx, ent[k].len);
-		}
+		for (k = 0; k < n; k++)
+			on_completion(ent[k].op_context, ent[k].len, 0);
 	}
 }
 
-static int add_export(struct srv *s, const char *arg, int service)
+/* NAME=PATH[,ro][,prio=high|normal|low] */
+static int add_export(struct srv *s, char *arg, int service)
 {
-	const char *eq = strchr(arg, '=');
+	char *eq = strchr(arg, '='), *opt, *path;
 	struct export *ex;
 	struct stat st;
 	size_t len;
 
 	if (!eq) {
-		fprintf(stderr, "orfs-server: '%s': expected NAME=PATH\n", arg);
+		fprintf(stderr, "orfs-server: '%s': expected NAME=PATH[,ro][,prio=CLASS]\n", arg);
 		return -1;
 	}
 	len = (size_t)(eq - arg);
@@ -443,23 +382,53 @@ static int add_export(struct srv *s, const char *arg, int service)
 			(int)len, arg, KNET_NAME_MAX);
 		return -1;
 	}
-	if (stat(eq + 1, &st)) {
-		fprintf(stderr, "orfs-server: %s: %s\n", eq + 1, strerror(errno));
-		return -1;
-	}
-	if (service == KNET_SVC_FILE && !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "orfs-server: %s: an export must be a directory\n", eq + 1);
-		return -1;
-	}
 	if (s->nex == SRV_MAX_EXPORTS) {
 		fprintf(stderr, "orfs-server: more than %d exports and volumes\n", SRV_MAX_EXPORTS);
 		return -1;
 	}
-	ex = &s->ex[s->nex++];
+	ex = &s->ex[s->nex];
+	memset(ex, 0, sizeof(*ex));
 	memcpy(ex->name, arg, len);
-	ex->name[len] = '\0';
-	ex->path = eq + 1;
 	ex->service = service;
+	ex->class = FQ_NORMAL;
+	ex->vol.fd = ex->vol.fd_direct = -1;
+	path = eq + 1;
+	opt = strchr(path, ',');
+	if (opt)
+		*opt++ = '\0';
+	while (opt && *opt) {
+		char *next = strchr(opt, ',');
+
+		if (next)
+			*next++ = '\0';
+		if (!strcmp(opt, "ro")) {
+			ex->read_only = 1;
+		} else if (!strcmp(opt, "prio=high")) {
+			ex->class = FQ_HIGH;
+		} else if (!strcmp(opt, "prio=normal")) {
+			ex->class = FQ_NORMAL;
+		} else if (!strcmp(opt, "prio=low")) {
+			ex->class = FQ_LOW;
+		} else {
+			fprintf(stderr, "orfs-server: %s: unknown option '%s'\n", ex->name, opt);
+			return -1;
+		}
+		opt = next;
+	}
+	ex->path = path;
+	if (find_export(s, ex->name, service)) {
+		fprintf(stderr, "orfs-server: '%s' is named twice\n", ex->name);
+		return -1;
+	}
+	if (service == KNET_SVC_FILE) {
+		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "orfs-server: %s: an export must be a directory\n", path);
+			return -1;
+		}
+	} else if (volume_open(&ex->vol, path, ex->read_only, SRV_MAX_IO)) {
+		return -1;
+	}
+	s->nex++;
 	return 0;
 }
 
@@ -479,7 +448,7 @@ static int srv_open(struct srv *s)
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_DATA,
-		.size = SRV_CQ_SIZE,
+		.size = SRV_MAX_CONNS * (SRV_CREDITS + SRV_TX + SRV_RDMA_SQ),
 		.wait_obj = FI_WAIT_FD,
 	};
 	struct fi_info *hints = fab_hints(s->prov);
@@ -497,13 +466,28 @@ static int srv_open(struct srv *s)
 	    (ret = fi_domain(s->fabric, s->info, &s->domain, NULL)) ||
 	    (ret = fi_cq_open(s->domain, &cq_attr, &s->cq, NULL)) ||
 	    (ret = fi_passive_ep(s->fabric, s->info, &s->pep, NULL)) ||
-	    (ret = fi_pep_bind(s->pep, &s->eq->fid, 0)) ||
-	    (ret = fi_listen(s->pep)))
-		return fab_err("setting up the listener", ret);
+	    (ret = fi_pep_bind(s->pep, &s->eq->fid, 0)))
+		return fab_err("setting up the fabric", ret);
 	if ((ret = fi_control(&s->eq->fid, FI_GETWAIT, &s->eqfd)) ||
 	    (ret = fi_control(&s->cq->fid, FI_GETWAIT, &s->cqfd)))
 		return fab_err("getting wait objects", ret);
 
+	/* The data buffers: allocated and registered once, bounded. */
+	if (pool_init(&s->pool, s->chunk_size, s->nchunks)) {
+		fprintf(stderr, "orfs-server: cannot allocate a %zu MiB buffer pool\n",
+			s->chunk_size * s->nchunks >> 20);
+		return -1;
+	}
+	ret = fi_mr_reg(s->domain, s->pool.base, s->chunk_size * s->nchunks,
+			FI_READ | FI_WRITE, 0, 0, 0, &s->pool_mr, NULL);
+	if (ret)
+		return fab_err("registering the buffer pool", ret);
+	s->chunks = calloc(s->nchunks, sizeof(*s->chunks));
+	if (!s->chunks)
+		return -1;
+	fq_init(&s->fq);
+
+	/* Blocked before any thread exists, so that only the signalfd sees them. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
@@ -511,6 +495,8 @@ static int srv_open(struct srv *s)
 		perror("orfs-server: sigprocmask");
 		return -1;
 	}
+	if (workers_start(&s->w, s->nthreads))
+		return -1;
 	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (s->sigfd < 0) {
 		perror("orfs-server: signalfd");
@@ -522,19 +508,28 @@ static int srv_open(struct srv *s)
 		return -1;
 	}
 	if (epoll_add(s->epfd, s->eqfd) || epoll_add(s->epfd, s->cqfd) ||
-	    epoll_add(s->epfd, s->sigfd))
+	    epoll_add(s->epfd, s->sigfd) || epoll_add(s->epfd, s->w.efd))
 		return -1;
+	ret = fi_listen(s->pep);
+	if (ret)
+		return fab_err("fi_listen", ret);
 	return 0;
 }
 
 static void srv_close(struct srv *s)
 {
+	int i;
+
+	if (s->w.threads)
+		workers_stop(&s->w);
 	while (s->conns) {
 		s->conns->pending = 0;
 		conn_free(s->conns);
 	}
 	if (s->pep)
 		fi_close(&s->pep->fid);
+	if (s->pool_mr)
+		fi_close(&s->pool_mr->fid);
 	if (s->cq)
 		fi_close(&s->cq->fid);
 	if (s->domain)
@@ -549,31 +544,67 @@ static void srv_close(struct srv *s)
 		close(s->epfd);
 	if (s->sigfd > 0)
 		close(s->sigfd);
+	pool_destroy(&s->pool);
+	free(s->chunks);
+	for (i = 0; i < s->nex; i++)
+		volume_close(&s->ex[i].vol);
+}
+
+static int active_requests(const struct srv *s)
+{
+	const struct conn *c;
+	int n = 0;
+
+	for (c = s->conns; c; c = c->next)
+		n += c->active;
+	return n;
 }
 
 static void srv_loop(struct srv *s)
 {
 	struct fid *fids[2] = { &s->eq->fid, &s->cq->fid };
-	struct epoll_event ev[4];
+	struct epoll_event ev[8];
+	time_t deadline = 0;
 	int n, i;
 
 	while (!s->stop) {
 		handle_eq(s);
 		handle_cq(s);
+		if (s->stopping) {
+			if (!active_requests(s) || time(NULL) >= deadline) {
+				if (active_requests(s))
+					srv_log("giving up on %d requests after %d s",
+						active_requests(s), DRAIN_SECONDS);
+				for (i = 0; i < s->nex; i++)
+					if (s->ex[i].service == KNET_SVC_BLOCK && !s->ex[i].read_only &&
+					    block_flush(&s->ex[i].vol))
+						srv_log("flushing volume '%s' failed", s->ex[i].name);
+				break;
+			}
+		}
 		if (fi_trywait(s->fabric, fids, 2) != FI_SUCCESS)
 			continue;
-		n = epoll_wait(s->epfd, ev, 4, -1);
+		n = epoll_wait(s->epfd, ev, 8, s->stopping ? 100 : -1);
 		if (n < 0 && errno != EINTR) {
 			perror("orfs-server: epoll_wait");
 			return;
 		}
 		for (i = 0; i < n; i++) {
-			if (ev[i].data.fd == s->sigfd) {
+			if (ev[i].data.fd == s->w.efd) {
+				eng_on_jobs(s);
+			} else if (ev[i].data.fd == s->sigfd) {
 				struct signalfd_siginfo si;
 
-				if (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-					logmsg("signal %u: stopping", si.ssi_signo);
-				s->stop = 1;
+				if (read(s->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+					continue;
+				if (s->stopping) {
+					srv_log("second signal: stopping now");
+					return;
+				}
+				s->stopping = 1;
+				deadline = time(NULL) + DRAIN_SECONDS;
+				srv_log("signal %u: draining %d requests on %d connections",
+					si.ssi_signo, active_requests(s), s->nconns);
 			}
 		}
 	}
@@ -582,26 +613,45 @@ static void srv_loop(struct srv *s)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: orfs-server -a ADDRESS [-p PORT] [-e NAME=DIR]... [-b NAME=FILE]... [-P PROVIDER] [-v]\n"
+		"usage: orfs-server -a ADDRESS [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
+		"                   [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-P PROVIDER] [-v]\n"
 		"  -a  address of the RDMA interface to listen on\n"
 		"  -p  port (default %d)\n"
 		"  -e  export directory DIR as file-service name NAME\n"
 		"  -b  export file or block device FILE as volume NAME\n"
+		"      OPT: ro (read-only), prio=high|normal|low (share of buffers 4:2:1)\n"
+		"  -m  data buffer pool in MiB (default 64): the bound on data in flight\n"
+		"  -C  buffer chunk in KiB (default 256)\n"
+		"  -t  I/O worker threads (default 4)\n"
 		"  -P  libfabric provider (default verbs)\n"
-		"  -v  log more\n", KNET_DEFAULT_PORT);
+		"  -v  log failed operations too\n", KNET_DEFAULT_PORT);
+}
+
+static int parse_uint(const char *arg, const char *what, unsigned long min, unsigned long max,
+		      unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(arg, &end, 10);
+	if (errno || *end || *out < min || *out > max) {
+		fprintf(stderr, "orfs-server: %s must be a number from %lu to %lu\n", what, min, max);
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct srv s;
+	static struct srv s;
+	unsigned long pool_mib = 64, chunk_kib = 256, threads = 4;
 	char port[16];
 	int opt;
 
-	memset(&s, 0, sizeof(s));
 	s.prov = "verbs";
 	snprintf(port, sizeof(port), "%d", KNET_DEFAULT_PORT);
 	s.port = port;
-	while ((opt = getopt(argc, argv, "a:p:e:b:P:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:e:b:m:C:t:P:vh")) != -1) {
 		switch (opt) {
 		case 'a':
 			s.addr = optarg;
@@ -610,12 +660,23 @@ int main(int argc, char **argv)
 			s.port = optarg;
 			break;
 		case 'e':
-			if (add_export(&s, optarg, KNET_SVC_FILE))
-				return 2;
-			break;
 		case 'b':
-			if (add_export(&s, optarg, KNET_SVC_BLOCK))
-				return 2;
+			if (add_export(&s, optarg, opt == 'e' ? KNET_SVC_FILE : KNET_SVC_BLOCK))
+				goto fail_usage;
+			break;
+		case 'm':
+			if (parse_uint(optarg, "-m", 1, 65536, &pool_mib))
+				goto fail_usage;
+			break;
+		case 'C':
+			if (parse_uint(optarg, "-C", 4, 1024, &chunk_kib) || chunk_kib % 4) {
+				fprintf(stderr, "orfs-server: -C must be a multiple of 4\n");
+				goto fail_usage;
+			}
+			break;
+		case 't':
+			if (parse_uint(optarg, "-t", 1, 256, &threads))
+				goto fail_usage;
 			break;
 		case 'P':
 			s.prov = optarg;
@@ -627,22 +688,32 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			goto fail_usage;
 		}
 	}
-	if (!s.addr || optind != argc) {
-		usage(stderr);
-		return 2;
+	if (!s.addr || optind != argc)
+		goto fail_usage;
+	s.chunk_size = chunk_kib << 10;
+	s.nchunks = (uint32_t)((pool_mib << 20) / s.chunk_size);
+	s.nthreads = (int)threads;
+	if (s.nchunks < 1) {
+		fprintf(stderr, "orfs-server: the pool must hold at least one chunk\n");
+		goto fail_usage;
 	}
 	if (srv_open(&s)) {
 		srv_close(&s);
 		return 1;
 	}
-	logmsg("listening on %s port %s (%s), %d exports and volumes", s.addr, s.port,
-	       s.info->domain_attr->name, s.nex);
+	srv_log("listening on %s port %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers",
+		s.addr, s.port, s.info->domain_attr->name, s.nex,
+		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads);
 	srv_loop(&s);
 	srv_close(&s);
-	logmsg("stopped");
+	srv_log("stopped (%llu waits for a buffer)", (unsigned long long)s.buffer_waits);
 	return 0;
+
+fail_usage:
+	usage(stderr);
+	srv_close(&s);
+	return 2;
 }

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The request engine: what happens to a request between its receive and
+ * its reply. Server-driven data movement:
+ *
+ *  WRITE  chunk <- RDMA READ from the client's segments, then a worker
+ *         writes the chunk to the volume;
+ *  READ   a worker reads the volume into a chunk, then RDMA WRITE to the
+ *         client's segments;
+ *
+ * one pool chunk at a time per piece, at most SRV_REQ_CHUNKS pieces of one
+ * request at once so that disk and network overlap. A request gets a chunk
+ * only when one is free (delayed allocation); until then it waits in the
+ * fair queue, costing nothing but its queue link. Small payloads travel
+ * inline and need no chunk at all. The reply goes after the data: RDMA
+ * WRITEs and the SEND on one queue pair are delivered in order.
+ *
+ * All of this runs on the progress thread; workers only run struct job.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "server/srv.h"
+
+#define REQ_OF(it) ((struct req *)((char *)(it) - offsetof(struct req, qi)))
+
+enum { JOB_TAG_REQ = 1, JOB_TAG_CHUNK = 2 };
+
+static void schedule(struct srv *s);
+
+static void req_finish(struct req *r)
+{
+	struct conn *c = r->c;
+
+	r->active = 0;
+	c->active--;
+	conn_maybe_free(c);
+}
+
+static uint32_t info_body(struct req *r, struct mxbd_info *info)
+{
+	if (r->f.status || r->br.opcode != MXBD_OP_INFO || r->c->ex->service != KNET_SVC_BLOCK)
+		return 0;
+	block_info(&r->c->ex->vol, info);
+	return sizeof(*info);
+}
+
+/* Send R's reply, built from its state; parks R if no reply buffer is free. */
+static void reply(struct req *r)
+{
+	struct conn *c = r->c;
+	struct mxbd_info info;
+	uint32_t blen, ilen;
+	size_t n;
+	ssize_t ret;
+	int t;
+
+	if (c->closing) {
+		req_finish(r);
+		return;
+	}
+	for (t = 0; t < SRV_TX; t++)
+		if (!c->tx_busy[t])
+			break;
+	if (t == SRV_TX) {
+		r->tx_next = NULL;
+		*c->tx_wait_tail = r;
+		c->tx_wait_tail = &r->tx_next;
+		return;
+	}
+	blen = info_body(r, &info);
+	ilen = r->f.status ? 0 : r->inl_reply;
+	/* Inline read data was read into the request's receive buffer. */
+	n = proto_build_reply(conn_tx_buf(c, t), SRV_MSG_SIZE, &r->f, 1, &info, blen,
+			      conn_rx_buf(c, r->slot), ilen);
+	if (!n) {
+		conn_close(c, "reply too large (internal error)");
+		req_finish(r);
+		return;
+	}
+	c->bytes_out += ilen;
+	/* The receive goes back before the reply that returns its credit. */
+	if (conn_post_recv(c, r->slot)) {
+		conn_close(c, "cannot post a receive");
+		req_finish(r);
+		return;
+	}
+	ret = fi_send(c->ep, conn_tx_buf(c, t), n, fi_mr_desc(c->mr), 0, &c->tx[t].ctx);
+	if (ret) {
+		fab_err("fi_send", (int)ret);
+		conn_close(c, "cannot send a reply");
+		req_finish(r);
+		return;
+	}
+	c->tx_busy[t] = 1;
+	c->pending++;
+	req_finish(r);
+}
+
+static void submit(struct srv *s, struct job *j, enum job_kind kind, const struct volume *v,
+		   void *buf, uint64_t off, uint32_t len, int fua)
+{
+	j->kind = kind;
+	j->vol = v;
+	j->buf = buf;
+	j->off = off;
+	j->len = len;
+	j->fua = fua;
+	j->result = 0;
+	workers_submit(&s->w, j);
+}
+
+static void req_job(struct req *r, enum job_kind kind, void *buf)
+{
+	struct conn *c = r->c;
+
+	r->inflight++;
+	r->job.owner = r;
+	r->job.tag = JOB_TAG_REQ;
+	submit(c->s, &r->job, kind, &c->ex->vol, buf, r->br.offset, r->br.length,
+	       !!(r->br.flags & MXBD_IO_FUA));
+}
+
+static void want_chunk(struct req *r)
+{
+	struct srv *s = r->c->s;
+
+	r->queued = 1;
+	fq_push(&s->fq, &r->c->flow, &r->qi);
+	if (!s->pool.nfree)
+		s->buffer_waits++;
+}
+
+/*
+ * Post the RDMA operations moving chunk CH between its buffer and the
+ * client's segments: READs for a WRITE request, WRITEs for a READ.
+ * Returns 0, or -FI_EAGAIN when the connection's send queue has no room
+ * for them yet (nothing is posted then), or another error.
+ */
+static int post_rdma(struct chunk *ch)
+{
+	struct req *r = ch->r;
+	struct conn *c = r->c;
+	const char *msg = conn_rx_buf(c, r->slot);
+	uint32_t a = ch->off, b = ch->off + ch->len, pos = 0, i;
+	int k = 0, need = 0, is_read = r->br.opcode == MXBD_OP_WRITE;
+	void *desc = fi_mr_desc(c->s->pool_mr);
+
+	/* Count first, so that a chunk is posted whole or not at all. */
+	for (i = 0; i < r->br.nsegs && pos < b; i++) {
+		struct knet_seg sg;
+
+		memcpy(&sg, msg + r->br.seg_off + i * sizeof(sg), sizeof(sg));
+		if (pos + le32toh(sg.len) > a)
+			need++;
+		pos += le32toh(sg.len);
+	}
+	if (need > c->sq_free)
+		return -FI_EAGAIN;
+
+	pos = 0;
+	for (i = 0; i < r->br.nsegs && pos < b; i++) {
+		struct knet_seg sg;
+		uint32_t slen, s0, s1;
+		uint64_t raddr;
+		ssize_t ret;
+
+		memcpy(&sg, msg + r->br.seg_off + i * sizeof(sg), sizeof(sg));
+		slen = le32toh(sg.len);
+		s0 = pos > a ? pos : a;
+		s1 = pos + slen < b ? pos + slen : b;
+		if (s0 < s1) {
+			raddr = le64toh(sg.addr) + (s0 - pos);
+			ch->ops[k].kind = OP_RDMA;
+			ch->ops[k].owner = ch;
+			ch->ops[k].idx = k;
+			if (is_read)
+				ret = fi_read(c->ep, ch->buf + (s0 - a), s1 - s0, desc, 0, raddr,
+					      le32toh(sg.rkey), &ch->ops[k].ctx);
+			else
+				ret = fi_write(c->ep, ch->buf + (s0 - a), s1 - s0, desc, 0, raddr,
+					       le32toh(sg.rkey), &ch->ops[k].ctx);
+			if (ret) {
+				/* Earlier ones complete (or flush) and are counted. */
+				fab_err(is_read ? "fi_read" : "fi_write", (int)ret);
+				return (int)ret;
+			}
+			ch->pending++;
+			c->pending++;
+			c->sq_free--;
+			k++;
+		}
+		pos += slen;
+	}
+	if (is_read)
+		c->bytes_in += ch->len;
+	else
+		c->bytes_out += ch->len;
+	return 0;
+}
+
+static void chunk_done(struct chunk *ch, int err);
+
+/* Post CH's RDMA, or park it until the send queue drains. */
+static void chunk_rdma(struct chunk *ch)
+{
+	struct conn *c = ch->r->c;
+	int ret;
+
+	if (c->closing) {
+		chunk_done(ch, ECONNRESET);
+		return;
+	}
+	ret = post_rdma(ch);
+	if (ret == -FI_EAGAIN && !ch->pending) {
+		ch->wait_next = NULL;
+		*c->rdma_wait_tail = ch;
+		c->rdma_wait_tail = &ch->wait_next;
+		return;
+	}
+	if (ret) {
+		ch->err = EIO;
+		conn_close(c, "cannot post RDMA");
+		if (!ch->pending)
+			chunk_done(ch, EIO);
+	}
+}
+
+static void start_chunk(struct req *r)
+{
+	struct srv *s = r->c->s;
+	char *buf = pool_get(&s->pool);
+	struct chunk *ch = &s->chunks[(size_t)(buf - s->pool.base) / s->pool.chunk];
+	uint32_t left = r->br.length - r->next;
+
+	ch->r = r;
+	ch->buf = buf;
+	ch->off = r->next;
+	ch->len = left < s->pool.chunk ? left : (uint32_t)s->pool.chunk;
+	ch->pending = 0;
+	ch->err = 0;
+	r->next += ch->len;
+	r->inflight++;
+	if (r->br.opcode == MXBD_OP_WRITE) {
+		chunk_rdma(ch);
+	} else {
+		ch->job.owner = ch;
+		ch->job.tag = JOB_TAG_CHUNK;
+		submit(s, &ch->job, JOB_READ, &r->c->ex->vol, ch->buf, r->br.offset + ch->off,
+		       ch->len, 0);
+	}
+}
+
+/* Decide what R does next after one of its pieces finished. */
+static void req_progress(struct req *r)
+{
+	if (r->c->closing) {
+		if (!r->inflight)
+			req_finish(r);
+		return;
+	}
+	if (r->status || r->done == r->br.length) {
+		if (!r->inflight)
+			reply(r);
+		return;
+	}
+	if (!r->queued && r->next < r->br.length && r->inflight < SRV_REQ_CHUNKS)
+		want_chunk(r);
+}
+
+static void chunk_done(struct chunk *ch, int err)
+{
+	struct req *r = ch->r;
+	struct srv *s = r->c->s;
+
+	pool_put(&s->pool, ch->buf);
+	ch->r = NULL;
+	ch->buf = NULL;
+	r->inflight--;
+	r->done += ch->len;
+	if (err && !r->status)
+		r->status = err;
+	req_progress(r);
+	schedule(s);
+}
+
+/* Hand free chunks to waiting requests, fairly. */
+static void schedule(struct srv *s)
+{
+	while (s->pool.nfree && s->fq.queued) {
+		struct req *r = REQ_OF(fq_pop(&s->fq, NULL));
+
+		r->queued = 0;
+		start_chunk(r);
+		/* More to move: back to the tail of its connection's queue. */
+		if (!r->c->closing && !r->status && r->next < r->br.length &&
+		    r->inflight < SRV_REQ_CHUNKS)
+			want_chunk(r);
+	}
+}
+
+static void start(struct req *r, char *msg)
+{
+	struct block_req *br = &r->br;
+
+	switch (br->opcode) {
+	case MXBD_OP_INFO:
+		reply(r);
+		return;
+	case MXBD_OP_FLUSH:
+		req_job(r, JOB_FLUSH, NULL);
+		return;
+	case MXBD_OP_DISCARD:
+		req_job(r, JOB_DISCARD, NULL);
+		return;
+	case MXBD_OP_WRITE_ZEROES:
+		req_job(r, JOB_WRITE_ZEROES, NULL);
+		return;
+	case MXBD_OP_WRITE:
+		if (!br->nsegs) {
+			r->c->bytes_in += br->length;
+			req_job(r, JOB_WRITE, msg + br->inl_off);
+			return;
+		}
+		break;
+	case MXBD_OP_READ:
+		if (!br->nsegs) {
+			r->inl_reply = br->length;
+			req_job(r, JOB_READ, msg);
+			return;
+		}
+		break;
+	}
+	want_chunk(r);
+	schedule(r->c->s);
+}
+
+void eng_on_recv(struct conn *c, int slot, uint32_t len)
+{
+	struct req *r = &c->req[slot];
+	char *msg = conn_rx_buf(c, slot);
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->c = c;
+	r->slot = slot;
+	r->active = 1;
+	c->active++;
+
+	switch (dispatch_frame(msg, len, &r->f, &c->st)) {
+	case DISPATCH_DROP:
+		conn_close(c, "unreadable message, dropping the connection");
+		req_finish(r);
+		return;
+	case DISPATCH_REPLY:
+		reply(r);
+		return;
+	case DISPATCH_SERVICE:
+		break;
+	}
+	if (c->ex->service != KNET_SVC_BLOCK) {
+		r->f.status = EOPNOTSUPP;	/* the file service comes later */
+		reply(r);
+		return;
+	}
+	err = block_decode(&c->ex->vol, msg, len, c->inline_max, &r->br);
+	if (err) {
+		c->st.malformed++;
+		r->f.status = (uint32_t)err;
+		reply(r);
+		return;
+	}
+	start(r, msg);
+}
+
+void eng_on_send_done(struct conn *c, int t)
+{
+	c->tx_busy[t] = 0;
+	while (c->tx_wait && !c->closing) {
+		struct req *r = c->tx_wait;
+		int busy = 1, i;
+
+		for (i = 0; i < SRV_TX && busy; i++)
+			busy = c->tx_busy[i];
+		if (busy)
+			break;
+		c->tx_wait = r->tx_next;
+		if (!c->tx_wait)
+			c->tx_wait_tail = &c->tx_wait;
+		reply(r);
+	}
+}
+
+/* Post the chunks that waited for room in C's send queue. */
+static void retry_rdma_waiters(struct conn *c)
+{
+	while (c->rdma_wait && !c->closing) {
+		struct chunk *ch = c->rdma_wait;
+
+		if (post_rdma(ch) == -FI_EAGAIN)
+			return;
+		c->rdma_wait = ch->wait_next;
+		if (!c->rdma_wait)
+			c->rdma_wait_tail = &c->rdma_wait;
+		/* post_rdma() failing otherwise closed nothing yet. */
+		if (!ch->pending) {
+			conn_close(c, "cannot post RDMA");
+			chunk_done(ch, EIO);
+			return;
+		}
+	}
+}
+
+void eng_on_rdma_done(struct chunk *ch, int err)
+{
+	struct req *r = ch->r;
+	struct conn *c = r->c;
+
+	c->sq_free++;
+	retry_rdma_waiters(c);
+	if (err && !ch->err)
+		ch->err = err;
+	if (--ch->pending)
+		return;
+	if (ch->err || c->closing || r->br.opcode == MXBD_OP_READ) {
+		chunk_done(ch, ch->err ? ch->err : (c->closing ? ECONNRESET : 0));
+	} else {
+		/* Pulled the client's data: now to the volume. */
+		ch->job.owner = ch;
+		ch->job.tag = JOB_TAG_CHUNK;
+		submit(c->s, &ch->job, JOB_WRITE, &c->ex->vol, ch->buf, r->br.offset + ch->off,
+		       ch->len, !!(r->br.flags & MXBD_IO_FUA));
+	}
+}
+
+void eng_on_jobs(struct srv *s)
+{
+	struct job *j = workers_reap(&s->w);
+
+	while (j) {
+		struct job *next = j->next;
+
+		if (j->tag == JOB_TAG_REQ) {
+			struct req *r = j->owner;
+			struct conn *c = r->c;
+
+			conn_get(c);
+			r->inflight--;
+			if (j->result && !r->status)
+				r->status = -j->result;
+			if (c->closing)
+				req_finish(r);
+			else
+				reply(r);
+			conn_put(c);
+		} else {
+			struct chunk *ch = j->owner;
+			struct conn *c = ch->r->c;
+
+			conn_get(c);
+			if (j->result || j->kind == JOB_WRITE)
+				chunk_done(ch, -j->result);
+			else
+				chunk_rdma(ch);		/* read from the volume: push it */
+			conn_put(c);
+		}
+		j = next;
+	}
+}
+
+void eng_conn_closing(struct conn *c)
+{
+	int i;
+
+	fq_flow_remove(&c->s->fq, &c->flow);
+	while (c->rdma_wait) {
+		struct chunk *ch = c->rdma_wait;
+
+		c->rdma_wait = ch->wait_next;
+		chunk_done(ch, ECONNRESET);
+	}
+	c->rdma_wait_tail = &c->rdma_wait;
+	c->tx_wait = NULL;
+	c->tx_wait_tail = &c->tx_wait;
+	for (i = 0; i < SRV_CREDITS; i++) {
+		struct req *r = &c->req[i];
+
+		if (!r->active)
+			continue;
+		r->queued = 0;
+		if (!r->inflight)
+			req_finish(r);
+	}
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * orfs-server internals shared by the connection code (main.c) and the
+ * request engine (engine.c). Everything here belongs to the progress
+ * thread; only struct job crosses to the I/O workers.
+ */
+#ifndef ORFS_SERVER_SRV_H
+#define ORFS_SERVER_SRV_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#include "server/block.h"
+#include "server/dispatch.h"
+#include "server/fab.h"
+#include "server/proto.h"
+#include "server/sched.h"
+#include "server/workers.h"
+
+#define SRV_MSG_SIZE	8192	/* largest message a client may send us */
+#define SRV_INLINE_MAX	4096	/* largest inline payload either way */
+#define SRV_CREDITS	16	/* receives posted per connection */
+#define SRV_TX		(2 * SRV_CREDITS)	/* reply buffers per connection */
+#define SRV_RDMA_SQ	64	/* RDMA operations in flight per connection */
+#define SRV_MAX_CONNS	256
+#define SRV_MAX_EXPORTS	64
+#define SRV_REQ_CHUNKS	2	/* buffers one request may hold at once */
+#define SRV_MAX_IO	(1U << 20)
+
+struct conn;
+struct req;
+struct chunk;
+
+/* One posted fabric operation; the fi_context comes first (FI_CONTEXT). */
+enum op_kind { OP_RECV, OP_SEND, OP_RDMA };
+struct op {
+	struct fi_context	ctx;
+	enum op_kind		kind;
+	int			idx;
+	void			*owner;		/* conn (RECV, SEND) or chunk (RDMA) */
+};
+
+/* A pool buffer moving one piece of a request's data. */
+struct chunk {
+	struct req		*r;
+	char			*buf;
+	uint32_t		off;		/* within the request */
+	uint32_t		len;
+	int			pending;	/* RDMA operations outstanding */
+	int			err;
+	struct job		job;
+	struct chunk		*wait_next;	/* waiting for send-queue room */
+	struct op		ops[KNET_MAX_SEGS];
+};
+
+/* One request; lives in the receive slot that brought it. */
+struct req {
+	struct conn		*c;
+	int			slot;
+	int			active;
+	struct frame		f;
+	struct block_req	br;
+	struct fq_item		qi;
+	int			queued;		/* waiting for a buffer */
+	uint32_t		next;		/* bytes handed to chunks */
+	uint32_t		done;		/* bytes finished */
+	int			inflight;	/* chunks or jobs running */
+	int			status;		/* first error, as an errno */
+	uint32_t		inl_reply;	/* bytes of inline data to return */
+	struct job		job;		/* for operations without a chunk */
+	struct req		*tx_next;	/* waiting for a reply buffer */
+};
+
+struct export {
+	char			name[KNET_NAME_MAX + 1];
+	const char		*path;
+	int			service;
+	int			read_only;
+	enum fq_class		class;
+	struct volume		vol;
+};
+
+struct conn {
+	struct srv		*s;
+	struct export		*ex;
+	struct fid_ep		*ep;
+	struct fid_mr		*mr;
+	char			*buf;		/* SRV_CREDITS rx then SRV_TX tx buffers */
+	struct op		rx[SRV_CREDITS];
+	struct op		tx[SRV_TX];
+	int			tx_busy[SRV_TX];
+	struct req		req[SRV_CREDITS];
+	struct req		*tx_wait, **tx_wait_tail;
+	struct chunk		*rdma_wait, **rdma_wait_tail;
+	int			sq_free;	/* room for RDMA in the send queue */
+	struct fq_flow		flow;
+	int			busy;		/* handlers running: do not free */
+	int			pending;	/* posted operations not yet completed */
+	int			active;		/* requests not yet finished */
+	int			connected;
+	int			closing;
+	int			cm_done;	/* the CM reported its last event */
+	uint32_t		inline_max;
+	char			peer[INET6_ADDRSTRLEN + 8];
+	struct conn_params	p;
+	struct dispatch_stats	st;
+	uint64_t		bytes_in, bytes_out;
+	struct conn		*next;
+};
+
+struct srv {
+	const char		*addr;
+	const char		*port;
+	const char		*prov;
+	int			verbose;
+	int			nthreads;
+	size_t			chunk_size;
+	uint32_t		nchunks;
+	struct export		ex[SRV_MAX_EXPORTS];
+	int			nex;
+	struct fi_info		*info;
+	struct fid_fabric	*fabric;
+	struct fid_eq		*eq;
+	struct fid_pep		*pep;
+	struct fid_domain	*domain;
+	struct fid_cq		*cq;
+	struct pool		pool;
+	struct fid_mr		*pool_mr;
+	struct chunk		*chunks;	/* one per pool chunk, same index */
+	struct fq		fq;
+	struct workers		w;
+	int			epfd, sigfd, eqfd, cqfd;
+	int			stopping;
+	int			stop;
+	struct conn		*conns;
+	int			nconns;
+	uint64_t		buffer_waits;	/* times a request waited for a buffer */
+};
+
+/* main.c */
+char *conn_rx_buf(struct conn *c, int i);
+char *conn_tx_buf(struct conn *c, int i);
+int conn_post_recv(struct conn *c, int i);
+void conn_close(struct conn *c, const char *why);
+void conn_maybe_free(struct conn *c);
+void conn_get(struct conn *c);
+void conn_put(struct conn *c);
+void srv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* engine.c */
+void eng_on_recv(struct conn *c, int slot, uint32_t len);
+void eng_on_send_done(struct conn *c, int t);
+void eng_on_rdma_done(struct chunk *ch, int err);
+void eng_on_jobs(struct srv *s);
+void eng_conn_closing(struct conn *c);
+
+#endif /* ORFS_SERVER_SRV_H */

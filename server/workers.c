@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* I/O worker threads of the server. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "server/block.h"
+#include "server/workers.h"
+
+static void run_job(struct job *j)
+{
+	switch (j->kind) {
+	case JOB_READ:
+		j->result = block_read(j->vol, j->buf, j->off, j->len);
+		break;
+	case JOB_WRITE:
+		j->result = block_write(j->vol, j->buf, j->off, j->len, j->fua);
+		break;
+	case JOB_FLUSH:
+		j->result = block_flush(j->vol);
+		break;
+	case JOB_DISCARD:
+		j->result = block_discard(j->vol, j->off, j->len);
+		break;
+	case JOB_WRITE_ZEROES:
+		j->result = block_write_zeroes(j->vol, j->off, j->len);
+		break;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct workers *w = arg;
+	const uint64_t one = 1;
+	struct job *j;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->todo && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (!w->todo)
+			break;
+		j = w->todo;
+		w->todo = j->next;
+		if (!w->todo)
+			w->todo_tail = &w->todo;
+		pthread_mutex_unlock(&w->lock);
+
+		run_job(j);
+
+		pthread_mutex_lock(&w->lock);
+		j->next = w->done;
+		w->done = j;
+		if (write(w->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+			perror("orfs-server: eventfd write");
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+int workers_start(struct workers *w, int nthreads)
+{
+	int i, ret;
+
+	memset(w, 0, sizeof(*w));
+	w->todo_tail = &w->todo;
+	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->efd < 0) {
+		perror("orfs-server: eventfd");
+		return -1;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->threads = calloc((size_t)nthreads, sizeof(*w->threads));
+	if (!w->threads)
+		return -1;
+	for (i = 0; i < nthreads; i++) {
+		ret = pthread_create(&w->threads[i], NULL, worker_main, w);
+		if (ret) {
+			fprintf(stderr, "orfs-server: pthread_create: %s\n", strerror(ret));
+			workers_stop(w);
+			return -1;
+		}
+		w->nthreads++;
+	}
+	return 0;
+}
+
+/* Stops after the queued jobs have run. */
+void workers_stop(struct workers *w)
+{
+	int i;
+
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	for (i = 0; i < w->nthreads; i++)
+		pthread_join(w->threads[i], NULL);
+	free(w->threads);
+	w->threads = NULL;
+	w->nthreads = 0;
+	if (w->efd >= 0)
+		close(w->efd);
+	w->efd = -1;
+}
+
+void workers_submit(struct workers *w, struct job *j)
+{
+	j->next = NULL;
+	pthread_mutex_lock(&w->lock);
+	*w->todo_tail = j;
+	w->todo_tail = &j->next;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+struct job *workers_reap(struct workers *w)
+{
+	struct job *list;
+	uint64_t n;
+
+	pthread_mutex_lock(&w->lock);
+	list = w->done;
+	w->done = NULL;
+	if (read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		perror("orfs-server: eventfd read");
+	pthread_mutex_unlock(&w->lock);
+	return list;
+}
