@@ -58,7 +58,7 @@ modules-all:
 		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build; \
 	done
 
-userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping
+userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load
 
 SERVER_SRC := server/main.c server/engine.c server/workers.c
 
@@ -66,9 +66,15 @@ $(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric
 
-$(BIN)/knet-ping: tools/knet-ping.c $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
+KCLIENT_SRC := tools/kclient.c $(FAB_SRC) server/proto.c
+
+$(BIN)/knet-ping: tools/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-ping.c $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-ping.c $(KCLIENT_SRC) -lfabric
+
+$(BIN)/knet-load: tools/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-load.c $(KCLIENT_SRC) -lfabric
 
 $(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)

@@ -60,10 +60,10 @@ static void reply(struct req *r)
 		req_finish(r);
 		return;
 	}
-	for (t = 0; t < SRV_TX; t++)
+	for (t = 0; t < c->ntx; t++)
 		if (!c->tx_busy[t])
 			break;
-	if (t == SRV_TX) {
+	if (t == c->ntx) {
 		r->tx_next = NULL;
 		*c->tx_wait_tail = r;
 		c->tx_wait_tail = &r->tx_next;
@@ -72,7 +72,7 @@ static void reply(struct req *r)
 	blen = info_body(r, &info);
 	ilen = r->f.status ? 0 : r->inl_reply;
 	/* Inline read data was read into the request's receive buffer. */
-	n = proto_build_reply(conn_tx_buf(c, t), SRV_MSG_SIZE, &r->f, 1, &info, blen,
+	n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &info, blen,
 			      conn_rx_buf(c, r->slot), ilen);
 	if (!n) {
 		conn_close(c, "reply too large (internal error)");
@@ -366,7 +366,6 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 	}
 	err = block_decode(&c->ex->vol, msg, len, c->inline_max, &r->br);
 	if (err) {
-		c->st.malformed++;
 		r->f.status = (uint32_t)err;
 		reply(r);
 		return;
@@ -381,7 +380,7 @@ void eng_on_send_done(struct conn *c, int t)
 		struct req *r = c->tx_wait;
 		int busy = 1, i;
 
-		for (i = 0; i < SRV_TX && busy; i++)
+		for (i = 0; i < c->ntx && busy; i++)
 			busy = c->tx_busy[i];
 		if (busy)
 			break;

@@ -45,7 +45,12 @@ char *conn_rx_buf(struct conn *c, int i)
 
 char *conn_tx_buf(struct conn *c, int i)
 {
-	return c->buf + (size_t)(SRV_CREDITS + i) * SRV_MSG_SIZE;
+	return c->buf + (size_t)c->ncredits * SRV_MSG_SIZE + (size_t)i * SRV_TX_SIZE;
+}
+
+static size_t conn_buf_size(const struct conn *c)
+{
+	return (size_t)c->ncredits * SRV_MSG_SIZE + (size_t)c->ntx * SRV_TX_SIZE;
 }
 
 int conn_post_recv(struct conn *c, int i)
@@ -138,6 +143,18 @@ static struct export *find_export(struct srv *s, const char *name, int service)
 	return NULL;
 }
 
+/* Credits for a new connection: a fair share of the receive budget. */
+static int conn_credits(const struct srv *s, const struct conn_params *p)
+{
+	int n = SRV_RX_BUDGET / (s->nconns + 1);
+
+	if (n > SRV_CREDITS)
+		n = SRV_CREDITS;
+	if (n > p->recv_depth)
+		n = p->recv_depth;
+	return n < SRV_MIN_CREDITS ? SRV_MIN_CREDITS : n;
+}
+
 static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct conn_params *p)
 {
 	struct conn *c = calloc(1, sizeof(*c));
@@ -145,7 +162,9 @@ static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct co
 
 	if (!c)
 		return NULL;
-	c->buf = malloc((size_t)(SRV_CREDITS + SRV_TX) * SRV_MSG_SIZE);
+	c->ncredits = conn_credits(s, p);
+	c->ntx = 2 * c->ncredits;
+	c->buf = malloc(conn_buf_size(c));
 	if (!c->buf) {
 		free(c);
 		return NULL;
@@ -159,9 +178,9 @@ static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct co
 	c->rdma_wait_tail = &c->rdma_wait;
 	fq_flow_init(&c->flow, ex->class);
 	snprintf(c->peer, sizeof(c->peer), "client of '%s'", p->name);
-	for (i = 0; i < SRV_CREDITS; i++)
+	for (i = 0; i < c->ncredits; i++)
 		c->rx[i] = (struct op){ .kind = OP_RECV, .idx = i, .owner = c };
-	for (i = 0; i < SRV_TX; i++)
+	for (i = 0; i < c->ntx; i++)
 		c->tx[i] = (struct op){ .kind = OP_SEND, .idx = i, .owner = c };
 	return c;
 }
@@ -197,8 +216,8 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 		goto out;
 	}
 
-	e->info->tx_attr->size = SRV_TX + SRV_RDMA_SQ;
-	e->info->rx_attr->size = SRV_CREDITS;
+	e->info->tx_attr->size = (size_t)c->ntx + SRV_RDMA_SQ;
+	e->info->rx_attr->size = (size_t)c->ncredits;
 	ret = fi_endpoint(s->domain, e->info, &c->ep, c);
 	if (!ret)
 		ret = fi_ep_bind(c->ep, &s->eq->fid, 0);
@@ -207,9 +226,9 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 	if (!ret)
 		ret = fi_enable(c->ep);
 	if (!ret)
-		ret = fi_mr_reg(s->domain, c->buf, (size_t)(SRV_CREDITS + SRV_TX) * SRV_MSG_SIZE,
-				FI_SEND | FI_RECV, 0, 0, 0, &c->mr, NULL);
-	for (i = 0; !ret && i < SRV_CREDITS; i++)
+		ret = fi_mr_reg(s->domain, c->buf, conn_buf_size(c), FI_SEND | FI_RECV, 0, 0, 0,
+				&c->mr, NULL);
+	for (i = 0; !ret && i < c->ncredits; i++)
 		ret = conn_post_recv(c, i);
 	if (ret) {
 		fab_err("setting up a connection", ret);
@@ -218,7 +237,7 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 
 	memset(&rep, 0, sizeof(rep));
 	rep.version = htole16(KNET_PROTO_VERSION);
-	rep.credits = htole16(p.recv_depth < SRV_CREDITS ? p.recv_depth : SRV_CREDITS);
+	rep.credits = htole16((uint16_t)c->ncredits);
 	rep.inline_max = htole32(c->inline_max);
 	rep.max_io = htole32(SRV_MAX_IO);
 	rep.max_segs = htole16(KNET_MAX_SEGS);
@@ -250,9 +269,8 @@ static void on_connected(struct conn *c)
 	if (!fi_getpeer(c->ep, &ss, &len) && ss.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
 	snprintf(c->peer, sizeof(c->peer), "%s", host);
-	srv_log("%s connected to %s '%s' (recv_depth %u)", c->peer,
-			c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name,
-			c->p.recv_depth);
+	srv_log("%s connected to %s '%s' (credits %d)", c->peer,
+		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, c->ncredits);
 }
 
 static void cm_done(struct conn *c, const char *why)
@@ -448,7 +466,7 @@ static int srv_open(struct srv *s)
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_DATA,
-		.size = SRV_MAX_CONNS * (SRV_CREDITS + SRV_TX + SRV_RDMA_SQ),
+		.size = SRV_RX_BUDGET * 3 + SRV_MAX_CONNS * (3 * SRV_MIN_CREDITS + SRV_RDMA_SQ),
 		.wait_obj = FI_WAIT_FD,
 	};
 	struct fi_info *hints = fab_hints(s->prov);

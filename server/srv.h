@@ -19,8 +19,16 @@
 
 #define SRV_MSG_SIZE	8192	/* largest message a client may send us */
 #define SRV_INLINE_MAX	4096	/* largest inline payload either way */
-#define SRV_CREDITS	16	/* receives posted per connection */
-#define SRV_TX		(2 * SRV_CREDITS)	/* reply buffers per connection */
+#define SRV_TX_SIZE	(SRV_INLINE_MAX + 256)	/* largest reply */
+#define SRV_CREDITS	16	/* most receives posted per connection */
+#define SRV_MIN_CREDITS	2	/* fewest */
+#define SRV_TX		(2 * SRV_CREDITS)	/* most reply buffers per connection */
+/*
+ * Receive buffers of all connections together: credits are divided among
+ * connections so that server memory stays bounded whatever their number
+ * (at most SRV_MAX_CONNS * SRV_MIN_CREDITS beyond this).
+ */
+#define SRV_RX_BUDGET	512
 #define SRV_RDMA_SQ	64	/* RDMA operations in flight per connection */
 #define SRV_MAX_CONNS	256
 #define SRV_MAX_EXPORTS	64
@@ -85,7 +93,9 @@ struct conn {
 	struct export		*ex;
 	struct fid_ep		*ep;
 	struct fid_mr		*mr;
-	char			*buf;		/* SRV_CREDITS rx then SRV_TX tx buffers */
+	char			*buf;		/* ncredits rx then ntx tx buffers */
+	int			ncredits;	/* receives posted, credits granted */
+	int			ntx;
 	struct op		rx[SRV_CREDITS];
 	struct op		tx[SRV_TX];
 	int			tx_busy[SRV_TX];

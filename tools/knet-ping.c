@@ -15,25 +15,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/fab.h"
-#include "server/proto.h"
+#include "tools/kclient.h"
 
 #define MSG_SIZE	8192
 #define DEPTH		8
 #define TIMEOUT_MS	10000
 
 struct client {
-	struct fi_info		*info;
-	struct fid_fabric	*fabric;
-	struct fid_eq		*eq;
-	struct fid_domain	*domain;
-	struct fid_cq		*cq;
-	struct fid_ep		*ep;
+	struct kc_fabric	f;
+	struct kc_conn		k;
 	struct fid_mr		*mr;
 	char			*buf;		/* DEPTH receive buffers, then one send buffer */
 	struct fi_context	ctx[DEPTH + 1];
-	int			credits;
-	int			shutdown;
 };
 
 static char *rxb(struct client *c, int i)
@@ -48,42 +41,24 @@ static char *txb(struct client *c)
 
 static int post_recv(struct client *c, int i)
 {
-	ssize_t ret = fi_recv(c->ep, rxb(c, i), MSG_SIZE, fi_mr_desc(c->mr), 0, &c->ctx[i]);
+	ssize_t ret = fi_recv(c->k.ep, rxb(c, i), MSG_SIZE, fi_mr_desc(c->mr), 0, &c->ctx[i]);
 
 	return ret ? fab_err("fi_recv", (int)ret) : 0;
 }
 
 static int open_client(struct client *c, const char *addr, const char *port, const char *prov)
 {
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_DATA, .size = 64, .wait_obj = FI_WAIT_UNSPEC,
-	};
-	struct fi_info *hints = fab_hints(prov);
 	size_t size = (size_t)(DEPTH + 1) * MSG_SIZE;
 	int ret, i;
 
-	if (!hints)
-		return -FI_ENOMEM;
-	ret = fi_getinfo(FAB_VERSION, addr, port, 0, hints, &c->info);
-	fi_freeinfo(hints);
-	if (ret)
-		return fab_err("fi_getinfo", ret);
-	if ((ret = fi_fabric(c->info->fabric_attr, &c->fabric, NULL)) ||
-	    (ret = fi_eq_open(c->fabric, &eq_attr, &c->eq, NULL)) ||
-	    (ret = fi_domain(c->fabric, c->info, &c->domain, NULL)) ||
-	    (ret = fi_cq_open(c->domain, &cq_attr, &c->cq, NULL)) ||
-	    (ret = fi_endpoint(c->domain, c->info, &c->ep, NULL)) ||
-	    (ret = fi_ep_bind(c->ep, &c->eq->fid, 0)) ||
-	    (ret = fi_ep_bind(c->ep, &c->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_enable(c->ep)))
-		return fab_err("setting up the endpoint", ret);
+	if (kc_open(&c->f, addr, port, prov, 64) || kc_ep_open(&c->f, &c->k, NULL, 16, DEPTH))
+		return -1;
 	c->buf = calloc(1, size);
 	if (!c->buf) {
 		fprintf(stderr, "knet-ping: out of memory\n");
 		return -FI_ENOMEM;
 	}
-	ret = fi_mr_reg(c->domain, c->buf, size, FI_SEND | FI_RECV, 0, 0, 0, &c->mr, NULL);
+	ret = fi_mr_reg(c->f.domain, c->buf, size, FI_SEND | FI_RECV, 0, 0, 0, &c->mr, NULL);
 	if (ret)
 		return fab_err("fi_mr_reg", ret);
 	for (i = 0; i < DEPTH; i++)
@@ -94,103 +69,11 @@ static int open_client(struct client *c, const char *addr, const char *port, con
 
 static void close_client(struct client *c)
 {
-	if (c->ep)
-		fi_close(&c->ep->fid);
+	kc_ep_close(&c->k);
 	if (c->mr)
 		fi_close(&c->mr->fid);
-	if (c->cq)
-		fi_close(&c->cq->fid);
-	if (c->domain)
-		fi_close(&c->domain->fid);
-	if (c->eq)
-		fi_close(&c->eq->fid);
-	if (c->fabric)
-		fi_close(&c->fabric->fid);
-	if (c->info)
-		fi_freeinfo(c->info);
+	kc_close(&c->f);
 	free(c->buf);
-}
-
-/* Returns 0 when connected, 3 when rejected, 1 on other errors. */
-static int connect_client(struct client *c, int version, int service, const char *name)
-{
-	struct knet_cm_req req;
-	union {
-		struct fi_eq_cm_entry cm;
-		char raw[sizeof(struct fi_eq_cm_entry) + 64];
-	} ev;
-	struct knet_cm_rep rep;
-	uint32_t event;
-	ssize_t rd;
-	int ret;
-
-	memset(&req, 0, sizeof(req));
-	req.version = htole16((uint16_t)version);
-	req.service = (uint8_t)service;
-	req.name_len = (uint8_t)strlen(name);
-	req.recv_depth = htole16(DEPTH);
-	req.inline_max = htole32(MSG_SIZE - sizeof(struct knet_hdr));
-	memcpy(req.name, name, req.name_len);
-	ret = fi_connect(c->ep, c->info->dest_addr, &req, sizeof(req));
-	if (ret)
-		return fab_err("fi_connect", ret), 1;
-
-	rd = fi_eq_sread(c->eq, &event, &ev, sizeof(ev), TIMEOUT_MS, 0);
-	if (rd == -FI_EAVAIL) {
-		struct fi_eq_err_entry err;
-		struct knet_cm_rej rej;
-
-		memset(&err, 0, sizeof(err));
-		if (fi_eq_readerr(c->eq, &err, 0) < 0)
-			return 1;
-		if (err.err == FI_ECONNREFUSED && err.err_data_size >= sizeof(rej)) {
-			memcpy(&rej, err.err_data, sizeof(rej));
-			printf("rejected: %s (server speaks version %u)\n",
-			       proto_reject_str(le16toh(rej.reason)), le16toh(rej.version));
-			return 3;
-		}
-		fprintf(stderr, "knet-ping: connect failed: %s\n", fi_strerror(err.err));
-		return err.err == FI_ECONNREFUSED ? 3 : 1;
-	}
-	if (rd < 0)
-		return fab_err("waiting for the connection", (int)rd), 1;
-	if (event != FI_CONNECTED || (size_t)rd < sizeof(ev.cm) + sizeof(rep)) {
-		fprintf(stderr, "knet-ping: unexpected event %u (%zd bytes)\n", event, rd);
-		return 1;
-	}
-	memcpy(&rep, ev.cm.data, sizeof(rep));
-	c->credits = le16toh(rep.credits);
-	printf("connected: version %u credits %d inline_max %u max_io %u max_segs %u\n",
-	       le16toh(rep.version), c->credits, le32toh(rep.inline_max),
-	       le32toh(rep.max_io), le16toh(rep.max_segs));
-	if (c->credits < 1 || c->credits > DEPTH) {
-		fprintf(stderr, "knet-ping: the server granted %d credits for %d receives\n",
-			c->credits, DEPTH);
-		return 1;
-	}
-	return 0;
-}
-
-/* Has the server closed the connection (FI_SHUTDOWN or a CM error)? */
-static int peer_gone(struct client *c)
-{
-	struct fi_eq_cm_entry ev;
-	uint32_t event;
-	ssize_t rd = fi_eq_read(c->eq, &event, &ev, sizeof(ev), 0);
-
-	if (rd == -FI_EAVAIL) {
-		struct fi_eq_err_entry err;
-
-		memset(&err, 0, sizeof(err));
-		fi_eq_readerr(c->eq, &err, 0);
-		c->shutdown = 1;
-		return 1;
-	}
-	if (rd >= 0 && event == FI_SHUTDOWN) {
-		c->shutdown = 1;
-		return 1;
-	}
-	return 0;
 }
 
 /*
@@ -203,15 +86,15 @@ static int wait_reply(struct client *c, uint32_t tag, uint32_t *status)
 
 	while (!got_send || !got_recv) {
 		struct fi_cq_data_entry e;
-		ssize_t n = fi_cq_sread(c->cq, &e, 1, NULL, 100);
+		ssize_t n = fi_cq_sread(c->f.cq, &e, 1, NULL, 100);
 
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err;
 
 			memset(&err, 0, sizeof(err));
-			fi_cq_readerr(c->cq, &err, 0);
+			fi_cq_readerr(c->f.cq, &err, 0);
 			if (err.err == FI_ECANCELED || err.err == FI_EIO) {
-				c->shutdown = 1;
+				c->k.shutdown = 1;
 				return 4;	/* flushed: the link is gone */
 			}
 			fprintf(stderr, "knet-ping: completion error: %s\n", fi_strerror(err.err));
@@ -219,8 +102,10 @@ static int wait_reply(struct client *c, uint32_t tag, uint32_t *status)
 		}
 		if (n == -FI_EAGAIN) {
 			/* A disconnect shows on the event queue, not the CQ. */
-			if (peer_gone(c))
+			if (kc_peer_gone(&c->f) == &c->k.ep->fid) {
+				c->k.shutdown = 1;
 				return 4;
+			}
 			waited += 100;
 			if (waited < TIMEOUT_MS)
 				continue;
@@ -243,7 +128,7 @@ static int wait_reply(struct client *c, uint32_t tag, uint32_t *status)
 				return 1;
 			}
 			*status = le32toh(h.status);
-			c->credits += le16toh(h.credits);
+			c->k.credits += le16toh(h.credits);
 			got_recv = 1;
 			if (post_recv(c, i))
 				return 1;
@@ -256,14 +141,14 @@ static int send_msg(struct client *c, size_t len)
 {
 	ssize_t ret;
 
-	if (c->credits < 1) {
+	if (c->k.credits < 1) {
 		fprintf(stderr, "knet-ping: no credit left\n");
 		return 1;
 	}
-	ret = fi_send(c->ep, txb(c), len, fi_mr_desc(c->mr), 0, &c->ctx[DEPTH]);
+	ret = fi_send(c->k.ep, txb(c), len, fi_mr_desc(c->mr), 0, &c->ctx[DEPTH]);
 	if (ret)
 		return fab_err("fi_send", (int)ret), 1;
-	c->credits--;
+	c->k.credits--;
 	return 0;
 }
 
@@ -365,9 +250,12 @@ int main(int argc, char **argv)
 		close_client(&c);
 		return 1;
 	}
-	ret = connect_client(&c, version, service, name);
+	ret = kc_connect(&c.f, &c.k, version, service, name, DEPTH,
+			 MSG_SIZE - sizeof(struct knet_hdr), 0);
 	if (ret)
 		goto out;
+	printf("connected: version %u credits %d inline_max %u max_io %u max_segs %u\n",
+	       KNET_PROTO_VERSION, c.k.credits, c.k.inline_max, c.k.max_io, c.k.max_segs);
 
 	if (kind) {
 		int want_drop;
@@ -421,8 +309,6 @@ int main(int argc, char **argv)
 	if (count)
 		printf("%d NOPs: mean %.1f us, min %.1f us, max %.1f us\n", count, sum / count, min, max);
 out:
-	if (!c.shutdown && c.ep)
-		fi_shutdown(c.ep, 0);
 	close_client(&c);
 	return ret;
 }
