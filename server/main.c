@@ -79,6 +79,7 @@ static void conn_free(struct conn *c)
 		fi_close(&c->ep->fid);
 	if (c->mr)
 		fi_close(&c->mr->fid);
+	c->s->credits_used -= c->ncredits;
 	free(c->buf);
 	free(c);
 }
@@ -143,10 +144,18 @@ static struct export *find_export(struct srv *s, const char *name, int service)
 	return NULL;
 }
 
-/* Credits for a new connection: a fair share of the receive budget. */
+/*
+ * Credits for a new connection: a fair share of what is left of the
+ * receive budget, never fewer than SRV_MIN_CREDITS. All connections
+ * together hold at most SRV_RX_BUDGET + SRV_MAX_CONNS * SRV_MIN_CREDITS.
+ */
 static int conn_credits(const struct srv *s, const struct conn_params *p)
 {
+	int left = SRV_RX_BUDGET - s->credits_used;
 	int n = SRV_RX_BUDGET / (s->nconns + 1);
+
+	if (n > left)
+		n = left;
 
 	if (n > SRV_CREDITS)
 		n = SRV_CREDITS;
@@ -163,12 +172,13 @@ static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct co
 	if (!c)
 		return NULL;
 	c->ncredits = conn_credits(s, p);
-	c->ntx = 2 * c->ncredits;
+	c->ntx = c->ncredits + 2;
 	c->buf = malloc(conn_buf_size(c));
 	if (!c->buf) {
 		free(c);
 		return NULL;
 	}
+	s->credits_used += c->ncredits;
 	c->s = s;
 	c->ex = ex;
 	c->p = *p;
@@ -218,6 +228,8 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 
 	e->info->tx_attr->size = (size_t)c->ntx + SRV_RDMA_SQ;
 	e->info->rx_attr->size = (size_t)c->ncredits;
+	/* No fi_inject(): no inline room in every send queue entry. */
+	e->info->tx_attr->inject_size = 0;
 	ret = fi_endpoint(s->domain, e->info, &c->ep, c);
 	if (!ret)
 		ret = fi_ep_bind(c->ep, &s->eq->fid, 0);

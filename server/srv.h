@@ -28,8 +28,8 @@
  * connections so that server memory stays bounded whatever their number
  * (at most SRV_MAX_CONNS * SRV_MIN_CREDITS beyond this).
  */
-#define SRV_RX_BUDGET	512
-#define SRV_RDMA_SQ	64	/* RDMA operations in flight per connection */
+#define SRV_RX_BUDGET	256
+#define SRV_RDMA_SQ	32	/* RDMA operations in flight per connection */
 #define SRV_MAX_CONNS	256
 #define SRV_MAX_EXPORTS	64
 #define SRV_REQ_CHUNKS	2	/* buffers one request may hold at once */
@@ -144,6 +144,7 @@ struct srv {
 	int			stop;
 	struct conn		*conns;
 	int			nconns;
+	int			credits_used;	/* receives posted by all connections */
 	uint64_t		buffer_waits;	/* times a request waited for a buffer */
 };
 

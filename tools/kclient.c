@@ -54,6 +54,7 @@ int kc_ep_open(struct kc_fabric *f, struct kc_conn *c, void *context, size_t tx,
 	memset(c, 0, sizeof(*c));
 	f->info->tx_attr->size = tx;
 	f->info->rx_attr->size = rx;
+	f->info->tx_attr->inject_size = 0;	/* no fi_inject() */
 	if ((ret = fi_endpoint(f->domain, f->info, &c->ep, context)) ||
 	    (ret = fi_ep_bind(c->ep, &f->eq->fid, 0)) ||
 	    (ret = fi_ep_bind(c->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV)) ||
