@@ -80,6 +80,29 @@ $(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ $(UNIT_SRC) $(SERVER_LIB_SRC) -lcunit
 
+# The fuzzer (clang's libFuzzer with ASan and UBSan) and its seed writer.
+FUZZ_CC ?= clang-14
+FUZZ_CFLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -Wall -Wextra -Werror
+FUZZ_SECONDS ?= 30
+
+$(BIN)/fuzz-server: tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC) $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC)
+
+$(BIN)/fuzz-seeds: tests/fuzz/seeds.c server/proto.c $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tests/fuzz/seeds.c server/proto.c
+
+.PHONY: fuzz
+# make fuzz [FUZZ_SECONDS=n]: run the fuzzer for a bounded time; the corpus
+# grows in build/fuzz/corpus, crashes land in build/fuzz/.
+fuzz: $(BIN)/fuzz-server $(BIN)/fuzz-seeds
+	@mkdir -p build/fuzz/corpus build/fuzz/seeds
+	@$(BIN)/fuzz-seeds build/fuzz/seeds
+	$(BIN)/fuzz-server -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix=build/fuzz/ build/fuzz/corpus build/fuzz/seeds
+
 deps:
 	@tools/deps.sh
 

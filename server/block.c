@@ -174,6 +174,41 @@ int block_decode(const struct volume *v, const void *msg, uint32_t len,
 	return total == out->length ? 0 : EINVAL;
 }
 
+int block_map_segments(const void *msg, const struct block_req *br, uint32_t off,
+		       uint32_t len, int (*fn)(void *arg, const struct seg_piece *p), void *arg)
+{
+	uint64_t a = off, b = (uint64_t)off + len, pos = 0;
+	int n = 0, ret;
+	uint32_t i;
+
+	for (i = 0; i < br->nsegs && pos < b; i++) {
+		struct knet_seg sg;
+		uint64_t s0, s1, slen;
+
+		memcpy(&sg, (const char *)msg + br->seg_off + i * sizeof(sg), sizeof(sg));
+		slen = le32toh(sg.len);
+		s0 = pos > a ? pos : a;
+		s1 = pos + slen < b ? pos + slen : b;
+		if (s0 < s1) {
+			struct seg_piece p = {
+				.local = (uint32_t)(s0 - a),
+				.raddr = le64toh(sg.addr) + (s0 - pos),
+				.rkey = le32toh(sg.rkey),
+				.len = (uint32_t)(s1 - s0),
+			};
+
+			if (fn) {
+				ret = fn(arg, &p);
+				if (ret)
+					return ret;
+			}
+			n++;
+		}
+		pos += slen;
+	}
+	return n;
+}
+
 static int aligned(const struct volume *v, const void *buf, uint64_t off, uint32_t len)
 {
 	uint64_t a = (uint64_t)v->pbs > 4096 ? v->pbs : 4096;

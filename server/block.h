@@ -47,6 +47,23 @@ void volume_close(struct volume *v);
 int block_decode(const struct volume *v, const void *msg, uint32_t len,
 		 uint32_t inline_max, struct block_req *out);
 
+/* One piece of a request's data range in one client segment. */
+struct seg_piece {
+	uint32_t	local;		/* offset from the start of the range */
+	uint64_t	raddr;		/* client address */
+	uint32_t	rkey;
+	uint32_t	len;
+};
+
+/*
+ * Split the bytes [OFF, OFF + LEN) of decoded request BR (in message MSG)
+ * into pieces, one per client segment they touch, calling FN for each
+ * (FN may be NULL to count). Stops at the first non-zero FN result and
+ * returns it; otherwise returns the number of pieces.
+ */
+int block_map_segments(const void *msg, const struct block_req *br, uint32_t off,
+		       uint32_t len, int (*fn)(void *arg, const struct seg_piece *p), void *arg);
+
 /* Fill the INFO reply body. */
 void block_info(const struct volume *v, struct mxbd_info *info);
 

@@ -132,6 +132,42 @@ static void want_chunk(struct req *r)
 		s->buffer_waits++;
 }
 
+struct rdma_post {
+	struct chunk	*ch;
+	int		is_read;
+	int		k;
+};
+
+static int post_piece(void *arg, const struct seg_piece *p)
+{
+	struct rdma_post *rp = arg;
+	struct chunk *ch = rp->ch;
+	struct conn *c = ch->r->c;
+	struct op *op = &ch->ops[rp->k];
+	void *desc = fi_mr_desc(c->s->pool_mr);
+	ssize_t ret;
+
+	op->kind = OP_RDMA;
+	op->owner = ch;
+	op->idx = rp->k;
+	if (rp->is_read)
+		ret = fi_read(c->ep, ch->buf + p->local, p->len, desc, 0, p->raddr, p->rkey,
+			      &op->ctx);
+	else
+		ret = fi_write(c->ep, ch->buf + p->local, p->len, desc, 0, p->raddr, p->rkey,
+			       &op->ctx);
+	if (ret) {
+		/* Earlier ones complete (or flush) and are counted. */
+		fab_err(rp->is_read ? "fi_read" : "fi_write", (int)ret);
+		return (int)ret;
+	}
+	ch->pending++;
+	c->pending++;
+	c->sq_free--;
+	rp->k++;
+	return 0;
+}
+
 /*
  * Post the RDMA operations moving chunk CH between its buffer and the
  * client's segments: READs for a WRITE request, WRITEs for a READ.
@@ -143,57 +179,16 @@ static int post_rdma(struct chunk *ch)
 	struct req *r = ch->r;
 	struct conn *c = r->c;
 	const char *msg = conn_rx_buf(c, r->slot);
-	uint32_t a = ch->off, b = ch->off + ch->len, pos = 0, i;
-	int k = 0, need = 0, is_read = r->br.opcode == MXBD_OP_WRITE;
-	void *desc = fi_mr_desc(c->s->pool_mr);
+	struct rdma_post rp = { .ch = ch, .is_read = r->br.opcode == MXBD_OP_WRITE };
+	int ret;
 
 	/* Count first, so that a chunk is posted whole or not at all. */
-	for (i = 0; i < r->br.nsegs && pos < b; i++) {
-		struct knet_seg sg;
-
-		memcpy(&sg, msg + r->br.seg_off + i * sizeof(sg), sizeof(sg));
-		if (pos + le32toh(sg.len) > a)
-			need++;
-		pos += le32toh(sg.len);
-	}
-	if (need > c->sq_free)
+	if (block_map_segments(msg, &r->br, ch->off, ch->len, NULL, NULL) > c->sq_free)
 		return -FI_EAGAIN;
-
-	pos = 0;
-	for (i = 0; i < r->br.nsegs && pos < b; i++) {
-		struct knet_seg sg;
-		uint32_t slen, s0, s1;
-		uint64_t raddr;
-		ssize_t ret;
-
-		memcpy(&sg, msg + r->br.seg_off + i * sizeof(sg), sizeof(sg));
-		slen = le32toh(sg.len);
-		s0 = pos > a ? pos : a;
-		s1 = pos + slen < b ? pos + slen : b;
-		if (s0 < s1) {
-			raddr = le64toh(sg.addr) + (s0 - pos);
-			ch->ops[k].kind = OP_RDMA;
-			ch->ops[k].owner = ch;
-			ch->ops[k].idx = k;
-			if (is_read)
-				ret = fi_read(c->ep, ch->buf + (s0 - a), s1 - s0, desc, 0, raddr,
-					      le32toh(sg.rkey), &ch->ops[k].ctx);
-			else
-				ret = fi_write(c->ep, ch->buf + (s0 - a), s1 - s0, desc, 0, raddr,
-					       le32toh(sg.rkey), &ch->ops[k].ctx);
-			if (ret) {
-				/* Earlier ones complete (or flush) and are counted. */
-				fab_err(is_read ? "fi_read" : "fi_write", (int)ret);
-				return (int)ret;
-			}
-			ch->pending++;
-			c->pending++;
-			c->sq_free--;
-			k++;
-		}
-		pos += slen;
-	}
-	if (is_read)
+	ret = block_map_segments(msg, &r->br, ch->off, ch->len, post_piece, &rp);
+	if (ret < 0)
+		return ret;
+	if (rp.is_read)
 		c->bytes_in += ch->len;
 	else
 		c->bytes_out += ch->len;

@@ -4,7 +4,7 @@
 # tools/check.sh (make check): everything that decides whether a change may
 # land, in this order:
 #   1. build: modules for every installed kernel with W=1 -Werror, userspace
-#   2. unit tests (CUnit) and the harness's own tests
+#   2. unit tests (CUnit), the harness's own tests, a bounded fuzzing run
 #   3. static checks: checkpatch, sparse on 6.1 and 6.12
 #   4. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh)
 # and a closing line "N passed, N failed" (", N skipped" when any skipped,
@@ -85,6 +85,9 @@ if [ -x build/bin/unit-tests ]; then
 	fi
 fi
 run_item "harness self-test" "$log/harness.log" tests/harness/test-verdicts.sh
+# Crashes, sanitizer reports and broken invariants stop the fuzzer non-zero.
+run_item "fuzz server decoding for ${FUZZ_SECONDS:-30} s (libFuzzer, ASan, UBSan)" \
+	"$log/fuzz.log" make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 
 echo "== static checks"
 run_item "checkpatch" "$log/lint.log" tools/lint.sh

@@ -118,6 +118,48 @@ static void test_decode_bad(void)
 	vol.read_only = 0;
 }
 
+struct pieces {
+	struct seg_piece p[8];
+	int n;
+};
+
+static int collect(void *arg, const struct seg_piece *p)
+{
+	struct pieces *ps = arg;
+
+	if (ps->n == 8)
+		return -1;
+	ps->p[ps->n++] = *p;
+	return 0;
+}
+
+static void test_map_segments(void)
+{
+	static unsigned char buf[8192];
+	uint32_t segs[3] = { 3000, 5000, 8384 };	/* 16384 bytes */
+	struct block_req r;
+	struct pieces ps = { .n = 0 };
+
+	CU_ASSERT_EQUAL_FATAL(decode(buf, req(buf, MXBD_OP_WRITE, 0, 16384, 0, 3, segs, 0), &r), 0);
+	/* Bytes 2000..10000 touch all three segments. */
+	CU_ASSERT_EQUAL(block_map_segments(buf, &r, 2000, 8000, NULL, NULL), 3);
+	CU_ASSERT_EQUAL(block_map_segments(buf, &r, 2000, 8000, collect, &ps), 3);
+	CU_ASSERT_EQUAL(ps.p[0].local, 0);
+	CU_ASSERT_EQUAL(ps.p[0].raddr, 0x1000 + 2000);
+	CU_ASSERT_EQUAL(ps.p[0].len, 1000);
+	CU_ASSERT_EQUAL(ps.p[0].rkey, 77);
+	CU_ASSERT_EQUAL(ps.p[1].local, 1000);
+	CU_ASSERT_EQUAL(ps.p[1].raddr, 0x2000);
+	CU_ASSERT_EQUAL(ps.p[1].len, 5000);
+	CU_ASSERT_EQUAL(ps.p[2].local, 6000);
+	CU_ASSERT_EQUAL(ps.p[2].raddr, 0x3000);
+	CU_ASSERT_EQUAL(ps.p[2].len, 2000);
+	/* Inside one segment; the last byte; nothing. */
+	CU_ASSERT_EQUAL(block_map_segments(buf, &r, 3100, 100, NULL, NULL), 1);
+	CU_ASSERT_EQUAL(block_map_segments(buf, &r, 16383, 1, NULL, NULL), 1);
+	CU_ASSERT_EQUAL(block_map_segments(buf, &r, 0, 0, NULL, NULL), 0);
+}
+
 static void test_backend(void)
 {
 	unsigned char *a, *b;
@@ -158,6 +200,7 @@ int unit_add_block_suite(void)
 	if (!s ||
 	    !CU_add_test(s, "decode: good requests", test_decode_good) ||
 	    !CU_add_test(s, "decode: bad requests get their errno", test_decode_bad) ||
+	    !CU_add_test(s, "segments: a range split over uneven segments", test_map_segments) ||
 	    !CU_add_test(s, "backend: write, read, flush, zeroes, discard", test_backend))
 		return -1;
 	return 0;

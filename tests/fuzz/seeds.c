@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Writes the fuzzer's seed corpus into the directory given: one file per
+ * well-formed message shape, so that the fuzzer starts from inputs that
+ * pass the framing checks.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mxbd/uapi/mxbd_proto.h"
+#include "server/proto.h"
+
+static int put(const char *dir, const char *name, const void *buf, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}
+
+static size_t msg(unsigned char *buf, uint16_t op, uint64_t off, uint32_t len, int nsegs,
+		  uint32_t inl)
+{
+	struct knet_hdr h;
+	struct mxbd_io io = { htole64(off), htole32(len), 0 };
+	size_t pos = sizeof(h);
+	int i;
+
+	proto_hdr_init(&h, op, 1, 0);
+	if (op != MXBD_OP_INFO && op != MXBD_OP_FLUSH && op != KNET_OP_NOP) {
+		h.body_len = htole32(sizeof(io));
+		memcpy(buf + pos, &io, sizeof(io));
+		pos += sizeof(io);
+	}
+	for (i = 0; i < nsegs; i++) {
+		struct knet_seg s = {
+			htole64(0x7f0000000000ULL + (uint64_t)i * (len / nsegs)),
+			htole32(0x1234), htole32(i == nsegs - 1 ? len - (len / nsegs) * i : len / nsegs),
+		};
+
+		memcpy(buf + pos, &s, sizeof(s));
+		pos += sizeof(s);
+	}
+	memset(buf + pos, 0x5a, inl);
+	pos += inl;
+	h.nsegs = htole16((uint16_t)nsegs);
+	h.inline_len = htole32(inl);
+	memcpy(buf, &h, sizeof(h));
+	return pos;
+}
+
+int main(int argc, char **argv)
+{
+	static unsigned char b[8192];
+	struct knet_cm_req r = { htole16(KNET_PROTO_VERSION), KNET_SVC_BLOCK, 4,
+				 htole16(8), 0, htole32(4096), "vol0" };
+	int e = 0;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: fuzz-seeds DIR\n");
+		return 2;
+	}
+	e |= put(argv[1], "nop", b, msg(b, KNET_OP_NOP, 0, 0, 0, 0));
+	e |= put(argv[1], "info", b, msg(b, MXBD_OP_INFO, 0, 0, 0, 0));
+	e |= put(argv[1], "flush", b, msg(b, MXBD_OP_FLUSH, 0, 0, 0, 0));
+	e |= put(argv[1], "read-inline", b, msg(b, MXBD_OP_READ, 4096, 512, 0, 0));
+	e |= put(argv[1], "write-inline", b, msg(b, MXBD_OP_WRITE, 8192, 1024, 0, 1024));
+	e |= put(argv[1], "read-3segs", b, msg(b, MXBD_OP_READ, 65536, 196608, 3, 0));
+	e |= put(argv[1], "write-7segs", b, msg(b, MXBD_OP_WRITE, 0, 1048576, 7, 0));
+	e |= put(argv[1], "discard", b, msg(b, MXBD_OP_DISCARD, 0, 65536, 0, 0));
+	e |= put(argv[1], "zeroes", b, msg(b, MXBD_OP_WRITE_ZEROES, 4096, 4096, 0, 0));
+	e |= put(argv[1], "connect", &r, sizeof(r));
+	return e;
+}
