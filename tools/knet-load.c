@@ -12,6 +12,9 @@
  *   -w read     read it likewise
  *   -w verify   write a pattern over -N blocks a stream, read them back and
  *               compare every byte (exit 1 on any difference)
+ *   -w zero     write the pattern over -N blocks, then DISCARD, WRITE_ZEROES or
+ *               leave each block (by its index modulo 4), FLUSH, and read all
+ *               back: zeroes where trimmed, the pattern elsewhere
  *   -w info     print the volume's geometry
  *
  * The last line is machine-readable:
@@ -32,7 +35,11 @@
 #define MAX_DEPTH	RX_DEPTH
 #define MAX_STREAMS	1024
 
-enum mode { M_WRITE, M_READ, M_VERIFY, M_INFO };
+enum mode { M_WRITE, M_READ, M_VERIFY, M_ZERO, M_INFO };
+
+/* What blocks a run's phases do: each starts when the last one is done. */
+enum phase_op { P_WRITE, P_READ, P_TRIM, P_FLUSH };
+#define MAX_PHASES 4
 enum op_kind { K_RECV, K_SEND };
 
 struct stream;
@@ -63,8 +70,9 @@ struct stream {
 	struct slot	slot[MAX_DEPTH];
 	uint64_t	base, size;	/* the stream's region */
 	uint64_t	next;		/* next offset within the region */
-	uint64_t	issued, completed;
-	int		phase_read;	/* verify: second pass */
+	int		phase;
+	uint64_t	issued, completed;	/* in the current phase */
+	uint64_t	block;		/* index of the next block in the phase */
 };
 
 struct load {
@@ -77,6 +85,8 @@ struct load {
 	int			use_inline;
 	int			fua;
 	enum mode		mode;
+	enum phase_op		phases[MAX_PHASES];
+	int			nphases;
 	double			seconds;
 	uint64_t		count;		/* blocks a stream; 0 = by time */
 	uint64_t		seed;
@@ -123,12 +133,13 @@ static void fill(char *buf, uint64_t off, uint32_t len, uint64_t seed)
 	}
 }
 
-static int check(const char *buf, uint64_t off, uint32_t len, uint64_t seed)
+/* Compare BUF with the pattern, or with zeroes when ZERO. */
+static int check(const char *buf, uint64_t off, uint32_t len, uint64_t seed, int zero)
 {
 	uint32_t i;
 
 	for (i = 0; i + 8 <= len; i += 8) {
-		uint64_t v = pattern(off + i, seed), got;
+		uint64_t v = zero ? 0 : pattern(off + i, seed), got;
 
 		memcpy(&got, buf + i, 8);
 		if (got != v) {
@@ -196,7 +207,7 @@ static int issue(struct load *L, struct stream *st, int i, uint16_t op, uint64_t
 	proto_hdr_init(&h, op, (uint32_t)i, 0);
 	if (op == MXBD_OP_WRITE)
 		fill(sl->data, off, L->bs, L->seed);
-	if (op == MXBD_OP_INFO) {
+	if (op == MXBD_OP_INFO || op == MXBD_OP_FLUSH) {
 		memcpy(m, &h, sizeof(h));
 		goto send;
 	}
@@ -206,7 +217,9 @@ static int issue(struct load *L, struct stream *st, int i, uint16_t op, uint64_t
 	memcpy(m + pos, &io, sizeof(io));
 	pos += sizeof(io);
 	h.body_len = htole32(sizeof(io));
-	if (L->use_inline && L->bs <= st->k.inline_max) {
+	if (op == MXBD_OP_DISCARD || op == MXBD_OP_WRITE_ZEROES) {
+		/* No data. */
+	} else if (L->use_inline && L->bs <= st->k.inline_max) {
 		if (op == MXBD_OP_WRITE) {
 			memcpy(m + pos, sl->data, L->bs);
 			inl = L->bs;
@@ -242,8 +255,8 @@ send:
 		fprintf(stderr, "knet-load: no credit\n");
 		return -1;
 	}
-	ret = fi_send(st->k.ep, m, op == MXBD_OP_INFO ? sizeof(h) : pos, fi_mr_desc(st->mr), 0,
-		      &st->tx[i].ctx);
+	ret = fi_send(st->k.ep, m, (op == MXBD_OP_INFO || op == MXBD_OP_FLUSH) ? sizeof(h) : pos,
+		      fi_mr_desc(st->mr), 0, &st->tx[i].ctx);
 	if (ret)
 		return fab_err("fi_send", (int)ret);
 	st->k.credits--;
@@ -255,30 +268,56 @@ send:
 	return 0;
 }
 
-/* Next operation for slot I of ST, or 0 when the stream is done. */
+/* In the zero run, what the trim phase does to block K, and what K holds after. */
+static uint16_t trim_op(uint64_t k)
+{
+	return k % 4 == 0 ? MXBD_OP_DISCARD : k % 4 == 3 ? MXBD_OP_FLUSH : MXBD_OP_WRITE_ZEROES;
+}
+
+static int zeroed(const struct load *L, uint64_t off, const struct stream *st)
+{
+	return L->mode == M_ZERO && trim_op((off - st->base) / L->bs) != MXBD_OP_FLUSH;
+}
+
+/* Next operation for slot I of ST: 1 issued, 0 nothing now, -1 error. */
 static int next(struct load *L, struct stream *st, int i)
 {
-	uint64_t off;
+	uint64_t count, off, k;
+	uint16_t op;
 
-	if (L->mode == M_INFO)
+	if (L->mode == M_INFO || st->phase >= L->nphases)
 		return 0;
-	if (L->count) {
-		if (L->mode == M_VERIFY && !st->phase_read && st->issued == L->count) {
-			/* Switch to reading back only when every write is done. */
-			if (st->completed < L->count)
-				return 0;
-			st->phase_read = 1;
-			st->next = 0;
-		}
-		if (st->issued >= (L->mode == M_VERIFY ? 2 * L->count : L->count))
+	count = L->phases[st->phase] == P_FLUSH ? 1 : L->count;
+	if (count && st->issued == count) {
+		/* A phase starts only when every request of the last is done. */
+		if (st->completed < count)
 			return 0;
-	} else if (now_us() >= L->stop_at) {
-		return 0;
+		if (++st->phase == L->nphases)
+			return 0;
+		st->issued = st->completed = st->block = 0;
+		st->next = 0;
+		count = L->phases[st->phase] == P_FLUSH ? 1 : L->count;
 	}
+	if (!count && now_us() >= L->stop_at)
+		return 0;
+	k = st->block++;
 	off = st->base + st->next;
 	st->next = (st->next + L->bs) % st->size;
-	if (issue(L, st, i, (L->mode == M_READ || st->phase_read) ? MXBD_OP_READ : MXBD_OP_WRITE,
-		  off))
+	switch (L->phases[st->phase]) {
+	case P_WRITE:
+		op = MXBD_OP_WRITE;
+		break;
+	case P_READ:
+		op = MXBD_OP_READ;
+		break;
+	case P_TRIM:
+		op = trim_op(k);
+		break;
+	default:
+		op = MXBD_OP_FLUSH;
+		break;
+	}
+	if (issue(L, st, i, op, off))
 		return -1;
 	return 1;
 }
@@ -326,7 +365,9 @@ static int on_reply(struct load *L, struct stream *st, int r, size_t len)
 			}
 			memcpy(sl->data, m + sizeof(h) + le32toh(h.body_len), L->bs);
 		}
-		if (sl->is_read && L->mode == M_VERIFY && check(sl->data, sl->off, L->bs, L->seed))
+		if (sl->is_read && (L->mode == M_VERIFY || L->mode == M_ZERO) &&
+		    check(sl->data, sl->off, L->bs, zeroed(L, sl->off, st) ? 0 : L->seed,
+			  zeroed(L, sl->off, st)))
 			L->mismatches++;
 		L->bytes += L->bs;
 		L->ios++;
@@ -410,10 +451,17 @@ static int run(struct load *L)
 	return 0;
 }
 
+static const char *mode_name(enum mode m)
+{
+	static const char *const names[] = { "write", "read", "verify", "zero", "info" };
+
+	return names[m];
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: knet-load -a ADDRESS -n VOLUME [-p PORT] [-w write|read|verify|info]\n"
+		"usage: knet-load -a ADDRESS -n VOLUME [-p PORT] [-w write|read|verify|zero|info]\n"
 		"                 [-S STREAMS] [-b BYTES] [-q DEPTH] [-T SECONDS | -N BLOCKS]\n"
 		"                 [-g SEGMENTS] [-i] [-F] [-r SEED]\n");
 }
@@ -443,6 +491,7 @@ int main(int argc, char **argv)
 			if (!strcmp(optarg, "write")) L.mode = M_WRITE;
 			else if (!strcmp(optarg, "read")) L.mode = M_READ;
 			else if (!strcmp(optarg, "verify")) L.mode = M_VERIFY;
+			else if (!strcmp(optarg, "zero")) L.mode = M_ZERO;
 			else if (!strcmp(optarg, "info")) L.mode = M_INFO;
 			else { usage(stderr); return 2; }
 			break;
@@ -463,9 +512,29 @@ int main(int argc, char **argv)
 	if (!addr || !name || optind != argc || L.nstreams < 1 || L.nstreams > MAX_STREAMS ||
 	    L.depth < 1 || L.depth > MAX_DEPTH || !L.bs || L.bs % 512 || L.bs > (1U << 20) ||
 	    L.nsegs < 1 || L.nsegs > KNET_MAX_SEGS || L.seconds <= 0 ||
-	    (L.mode == M_VERIFY && !L.count)) {
+	    ((L.mode == M_VERIFY || L.mode == M_ZERO) && !L.count)) {
 		usage(stderr);
 		return 2;
+	}
+	switch (L.mode) {
+	case M_WRITE:
+		L.phases[L.nphases++] = P_WRITE;
+		break;
+	case M_READ:
+		L.phases[L.nphases++] = P_READ;
+		break;
+	case M_VERIFY:
+		L.phases[L.nphases++] = P_WRITE;
+		L.phases[L.nphases++] = P_READ;
+		break;
+	case M_ZERO:
+		L.phases[L.nphases++] = P_WRITE;
+		L.phases[L.nphases++] = P_TRIM;
+		L.phases[L.nphases++] = P_FLUSH;
+		L.phases[L.nphases++] = P_READ;
+		break;
+	case M_INFO:
+		break;
 	}
 	/*
 	 * Geometry first, on a connection and fabric of its own, closed before
@@ -513,7 +582,7 @@ int main(int argc, char **argv)
 				L.nstreams, L.bs);
 			goto out;
 		}
-		if (L.mode == M_VERIFY && L.count * L.bs > st->size) {
+		if (L.count * L.bs > st->size && L.mode != M_WRITE && L.mode != M_READ) {
 			fprintf(stderr, "knet-load: -N %llu blocks do not fit a stream's region\n",
 				(unsigned long long)L.count);
 			goto out;
@@ -527,12 +596,11 @@ int main(int argc, char **argv)
 	ret = run(&L) ? 1 : 0;
 	secs = (now_us() - t0) / 1e6;
 	printf("%s: %d streams, bs %u, depth %d%s: %.1f MB/s, %.0f IOPS, mean latency %.1f us, %llu errors, %llu mismatches\n",
-	       L.mode == M_READ ? "read" : L.mode == M_VERIFY ? "verify" : "write", L.nstreams,
-	       L.bs, L.depth, L.use_inline ? ", inline" : "", (double)L.bytes / secs / 1e6,
+	       mode_name(L.mode), L.nstreams, L.bs, L.depth, L.use_inline ? ", inline" : "", (double)L.bytes / secs / 1e6,
 	       (double)L.ios / secs, L.ios ? L.lat_sum / (double)L.ios : 0,
 	       (unsigned long long)L.errors, (unsigned long long)L.mismatches);
 	printf("result: op=%s streams=%d bs=%u MBps=%.2f iops=%.0f lat_us=%.1f errors=%llu mismatches=%llu\n",
-	       L.mode == M_READ ? "read" : L.mode == M_VERIFY ? "verify" : "write", L.nstreams, L.bs,
+	       mode_name(L.mode), L.nstreams, L.bs,
 	       (double)L.bytes / secs / 1e6, (double)L.ios / secs,
 	       L.ios ? L.lat_sum / (double)L.ios : 0, (unsigned long long)L.errors,
 	       (unsigned long long)L.mismatches);

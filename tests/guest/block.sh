@@ -47,6 +47,10 @@ for i in range(0, len(data), 8):
 print('backing file matches the pattern over %d bytes' % len(data))
 PY
 
+step "DISCARD, WRITE_ZEROES and FLUSH over the wire: zeroes exactly where trimmed"
+load -n vol0 -w zero -S 2 -q 4 -b 65536 -N 32 -g 2 -r 14 | tee /tmp/z.out
+expect_grep '^result: op=zero .* errors=0 mismatches=0$' /tmp/z.out
+
 step "a read-only volume serves reads and refuses writes with EROFS"
 load -n ro0 -w read -S 1 -b 65536 -T 1 > /tmp/ro.out
 expect_grep 'errors=0' /tmp/ro.out
