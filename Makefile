@@ -9,6 +9,8 @@
 #   make bench       benchmarks in the guest (BENCH=<name> for one)
 #   make lint        checkpatch over our kernel code
 #   make sparse      sparse over our kernel code, every installed kernel
+#   make fuzz        the server's decoding under libFuzzer (FUZZ_SECONDS=30)
+#   make install     server, tools, man page, systemd unit, modules (DESTDIR=)
 #
 # KVER=<version> or KDIR=<kernel build dir> picks the kernel; the default is
 # the newest installed Debian headers. Modules for kernel V are built in
@@ -35,16 +37,17 @@ USER_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE \
 BIN := build/bin
 
 # Userspace programs: the server, the tools and the unit tests.
-SERVER_LIB_SRC := server/proto.c server/dispatch.c server/block.c server/sched.c
+SERVER_LIB_SRC := server/proto.c server/dispatch.c server/block.c server/sched.c \
+	server/config.c
 FAB_SRC := server/fab.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h server/*.h tests/unit/*.h)
 
-.PHONY: all modules modules-all userspace deps demo check bench lint sparse clean help
+.PHONY: all modules modules-all userspace deps demo check bench lint sparse clean help install
 all: modules userspace
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
 modules:
 	@[ -n "$(KREL)" ] || { echo "no kernel headers at '$(KDIR)': run 'make deps' or set KVER/KDIR" >&2; exit 2; }
@@ -123,6 +126,21 @@ sparse:
 		echo "sparse: $$v"; \
 		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build C=2 STRICT=1; \
 	done
+
+# make install [DESTDIR=...] [PREFIX=/usr/local]: the server, the tools, the
+# man page, the systemd unit, an example configuration, and the modules for
+# KVER into /lib/modules/KVER/extra (then depmod).
+PREFIX ?= /usr/local
+install: all
+	install -D -m 755 $(BIN)/orfs-server $(DESTDIR)$(PREFIX)/sbin/orfs-server
+	install -D -m 755 $(BIN)/knet-ping $(DESTDIR)$(PREFIX)/bin/knet-ping
+	install -D -m 755 $(BIN)/knet-load $(DESTDIR)$(PREFIX)/bin/knet-load
+	install -D -m 644 Documentation/man/orfs-server.8 $(DESTDIR)$(PREFIX)/share/man/man8/orfs-server.8
+	install -D -m 644 server/orfs-server.service $(DESTDIR)/etc/systemd/system/orfs-server.service
+	install -D -m 644 server/orfs-server.conf.example $(DESTDIR)/etc/orfs/orfs-server.conf.example
+	install -d $(DESTDIR)/lib/modules/$(KREL)/extra
+	install -m 644 $(KOUT)/*/*.ko $(DESTDIR)/lib/modules/$(KREL)/extra/
+	$(if $(DESTDIR),,depmod -a $(KREL))
 
 clean:
 	rm -rf build

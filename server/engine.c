@@ -40,7 +40,7 @@ static void req_finish(struct req *r)
 
 static uint32_t info_body(struct req *r, struct mxbd_info *info)
 {
-	if (r->f.status || r->br.opcode != MXBD_OP_INFO || r->c->ex->service != KNET_SVC_BLOCK)
+	if (r->f.status || r->br.opcode != MXBD_OP_INFO || r->c->ex->cfg.service != KNET_SVC_BLOCK)
 		return 0;
 	block_info(&r->c->ex->vol, info);
 	return sizeof(*info);
@@ -354,7 +354,7 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 	case DISPATCH_SERVICE:
 		break;
 	}
-	if (c->ex->service != KNET_SVC_BLOCK) {
+	if (c->ex->cfg.service != KNET_SVC_BLOCK) {
 		r->f.status = EOPNOTSUPP;	/* the file service comes later */
 		reply(r);
 		return;

@@ -64,6 +64,69 @@ int conn_post_recv(struct conn *c, int i)
 	return 0;
 }
 
+/* The export or volume NAME serves new connections from, or NULL. */
+static struct export *find_export(struct srv *s, const char *name, int service)
+{
+	int i;
+
+	for (i = 0; i < SRV_MAX_EXPORTS; i++) {
+		struct export *ex = &s->ex[i];
+
+		if (ex->used && !ex->removed && ex->cfg.service == service &&
+		    !strcmp(ex->cfg.name, name))
+			return ex;
+	}
+	return NULL;
+}
+
+/* Open CFG's export or volume into a free slot; 0 or -1 (message logged). */
+static int export_add(struct srv *s, const struct cfg_export *cfg)
+{
+	struct export *ex = NULL;
+	struct stat st;
+	int i;
+
+	for (i = 0; i < SRV_MAX_EXPORTS && !ex; i++)
+		if (!s->ex[i].used)
+			ex = &s->ex[i];
+	if (!ex) {
+		srv_log("%s: no free slot (%d exports and volumes at most)", cfg->name,
+			SRV_MAX_EXPORTS);
+		return -1;
+	}
+	memset(ex, 0, sizeof(*ex));
+	ex->cfg = *cfg;
+	ex->vol.fd = ex->vol.fd_direct = -1;
+	if (cfg->service == KNET_SVC_FILE) {
+		if (stat(cfg->path, &st) || !S_ISDIR(st.st_mode)) {
+			srv_log("export %s: %s is not a directory", cfg->name, cfg->path);
+			return -1;
+		}
+	} else if (volume_open(&ex->vol, cfg->path, cfg->read_only, SRV_MAX_IO)) {
+		return -1;
+	}
+	ex->used = 1;
+	if (i > s->nex)
+		s->nex = i;
+	return 0;
+}
+
+static void export_release(struct export *ex)
+{
+	volume_close(&ex->vol);
+	memset(ex, 0, sizeof(*ex));
+}
+
+/* A connection is done with EX. */
+static void export_put(struct export *ex)
+{
+	if (--ex->refs || !ex->removed)
+		return;
+	srv_log("%s '%s' released", ex->cfg.service == KNET_SVC_FILE ? "export" : "volume",
+		ex->cfg.name);
+	export_release(ex);
+}
+
 static void conn_free(struct conn *c)
 {
 	struct conn **pp;
@@ -80,6 +143,7 @@ static void conn_free(struct conn *c)
 	if (c->mr)
 		fi_close(&c->mr->fid);
 	c->s->credits_used -= c->ncredits;
+	export_put(c->ex);
 	free(c->buf);
 	free(c);
 }
@@ -134,16 +198,6 @@ static void reject(struct srv *s, struct fi_info *info, int reason, const char *
 		fab_err("fi_reject", ret);
 }
 
-static struct export *find_export(struct srv *s, const char *name, int service)
-{
-	int i;
-
-	for (i = 0; i < s->nex; i++)
-		if (s->ex[i].service == service && !strcmp(s->ex[i].name, name))
-			return &s->ex[i];
-	return NULL;
-}
-
 /*
  * Credits for a new connection: a fair share of what is left of the
  * receive budget, never fewer than SRV_MIN_CREDITS. All connections
@@ -181,18 +235,34 @@ static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct co
 	s->credits_used += c->ncredits;
 	c->s = s;
 	c->ex = ex;
+	ex->refs++;
 	c->p = *p;
 	c->inline_max = p->inline_max < SRV_INLINE_MAX ? p->inline_max : SRV_INLINE_MAX;
 	c->sq_free = SRV_RDMA_SQ;
 	c->tx_wait_tail = &c->tx_wait;
 	c->rdma_wait_tail = &c->rdma_wait;
-	fq_flow_init(&c->flow, ex->class);
+	fq_flow_init(&c->flow, ex->cfg.class);
 	snprintf(c->peer, sizeof(c->peer), "client of '%s'", p->name);
 	for (i = 0; i < c->ncredits; i++)
 		c->rx[i] = (struct op){ .kind = OP_RECV, .idx = i, .owner = c };
 	for (i = 0; i < c->ntx; i++)
 		c->tx[i] = (struct op){ .kind = OP_SEND, .idx = i, .owner = c };
 	return c;
+}
+
+/* Is the connecting client's address allowed? Names it in DETAIL. */
+static int client_allowed(struct srv *s, const struct fi_info *info, char *detail, size_t len)
+{
+	const struct sockaddr_in *sin = info->dest_addr;
+	char host[INET_ADDRSTRLEN] = "?";
+
+	if (sin && info->dest_addrlen >= sizeof(*sin) && sin->sin_family == AF_INET) {
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+		snprintf(detail, len, " (%s)", host);
+		return config_allowed(&s->cfg, ntohl(sin->sin_addr.s_addr));
+	}
+	snprintf(detail, len, " (%s)", host);
+	return !s->cfg.nallow;
 }
 
 static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
@@ -204,6 +274,10 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 	char detail[96];
 	int reason, i, ret;
 
+	if (!client_allowed(s, e->info, detail, sizeof(detail))) {
+		reject(s, e->info, KNET_REJ_ACCESS, detail);
+		goto out;
+	}
 	reason = proto_parse_cm_req(e->data, datalen, &p);
 	if (reason) {
 		reject(s, e->info, reason, NULL);
@@ -394,74 +468,6 @@ static void handle_cq(struct srv *s)
 	}
 }
 
-/* NAME=PATH[,ro][,prio=high|normal|low] */
-static int add_export(struct srv *s, char *arg, int service)
-{
-	char *eq = strchr(arg, '='), *opt, *path;
-	struct export *ex;
-	struct stat st;
-	size_t len;
-
-	if (!eq) {
-		fprintf(stderr, "orfs-server: '%s': expected NAME=PATH[,ro][,prio=CLASS]\n", arg);
-		return -1;
-	}
-	len = (size_t)(eq - arg);
-	if (!proto_name_ok(arg, len)) {
-		fprintf(stderr, "orfs-server: '%.*s': names are 1-%d of [A-Za-z0-9._-]\n",
-			(int)len, arg, KNET_NAME_MAX);
-		return -1;
-	}
-	if (s->nex == SRV_MAX_EXPORTS) {
-		fprintf(stderr, "orfs-server: more than %d exports and volumes\n", SRV_MAX_EXPORTS);
-		return -1;
-	}
-	ex = &s->ex[s->nex];
-	memset(ex, 0, sizeof(*ex));
-	memcpy(ex->name, arg, len);
-	ex->service = service;
-	ex->class = FQ_NORMAL;
-	ex->vol.fd = ex->vol.fd_direct = -1;
-	path = eq + 1;
-	opt = strchr(path, ',');
-	if (opt)
-		*opt++ = '\0';
-	while (opt && *opt) {
-		char *next = strchr(opt, ',');
-
-		if (next)
-			*next++ = '\0';
-		if (!strcmp(opt, "ro")) {
-			ex->read_only = 1;
-		} else if (!strcmp(opt, "prio=high")) {
-			ex->class = FQ_HIGH;
-		} else if (!strcmp(opt, "prio=normal")) {
-			ex->class = FQ_NORMAL;
-		} else if (!strcmp(opt, "prio=low")) {
-			ex->class = FQ_LOW;
-		} else {
-			fprintf(stderr, "orfs-server: %s: unknown option '%s'\n", ex->name, opt);
-			return -1;
-		}
-		opt = next;
-	}
-	ex->path = path;
-	if (find_export(s, ex->name, service)) {
-		fprintf(stderr, "orfs-server: '%s' is named twice\n", ex->name);
-		return -1;
-	}
-	if (service == KNET_SVC_FILE) {
-		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "orfs-server: %s: an export must be a directory\n", path);
-			return -1;
-		}
-	} else if (volume_open(&ex->vol, path, ex->read_only, SRV_MAX_IO)) {
-		return -1;
-	}
-	s->nex++;
-	return 0;
-}
-
 static int epoll_add(int epfd, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
@@ -487,7 +493,7 @@ static int srv_open(struct srv *s)
 
 	if (!hints)
 		return -FI_ENOMEM;
-	ret = fi_getinfo(FAB_VERSION, s->addr, s->port, FI_SOURCE, hints, &s->info);
+	ret = fi_getinfo(FAB_VERSION, s->cfg.listen, s->cfg.port, FI_SOURCE, hints, &s->info);
 	fi_freeinfo(hints);
 	if (ret)
 		return fab_err("fi_getinfo (is there an RDMA device on that address?)", ret);
@@ -521,6 +527,7 @@ static int srv_open(struct srv *s)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL)) {
 		perror("orfs-server: sigprocmask");
 		return -1;
@@ -576,8 +583,9 @@ static void srv_close(struct srv *s)
 		close(s->sigfd);
 	pool_destroy(&s->pool);
 	free(s->chunks);
-	for (i = 0; i < s->nex; i++)
-		volume_close(&s->ex[i].vol);
+	for (i = 0; i < SRV_MAX_EXPORTS; i++)
+		if (s->ex[i].used)
+			export_release(&s->ex[i]);
 }
 
 static int active_requests(const struct srv *s)
@@ -588,6 +596,84 @@ static int active_requests(const struct srv *s)
 	for (c = s->conns; c; c = c->next)
 		n += c->active;
 	return n;
+}
+
+static int same_export(const struct cfg_export *a, const struct cfg_export *b)
+{
+	return !strcmp(a->path, b->path) && a->read_only == b->read_only &&
+	       a->squash == b->squash && a->class == b->class;
+}
+
+/*
+ * SIGHUP: read the configuration file again (the command line's exports and
+ * allows stay). Exports and volumes that are gone or changed stop taking new
+ * connections and are released with their last one; new ones open; the
+ * allow list is replaced. A file that does not parse changes nothing.
+ */
+static void srv_reload(struct srv *s)
+{
+	struct config *n = malloc(sizeof(*n));
+	char err[512];
+	int i, added = 0, retired = 0;
+
+	if (!n) {
+		srv_log("reload: out of memory");
+		return;
+	}
+	if (!s->cfg_path) {
+		srv_log("reload: no configuration file (-c) to read");
+		goto out;
+	}
+	config_init(n);
+	if (config_parse_file(n, s->cfg_path, err, sizeof(err))) {
+		srv_log("reload: %s; keeping the configuration in force", err);
+		goto out;
+	}
+	for (i = 0; i < s->cmdline.nex; i++) {
+		if (config_find(n, s->cmdline.ex[i].service, s->cmdline.ex[i].name) ||
+		    n->nex == CFG_MAX_EXPORTS) {
+			srv_log("reload: '%s' is both in the file and on the command line; keeping the configuration in force",
+				s->cmdline.ex[i].name);
+			goto out;
+		}
+		n->ex[n->nex++] = s->cmdline.ex[i];
+	}
+	for (i = 0; i < s->cmdline.nallow && n->nallow < CFG_MAX_ALLOW; i++)
+		n->allow[n->nallow++] = s->cmdline.allow[i];
+	if ((n->listen[0] && strcmp(n->listen, s->cfg.listen)) || strcmp(n->port, s->cfg.port) ||
+	    n->pool_mib != s->cfg.pool_mib || n->chunk_kib != s->cfg.chunk_kib ||
+	    n->threads != s->cfg.threads)
+		srv_log("reload: listen, pool, chunk and threads changes take effect at the next start");
+
+	for (i = 0; i < SRV_MAX_EXPORTS; i++) {
+		struct export *ex = &s->ex[i];
+		const struct cfg_export *ne;
+
+		if (!ex->used || ex->removed)
+			continue;
+		ne = config_find(n, ex->cfg.service, ex->cfg.name);
+		if (ne && same_export(ne, &ex->cfg))
+			continue;
+		ex->removed = 1;
+		retired++;
+		srv_log("reload: %s '%s' takes no new connections (%d still use it)",
+			ex->cfg.service == KNET_SVC_FILE ? "export" : "volume", ex->cfg.name, ex->refs);
+		if (!ex->refs)
+			export_release(ex);
+	}
+	for (i = 0; i < n->nex; i++) {
+		if (find_export(s, n->ex[i].name, n->ex[i].service))
+			continue;
+		if (!export_add(s, &n->ex[i]))
+			added++;
+	}
+	memcpy(s->cfg.allow, n->allow, sizeof(n->allow));
+	s->cfg.nallow = n->nallow;
+	memcpy(s->cfg.ex, n->ex, sizeof(n->ex));
+	s->cfg.nex = n->nex;
+	srv_log("reload: %d added, %d retired, %d allow entries", added, retired, s->cfg.nallow);
+out:
+	free(n);
 }
 
 static void srv_loop(struct srv *s)
@@ -605,10 +691,10 @@ static void srv_loop(struct srv *s)
 				if (active_requests(s))
 					srv_log("giving up on %d requests after %d s",
 						active_requests(s), DRAIN_SECONDS);
-				for (i = 0; i < s->nex; i++)
-					if (s->ex[i].service == KNET_SVC_BLOCK && !s->ex[i].read_only &&
-					    block_flush(&s->ex[i].vol))
-						srv_log("flushing volume '%s' failed", s->ex[i].name);
+				for (i = 0; i < SRV_MAX_EXPORTS; i++)
+					if (s->ex[i].used && s->ex[i].cfg.service == KNET_SVC_BLOCK &&
+					    !s->ex[i].cfg.read_only && block_flush(&s->ex[i].vol))
+						srv_log("flushing volume '%s' failed", s->ex[i].cfg.name);
 				break;
 			}
 		}
@@ -627,6 +713,10 @@ static void srv_loop(struct srv *s)
 
 				if (read(s->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 					continue;
+				if (si.ssi_signo == SIGHUP) {
+					srv_reload(s);
+					continue;
+				}
 				if (s->stopping) {
 					srv_log("second signal: stopping now");
 					return;
@@ -643,13 +733,15 @@ static void srv_loop(struct srv *s)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: orfs-server -a ADDRESS [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
-		"                   [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-P PROVIDER] [-v]\n"
+		"usage: orfs-server [-c FILE] [-a ADDRESS] [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
+		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-P PROVIDER] [-v]\n"
+		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on\n"
 		"  -p  port (default %d)\n"
 		"  -e  export directory DIR as file-service name NAME\n"
 		"  -b  export file or block device FILE as volume NAME\n"
-		"      OPT: ro (read-only), prio=high|normal|low (share of buffers 4:2:1)\n"
+		"      OPT: ro, squash (exports), prio=high|normal|low (share of buffers 4:2:1)\n"
+		"  -A  allow clients from NETWORK (ADDRESS[/BITS]); default: every client\n"
 		"  -m  data buffer pool in MiB (default 64): the bound on data in flight\n"
 		"  -C  buffer chunk in KiB (default 256)\n"
 		"  -t  I/O worker threads (default 4)\n"
@@ -657,56 +749,68 @@ static void usage(FILE *f)
 		"  -v  log failed operations too\n", KNET_DEFAULT_PORT);
 }
 
-static int parse_uint(const char *arg, const char *what, unsigned long min, unsigned long max,
-		      unsigned long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoul(arg, &end, 10);
-	if (errno || *end || *out < min || *out > max) {
-		fprintf(stderr, "orfs-server: %s must be a number from %lu to %lu\n", what, min, max);
-		return -1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static struct srv s;
-	unsigned long pool_mib = 64, chunk_kib = 256, threads = 4;
-	char port[16];
-	int opt;
+	char err[512], line[96];
+	const char *opts = "c:a:p:e:b:A:m:C:t:P:vh";
+	int opt, i;
 
 	s.prov = "verbs";
-	snprintf(port, sizeof(port), "%d", KNET_DEFAULT_PORT);
-	s.port = port;
-	while ((opt = getopt(argc, argv, "a:p:e:b:m:C:t:P:vh")) != -1) {
+	config_init(&s.cfg);
+	config_init(&s.cmdline);
+	/* The file first, so that options given with it override it. */
+	while ((opt = getopt(argc, argv, opts)) != -1) {
+		if (opt == 'c') {
+			s.cfg_path = optarg;
+		} else if (opt == 'h') {
+			usage(stdout);
+			return 0;
+		} else if (opt == '?') {
+			goto fail_usage;
+		}
+	}
+	if (s.cfg_path && config_parse_file(&s.cfg, s.cfg_path, err, sizeof(err))) {
+		fprintf(stderr, "orfs-server: %s\n", err);
+		return 2;
+	}
+	optind = 1;
+	while ((opt = getopt(argc, argv, opts)) != -1) {
+		err[0] = '\0';
 		switch (opt) {
 		case 'a':
-			s.addr = optarg;
-			break;
 		case 'p':
-			s.port = optarg;
+			if (strlen(optarg) >= sizeof(s.cfg.port) && opt == 'p') {
+				snprintf(err, sizeof(err), "-p: '%s' is not a port", optarg);
+				goto fail_msg;
+			}
+			if (strlen(optarg) >= sizeof(s.cfg.listen)) {
+				snprintf(err, sizeof(err), "-a: address too long");
+				goto fail_msg;
+			}
+			strcpy(opt == 'a' ? s.cfg.listen : s.cfg.port, optarg);
+			break;
+		case 'm':
+		case 'C':
+		case 't':
+			snprintf(line, sizeof(line), "%s %s",
+				 opt == 'm' ? "pool" : opt == 'C' ? "chunk" : "threads", optarg);
+			if (config_parse_line(&s.cfg, line, err, sizeof(err)))
+				goto fail_msg;
 			break;
 		case 'e':
 		case 'b':
-			if (add_export(&s, optarg, opt == 'e' ? KNET_SVC_FILE : KNET_SVC_BLOCK))
-				goto fail_usage;
+			if (config_add_spec(&s.cfg, opt == 'e' ? KNET_SVC_FILE : KNET_SVC_BLOCK, optarg,
+					    err, sizeof(err)) ||
+			    config_add_spec(&s.cmdline, opt == 'e' ? KNET_SVC_FILE : KNET_SVC_BLOCK,
+					    optarg, err, sizeof(err)))
+				goto fail_msg;
 			break;
-		case 'm':
-			if (parse_uint(optarg, "-m", 1, 65536, &pool_mib))
-				goto fail_usage;
-			break;
-		case 'C':
-			if (parse_uint(optarg, "-C", 4, 1024, &chunk_kib) || chunk_kib % 4) {
-				fprintf(stderr, "orfs-server: -C must be a multiple of 4\n");
-				goto fail_usage;
-			}
-			break;
-		case 't':
-			if (parse_uint(optarg, "-t", 1, 256, &threads))
-				goto fail_usage;
+		case 'A':
+			snprintf(line, sizeof(line), "allow %s", optarg);
+			if (config_parse_line(&s.cfg, line, err, sizeof(err)) ||
+			    config_parse_line(&s.cmdline, line, err, sizeof(err)))
+				goto fail_msg;
 			break;
 		case 'P':
 			s.prov = optarg;
@@ -714,34 +818,47 @@ int main(int argc, char **argv)
 		case 'v':
 			s.verbose = 1;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
+		case 'c':
+			break;
 		default:
 			goto fail_usage;
 		}
 	}
-	if (!s.addr || optind != argc)
+	if (optind != argc)
 		goto fail_usage;
-	s.chunk_size = chunk_kib << 10;
-	s.nchunks = (uint32_t)((pool_mib << 20) / s.chunk_size);
-	s.nthreads = (int)threads;
+	if (!s.cfg.listen[0]) {
+		fprintf(stderr, "orfs-server: no address to listen on (-a, or 'listen' in the file)\n");
+		goto fail_usage;
+	}
+	s.chunk_size = (size_t)s.cfg.chunk_kib << 10;
+	s.nchunks = (uint32_t)(((size_t)s.cfg.pool_mib << 20) / s.chunk_size);
+	s.nthreads = (int)s.cfg.threads;
 	if (s.nchunks < 1) {
 		fprintf(stderr, "orfs-server: the pool must hold at least one chunk\n");
 		goto fail_usage;
+	}
+	for (i = 0; i < s.cfg.nex; i++) {
+		if (export_add(&s, &s.cfg.ex[i])) {
+			srv_close(&s);
+			return 2;
+		}
 	}
 	if (srv_open(&s)) {
 		srv_close(&s);
 		return 1;
 	}
 	srv_log("listening on %s port %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers",
-		s.addr, s.port, s.info->domain_attr->name, s.nex,
+		s.cfg.listen, s.cfg.port, s.info->domain_attr->name, s.cfg.nex,
 		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads);
+	if (!s.cfg.nallow)
+		srv_log("no allow list: any client that reaches %s may connect", s.cfg.listen);
 	srv_loop(&s);
 	srv_close(&s);
 	srv_log("stopped (%llu waits for a buffer)", (unsigned long long)s.buffer_waits);
 	return 0;
 
+fail_msg:
+	fprintf(stderr, "orfs-server: %s\n", err);
 fail_usage:
 	usage(stderr);
 	srv_close(&s);

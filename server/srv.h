@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "server/block.h"
+#include "server/config.h"
 #include "server/dispatch.h"
 #include "server/fab.h"
 #include "server/proto.h"
@@ -79,13 +80,17 @@ struct req {
 	struct req		*tx_next;	/* waiting for a reply buffer */
 };
 
+/*
+ * An export or volume being served. A reload that drops or changes one
+ * marks it removed: new connections are refused, current ones go on, and
+ * the slot is released with the last of them.
+ */
 struct export {
-	char			name[KNET_NAME_MAX + 1];
-	const char		*path;
-	int			service;
-	int			read_only;
-	enum fq_class		class;
+	struct cfg_export	cfg;
 	struct volume		vol;
+	int			used;
+	int			removed;
+	int			refs;		/* connections using it */
 };
 
 struct conn {
@@ -119,8 +124,9 @@ struct conn {
 };
 
 struct srv {
-	const char		*addr;
-	const char		*port;
+	struct config		cfg;		/* in force */
+	struct config		cmdline;	/* exports and allows given as options */
+	const char		*cfg_path;	/* re-read on SIGHUP */
 	const char		*prov;
 	int			verbose;
 	int			nthreads;

@@ -9,5 +9,6 @@ int unit_add_proto_suite(void);
 int unit_add_dispatch_suite(void);
 int unit_add_block_suite(void);
 int unit_add_sched_suite(void);
+int unit_add_config_suite(void);
 
 #endif

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* orfs-server configuration: command line and configuration file. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/config.h"
+#include "server/proto.h"
+
+#define WORDS_MAX 16
+
+void config_init(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->port, sizeof(c->port), "%d", KNET_DEFAULT_PORT);
+	c->pool_mib = 64;
+	c->chunk_kib = 256;
+	c->threads = 4;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+const struct cfg_export *config_find(const struct config *c, int service, const char *name)
+{
+	int i;
+
+	for (i = 0; i < c->nex; i++)
+		if (c->ex[i].service == service && !strcmp(c->ex[i].name, name))
+			return &c->ex[i];
+	return NULL;
+}
+
+static int set_option(struct cfg_export *e, const char *opt, char *err, size_t errlen)
+{
+	if (!strcmp(opt, "ro"))
+		e->read_only = 1;
+	else if (!strcmp(opt, "rw"))
+		e->read_only = 0;
+	else if (!strcmp(opt, "squash") && e->service == KNET_SVC_FILE)
+		e->squash = 1;
+	else if (!strcmp(opt, "prio=high"))
+		e->class = FQ_HIGH;
+	else if (!strcmp(opt, "prio=normal"))
+		e->class = FQ_NORMAL;
+	else if (!strcmp(opt, "prio=low"))
+		e->class = FQ_LOW;
+	else
+		return fail(err, errlen, "%s: unknown option '%s'", e->name, opt);
+	return 0;
+}
+
+/* Add NAME at PATH with OPTS (NULL-terminated); the common core. */
+static int add_export(struct config *c, int service, const char *name, size_t name_len,
+		      const char *path, const char *const *opts, char *err, size_t errlen)
+{
+	struct cfg_export e;
+	int i;
+
+	if (!proto_name_ok(name, name_len))
+		return fail(err, errlen, "'%.*s': names are 1 to %d of [A-Za-z0-9._-], not . or ..",
+			    (int)name_len, name, KNET_NAME_MAX);
+	if (path[0] != '/')
+		return fail(err, errlen, "%.*s: '%s' is not an absolute path", (int)name_len, name,
+			    path);
+	if (strlen(path) >= sizeof(e.path))
+		return fail(err, errlen, "%.*s: path too long", (int)name_len, name);
+	if (c->nex == CFG_MAX_EXPORTS)
+		return fail(err, errlen, "more than %d exports and volumes", CFG_MAX_EXPORTS);
+	memset(&e, 0, sizeof(e));
+	memcpy(e.name, name, name_len);
+	strcpy(e.path, path);
+	e.service = service;
+	e.class = FQ_NORMAL;
+	for (i = 0; opts && opts[i]; i++)
+		if (set_option(&e, opts[i], err, errlen))
+			return -1;
+	if (config_find(c, service, e.name))
+		return fail(err, errlen, "'%s' is named twice", e.name);
+	c->ex[c->nex++] = e;
+	return 0;
+}
+
+int config_add_spec(struct config *c, int service, const char *spec, char *err, size_t errlen)
+{
+	char buf[PATH_MAX + 128], *opts[WORDS_MAX + 1], *p, *eq;
+	int n = 0;
+
+	if (strlen(spec) >= sizeof(buf))
+		return fail(err, errlen, "'%.32s...': too long", spec);
+	strcpy(buf, spec);
+	eq = strchr(buf, '=');
+	if (!eq)
+		return fail(err, errlen, "'%s': expected NAME=PATH[,OPTION]...", spec);
+	*eq = '\0';
+	p = strchr(eq + 1, ',');
+	while (p && n < WORDS_MAX) {
+		*p++ = '\0';
+		opts[n++] = p;
+		p = strchr(p, ',');
+	}
+	if (p)
+		return fail(err, errlen, "'%s': too many options", spec);
+	opts[n] = NULL;
+	return add_export(c, service, buf, strlen(buf), eq + 1, (const char *const *)opts, err,
+			  errlen);
+}
+
+static int parse_net(const char *s, struct cfg_net *net, char *err, size_t errlen)
+{
+	char buf[64], *slash;
+	struct in_addr a;
+	long bits = 32;
+
+	if (strlen(s) >= sizeof(buf))
+		return fail(err, errlen, "'%s': not an IPv4 address or network", s);
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash) {
+		char *end;
+
+		*slash = '\0';
+		errno = 0;
+		bits = strtol(slash + 1, &end, 10);
+		if (errno || *end || bits < 0 || bits > 32 || end == slash + 1)
+			return fail(err, errlen, "'%s': bad prefix length", s);
+	}
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return fail(err, errlen, "'%s': not an IPv4 address or network", s);
+	net->mask = bits ? ~0u << (32 - bits) : 0;
+	net->addr = ntohl(a.s_addr) & net->mask;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v < min || v > max)
+		return -1;
+	*out = (unsigned int)v;
+	return 0;
+}
+
+int config_parse_line(struct config *c, const char *line, char *err, size_t errlen)
+{
+	char buf[PATH_MAX + 256], *w[WORDS_MAX + 1], *p, *save = NULL;
+	int n = 0;
+
+	if (strlen(line) >= sizeof(buf))
+		return fail(err, errlen, "line too long");
+	strcpy(buf, line);
+	p = strchr(buf, '#');
+	if (p)
+		*p = '\0';
+	for (p = strtok_r(buf, " \t\r\n", &save); p; p = strtok_r(NULL, " \t\r\n", &save)) {
+		if (n == WORDS_MAX)
+			return fail(err, errlen, "too many words");
+		w[n++] = p;
+	}
+	w[n] = NULL;
+	if (!n)
+		return 0;
+
+	if (!strcmp(w[0], "listen") && (n == 2 || n == 3)) {
+		if (strlen(w[1]) >= sizeof(c->listen) || (n == 3 && strlen(w[2]) >= sizeof(c->port)))
+			return fail(err, errlen, "listen: too long");
+		strcpy(c->listen, w[1]);
+		if (n == 3)
+			strcpy(c->port, w[2]);
+		return 0;
+	}
+	if (!strcmp(w[0], "pool") && n == 2)
+		return parse_uint(w[1], 1, 65536, &c->pool_mib) ?
+			fail(err, errlen, "pool: MiB from 1 to 65536") : 0;
+	if (!strcmp(w[0], "chunk") && n == 2)
+		return parse_uint(w[1], 4, 1024, &c->chunk_kib) || c->chunk_kib % 4 ?
+			fail(err, errlen, "chunk: KiB from 4 to 1024, a multiple of 4") : 0;
+	if (!strcmp(w[0], "threads") && n == 2)
+		return parse_uint(w[1], 1, 256, &c->threads) ?
+			fail(err, errlen, "threads: from 1 to 256") : 0;
+	if (!strcmp(w[0], "allow") && n >= 2) {
+		int i;
+
+		for (i = 1; i < n; i++) {
+			if (c->nallow == CFG_MAX_ALLOW)
+				return fail(err, errlen, "more than %d allow entries", CFG_MAX_ALLOW);
+			if (parse_net(w[i], &c->allow[c->nallow], err, errlen))
+				return -1;
+			c->nallow++;
+		}
+		return 0;
+	}
+	if ((!strcmp(w[0], "export") || !strcmp(w[0], "volume")) && n >= 3)
+		return add_export(c, w[0][0] == 'e' ? KNET_SVC_FILE : KNET_SVC_BLOCK, w[1],
+				  strlen(w[1]), w[2], (const char *const *)&w[3], err, errlen);
+	return fail(err, errlen, "'%s': unknown or incomplete directive", w[0]);
+}
+
+int config_parse_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+	char line[PATH_MAX + 256], msg[256];
+	FILE *f = fopen(path, "r");
+	int lineno = 0;
+
+	if (!f)
+		return fail(err, errlen, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			fclose(f);
+			return fail(err, errlen, "%s:%d: line too long", path, lineno);
+		}
+		if (config_parse_line(c, line, msg, sizeof(msg))) {
+			fclose(f);
+			return fail(err, errlen, "%s:%d: %s", path, lineno, msg);
+		}
+	}
+	if (ferror(f)) {
+		fclose(f);
+		return fail(err, errlen, "%s: read error", path);
+	}
+	fclose(f);
+	return 0;
+}
+
+int config_allowed(const struct config *c, uint32_t addr)
+{
+	int i;
+
+	if (!c->nallow)
+		return 1;
+	for (i = 0; i < c->nallow; i++)
+		if ((addr & c->allow[i].mask) == c->allow[i].addr)
+			return 1;
+	return 0;
+}

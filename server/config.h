@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * orfs-server configuration: the command line and the configuration file
+ * fill the same structure. Parsing never touches the file system beyond
+ * reading the file; checking paths is the server's job.
+ */
+#ifndef ORFS_SERVER_CONFIG_H
+#define ORFS_SERVER_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/sched.h"
+#include "knet/uapi/knet_proto.h"
+
+#define CFG_MAX_EXPORTS	64
+#define CFG_MAX_ALLOW	64
+
+struct cfg_export {
+	char		name[KNET_NAME_MAX + 1];
+	char		path[PATH_MAX];
+	int		service;	/* KNET_SVC_FILE or KNET_SVC_BLOCK */
+	int		read_only;
+	int		squash;		/* file service: map root to nobody */
+	enum fq_class	class;
+};
+
+struct cfg_net {
+	uint32_t	addr;		/* host order */
+	uint32_t	mask;
+};
+
+struct config {
+	char			listen[64];
+	char			port[16];
+	unsigned int		pool_mib;
+	unsigned int		chunk_kib;
+	unsigned int		threads;
+	struct cfg_export	ex[CFG_MAX_EXPORTS];
+	int			nex;
+	struct cfg_net		allow[CFG_MAX_ALLOW];
+	int			nallow;		/* 0: every client may connect */
+};
+
+void config_init(struct config *c);
+
+/*
+ * Add an export (KNET_SVC_FILE) or volume (KNET_SVC_BLOCK) from the
+ * command-line form NAME=PATH[,ro][,squash][,prio=high|normal|low].
+ * Returns 0, or -1 with a message in ERR.
+ */
+int config_add_spec(struct config *c, int service, const char *spec, char *err, size_t errlen);
+
+/* One line of a configuration file (comments and blank lines allowed). */
+int config_parse_line(struct config *c, const char *line, char *err, size_t errlen);
+
+/* A whole file; ERR names the line that failed. */
+int config_parse_file(struct config *c, const char *path, char *err, size_t errlen);
+
+/* Is the IPv4 address ADDR (host order) allowed to connect? */
+int config_allowed(const struct config *c, uint32_t addr);
+
+/* The export named NAME for SERVICE, or NULL. */
+const struct cfg_export *config_find(const struct config *c, int service, const char *name);
+
+#endif /* ORFS_SERVER_CONFIG_H */

@@ -1,0 +1,90 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# orfs-server's operation: a configuration file, the allow list, SIGHUP
+# reloads that add and retire volumes (a retired volume's running client
+# finishes, new ones are refused, the volume is released after), and a
+# reload with a broken file that changes nothing.
+# timeout: 240
+. "$(dirname "$0")/lib.sh"
+load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }
+conf=/tmp/orfs-server.conf
+truncate -s 32M /tmp/v1 /tmp/v2
+reloads() { grep -c 'reload: .* added\|keeping the configuration' "$ORFS_SERVER_LOG" || true; }
+reload() {
+	local n
+	n=$(reloads)
+	kill -HUP "$ORFS_SERVER_PID"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(reloads)" -gt "$n" ] && return 0
+		sleep 0.1
+	done
+	cat "$ORFS_SERVER_LOG"
+	fail "the server did not reload"
+}
+
+cat > $conf <<CONF
+# only a network this client is not on
+listen $ORFS_ADDR
+pool 8
+allow 10.99.0.0/16
+volume v1 /tmp/v1
+CONF
+
+step "a client outside the allow list is rejected with the reason"
+"$ORFS_BIN/orfs-server" -c $conf > "$ORFS_SERVER_LOG" 2>&1 &
+ORFS_SERVER_PID=$!
+on_exit stop_server
+for ((i = 0; i < 100; i++)); do grep -q 'listening on' "$ORFS_SERVER_LOG" && break; sleep 0.1; done
+set +e
+load -n v1 -w info > /tmp/out 2>&1; rc=$?
+set -e
+expect_eq "exit code" "$rc" 3
+expect_grep 'rejected: client not allowed' /tmp/out
+expect_grep "rejecting a connection: client not allowed \($ORFS_ADDR\)" "$ORFS_SERVER_LOG"
+
+step "SIGHUP: the new allow list and a new volume take effect"
+sed -i "s|^allow .*|allow ${ORFS_ADDR%.*}.0/24|" $conf
+echo "volume v2 /tmp/v2 prio=high" >> $conf
+reload
+expect_grep 'reload: 1 added, 0 retired, 1 allow entries' "$ORFS_SERVER_LOG"
+load -n v1 -w info > /tmp/out
+load -n v2 -w info > /tmp/out
+expect_grep 'size 33554432' /tmp/out
+
+step "a retired volume finishes its running client, then refuses and is released"
+load -n v1 -w verify -S 1 -q 2 -b 65536 -N 400 -r 21 > /tmp/bg.out 2>&1 &
+bg=$!
+sleep 2
+sed -i '/^volume v1 /d' $conf
+reload
+expect_grep "reload: volume 'v1' takes no new connections \(1 still use it\)" "$ORFS_SERVER_LOG"
+set +e
+load -n v1 -w info > /tmp/out; rc=$?
+set -e
+expect_eq "exit code for the retired volume" "$rc" 3
+wait $bg || { cat /tmp/bg.out; fail "the running client failed"; }
+expect_grep 'errors=0 mismatches=0' /tmp/bg.out
+for ((i = 0; i < 50; i++)); do grep -q "volume 'v1' released" "$ORFS_SERVER_LOG" && break; sleep 0.1; done
+expect_grep "volume 'v1' released" "$ORFS_SERVER_LOG"
+
+step "a broken file on SIGHUP changes nothing"
+echo "volume broken" >> $conf
+reload
+expect_grep "orfs-server.conf:[0-9]+: 'volume': unknown or incomplete directive; keeping the configuration in force" "$ORFS_SERVER_LOG"
+load -n v2 -w info > /tmp/out
+expect_grep 'size 33554432' /tmp/out
+
+step "bad options and files stop the server at start with a message"
+set +e
+"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -b 'a/b=/tmp/v1' > /tmp/bad.out 2>&1; rc=$?
+set -e
+expect_eq "exit code" "$rc" 2
+expect_grep "names are 1 to 40" /tmp/bad.out
+set +e
+"$ORFS_BIN/orfs-server" -c /nonexistent.conf > /tmp/bad.out 2>&1; rc=$?
+set -e
+expect_eq "exit code" "$rc" 2
+expect_grep "/nonexistent.conf: No such file" /tmp/bad.out
+stop_server
+cat "$ORFS_SERVER_LOG"
+echo ok

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Unit tests of the server configuration (server/config.c). */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/config.h"
+#include "tests/unit/unit.h"
+
+static uint32_t ip(const char *s)
+{
+	struct in_addr a;
+
+	inet_pton(AF_INET, s, &a);
+	return ntohl(a.s_addr);
+}
+
+static void test_specs(void)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "vol0=/dev/sdb,ro,prio=high", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "home=/srv/home,squash", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.nex, 2);
+	CU_ASSERT_STRING_EQUAL(c.ex[0].name, "vol0");
+	CU_ASSERT_STRING_EQUAL(c.ex[0].path, "/dev/sdb");
+	CU_ASSERT_TRUE(c.ex[0].read_only);
+	CU_ASSERT_EQUAL(c.ex[0].class, FQ_HIGH);
+	CU_ASSERT_TRUE(c.ex[1].squash);
+	CU_ASSERT_PTR_EQUAL(config_find(&c, KNET_SVC_FILE, "home"), &c.ex[1]);
+	CU_ASSERT_PTR_NULL(config_find(&c, KNET_SVC_BLOCK, "home"));	/* separate namespaces */
+
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "vol0=/dev/sdc", err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "named twice"));
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "a/b=/x", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "..=/x", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "v=relative/path", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "v=/x,bogus", err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown option 'bogus'"));
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "v=/x,squash", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "novalue", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.nex, 2);	/* failures add nothing */
+}
+
+static void test_allow(void)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	CU_ASSERT_TRUE(config_allowed(&c, ip("192.0.2.7")));	/* no list: everyone */
+	CU_ASSERT_EQUAL(config_parse_line(&c, "allow 10.1.0.0/16 192.0.2.7", err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(config_allowed(&c, ip("10.1.200.3")));
+	CU_ASSERT_TRUE(config_allowed(&c, ip("192.0.2.7")));
+	CU_ASSERT_FALSE(config_allowed(&c, ip("10.2.0.1")));
+	CU_ASSERT_FALSE(config_allowed(&c, ip("192.0.2.8")));
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow 10.0.0.0/33", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow 300.1.1.1", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow 10.0.0.0/", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "allow 0.0.0.0/0", err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(config_allowed(&c, ip("203.0.113.1")));
+}
+
+static void test_file(void)
+{
+	char path[] = "/tmp/orfs-unit-confXXXXXX", err[256];
+	struct config c;
+	int fd = mkstemp(path);
+	FILE *f;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	f = fdopen(fd, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("# a comment\n\nlisten 10.0.0.1 20099\npool 128   # MiB\nchunk 512\nthreads 8\n"
+	      "export data /srv/data ro squash\nvolume vol0 /dev/nvme0n1 prio=low\n", f);
+	fclose(f);
+	config_init(&c);
+	CU_ASSERT_EQUAL(config_parse_file(&c, path, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c.listen, "10.0.0.1");
+	CU_ASSERT_STRING_EQUAL(c.port, "20099");
+	CU_ASSERT_EQUAL(c.pool_mib, 128);
+	CU_ASSERT_EQUAL(c.chunk_kib, 512);
+	CU_ASSERT_EQUAL(c.threads, 8);
+	CU_ASSERT_EQUAL(c.nex, 2);
+	CU_ASSERT_TRUE(c.ex[0].read_only && c.ex[0].squash);
+	CU_ASSERT_EQUAL(c.ex[1].class, FQ_LOW);
+
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("pool 64\nvolume v /x\nchunk 6\n", f);
+	fclose(f);
+	config_init(&c);
+	CU_ASSERT_NOT_EQUAL(config_parse_file(&c, path, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, ":3: chunk"));	/* the line is named */
+	unlink(path);
+	CU_ASSERT_NOT_EQUAL(config_parse_file(&c, path, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file"));
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "frobnicate 1", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "pool 0", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "volume onlyname", err, sizeof(err)), 0);
+}
+
+int unit_add_config_suite(void)
+{
+	CU_pSuite s = CU_add_suite("server configuration", NULL, NULL);
+
+	if (!s ||
+	    !CU_add_test(s, "exports and volumes from the command line", test_specs) ||
+	    !CU_add_test(s, "allowed client networks", test_allow) ||
+	    !CU_add_test(s, "configuration file, errors name their line", test_file))
+		return -1;
+	return 0;
+}
