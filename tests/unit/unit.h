@@ -10,5 +10,6 @@ int unit_add_dispatch_suite(void);
 int unit_add_block_suite(void);
 int unit_add_sched_suite(void);
 int unit_add_config_suite(void);
+int unit_add_fsvc_suite(void);
 
 #endif

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause */
+/*
+ * ORFS file service: the operations a client sends on a knet connection
+ * opened with service KNET_SVC_FILE. The transport framing (header,
+ * segments, inline data, credits) is knet's (knet/uapi/knet_proto.h).
+ * One definition, compiled by orfs.ko and the server.
+ *
+ * Every request body starts with struct orfs_req (the caller's identity and
+ * a transaction id), then the operation's fixed part, then its strings: a
+ * name is __le16 length + bytes, a symlink target or an xattr value is
+ * __le32 length + bytes; no NUL, no padding. Every successful reply body
+ * starts with the operation's fixed part; strings follow the same way.
+ */
+#ifndef _UAPI_ORFS_PROTO_H
+#define _UAPI_ORFS_PROTO_H
+
+#include "../../knet/uapi/knet_proto.h"
+
+enum orfs_opcode {
+	ORFS_OP_SESSION		= KNET_OP_SERVICE_BASE,
+	ORFS_OP_GETROOT,
+	ORFS_OP_LOOKUP,
+	ORFS_OP_GETATTR,
+	ORFS_OP_SETATTR,
+	ORFS_OP_CREATE,
+	ORFS_OP_MKDIR,
+	ORFS_OP_MKNOD,
+	ORFS_OP_SYMLINK,
+	ORFS_OP_LINK,
+	ORFS_OP_UNLINK,
+	ORFS_OP_RMDIR,
+	ORFS_OP_RENAME,
+	ORFS_OP_READLINK,
+	ORFS_OP_READDIR,
+	ORFS_OP_STATFS,
+	ORFS_OP_READ,
+	ORFS_OP_WRITE,
+	ORFS_OP_FSYNC,
+	ORFS_OP_GETXATTR,
+	ORFS_OP_SETXATTR,
+	ORFS_OP_LISTXATTR,
+	ORFS_OP_REMOVEXATTR,
+	ORFS_OP_LAST		= ORFS_OP_REMOVEXATTR,
+};
+
+#define ORFS_NAME_MAX		255	/* one path component */
+#define ORFS_PATH_MAX		4095	/* a symlink target */
+#define ORFS_XATTR_NAME_MAX	255
+#define ORFS_XATTR_SIZE_MAX	65536
+#define ORFS_MAX_GROUPS		16
+
+/* An opaque file handle: stable across server restarts, unforgeable. */
+#define ORFS_FH_SIZE		64
+struct orfs_fh {
+	__u8	data[ORFS_FH_SIZE];
+};
+
+/* Who asks: the server acts with these credentials (or squashed ones). */
+struct orfs_cred {
+	__le32	uid;
+	__le32	gid;
+	__le16	ngroups;
+	__le16	reserved;
+	__le32	groups[ORFS_MAX_GROUPS];
+};
+
+/* Start of every request body. */
+struct orfs_req {
+	__le64			xid;	/* unique per client session: retransmissions repeat it */
+	struct orfs_cred	cred;
+	__le32			reserved;
+};
+
+struct orfs_time {
+	__le64	sec;
+	__le32	nsec;
+	__le32	reserved;
+};
+
+struct orfs_attr {
+	__le64			ino;
+	__le64			size;
+	__le64			blocks;		/* 512-byte units */
+	__le64			rdev;
+	__le64			change;		/* moves whenever data or metadata change */
+	__le32			mode;
+	__le32			nlink;
+	__le32			uid;
+	__le32			gid;
+	__le32			blksize;
+	__le32			reserved;
+	struct orfs_time	atime;
+	struct orfs_time	mtime;
+	struct orfs_time	ctime;
+	struct orfs_time	btime;
+};
+
+/* Replies of GETROOT, LOOKUP, CREATE, MKDIR, MKNOD, SYMLINK. */
+struct orfs_entry_rep {
+	struct orfs_fh		fh;
+	struct orfs_attr	attr;
+};
+
+/* SESSION: names the client for the replay cache. Reply: orfs_session_rep. */
+struct orfs_session_req {
+	__le64	client_id;	/* random, chosen by the client once per mount */
+};
+
+struct orfs_session_rep {
+	__le64	server_boot;	/* changes when the server restarts */
+	__le32	max_read;
+	__le32	max_write;
+};
+
+/* LOOKUP, UNLINK, RMDIR: dir, then a name. */
+struct orfs_dirop_req {
+	struct orfs_fh	dir;
+};
+
+/* GETATTR, READLINK, STATFS, LISTXATTR (with size), GETXATTR (with size, name). */
+struct orfs_fhop_req {
+	struct orfs_fh	fh;
+	__le32		size;	/* xattr calls: buffer size, 0 to ask the size */
+	__le32		flags;	/* SETXATTR: XATTR_CREATE/REPLACE; FSYNC: 1 = data only */
+};
+
+#define ORFS_SET_MODE		0x01
+#define ORFS_SET_UID		0x02
+#define ORFS_SET_GID		0x04
+#define ORFS_SET_SIZE		0x08
+#define ORFS_SET_ATIME		0x10
+#define ORFS_SET_MTIME		0x20
+#define ORFS_SET_ATIME_NOW	0x40
+#define ORFS_SET_MTIME_NOW	0x80
+#define ORFS_SET_ALL		0xff
+
+/* SETATTR. Reply: orfs_attr. */
+struct orfs_setattr_req {
+	struct orfs_fh		fh;
+	__le32			valid;
+	__le32			mode;
+	__le32			uid;
+	__le32			gid;
+	__le64			size;
+	struct orfs_time	atime;
+	struct orfs_time	mtime;
+};
+
+#define ORFS_CREATE_EXCL	0x1
+
+/* CREATE, MKDIR, MKNOD, SYMLINK (then the name; SYMLINK: then the target). */
+struct orfs_create_req {
+	struct orfs_fh	dir;
+	__le32		mode;
+	__le32		flags;	/* CREATE: ORFS_CREATE_EXCL */
+	__le64		rdev;	/* MKNOD */
+};
+
+/* LINK: make dir/name another name of fh. Reply: orfs_attr of fh. */
+struct orfs_link_req {
+	struct orfs_fh	fh;
+	struct orfs_fh	dir;
+};
+
+#define ORFS_RENAME_NOREPLACE	0x1
+#define ORFS_RENAME_EXCHANGE	0x2
+
+/* RENAME: then the old name, then the new name. */
+struct orfs_rename_req {
+	struct orfs_fh	olddir;
+	struct orfs_fh	newdir;
+	__le32		flags;
+	__le32		reserved;
+};
+
+/* READDIR. Reply: orfs_readdir_rep, then entries. */
+struct orfs_readdir_req {
+	struct orfs_fh	dir;
+	__le64		cookie;		/* 0 to start; else a cookie from an entry */
+	__le32		max_bytes;	/* of entries in the reply */
+	__le32		reserved;
+};
+
+struct orfs_readdir_rep {
+	__le32	count;
+	__le32	eof;
+};
+
+/* One entry; the name follows, then padding to 8 bytes. */
+struct orfs_dirent {
+	__le64	ino;
+	__le64	cookie;		/* resume after this entry */
+	__u8	type;		/* DT_* */
+	__u8	reserved;
+	__le16	name_len;
+	__le32	reserved2;
+};
+
+/* READ and WRITE; data in the segments or inline as for MXBD. */
+#define ORFS_WRITE_SYNC		0x1	/* data and metadata durable before the reply */
+#define ORFS_WRITE_DSYNC	0x2	/* data durable before the reply */
+
+struct orfs_io_req {
+	struct orfs_fh	fh;
+	__le64		offset;
+	__le32		length;
+	__le32		flags;
+};
+
+/* Reply of READ (data follows inline when asked inline) and WRITE. */
+struct orfs_io_rep {
+	__le32			count;
+	__le32			eof;
+	struct orfs_attr	attr;	/* after the operation */
+};
+
+struct orfs_statfs_rep {
+	__le64	blocks;
+	__le64	bfree;
+	__le64	bavail;
+	__le64	files;
+	__le64	ffree;
+	__le32	bsize;
+	__le32	namelen;
+	__le32	frsize;
+	__le32	reserved;
+};
+
+/* GETXATTR and LISTXATTR reply: the size, then the value or names. */
+struct orfs_xattr_rep {
+	__le32	size;
+	__le32	reserved;
+};
+
+static_assert(sizeof(struct orfs_cred) == 76, "orfs_cred layout");
+static_assert(sizeof(struct orfs_req) == 88, "orfs_req layout");
+static_assert(sizeof(struct orfs_attr) == 128, "orfs_attr layout");
+static_assert(sizeof(struct orfs_entry_rep) == 192, "orfs_entry_rep layout");
+static_assert(sizeof(struct orfs_setattr_req) == 120, "orfs_setattr_req layout");
+static_assert(sizeof(struct orfs_create_req) == 80, "orfs_create_req layout");
+static_assert(sizeof(struct orfs_rename_req) == 136, "orfs_rename_req layout");
+static_assert(sizeof(struct orfs_readdir_req) == 80, "orfs_readdir_req layout");
+static_assert(sizeof(struct orfs_dirent) == 24, "orfs_dirent layout");
+static_assert(sizeof(struct orfs_io_req) == 80, "orfs_io_req layout");
+static_assert(sizeof(struct orfs_io_rep) == 136, "orfs_io_rep layout");
+static_assert(sizeof(struct orfs_statfs_rep) == 56, "orfs_statfs_rep layout");
+
+#endif /* _UAPI_ORFS_PROTO_H */

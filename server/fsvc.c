@@ -1,0 +1,987 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * File service (ORFS): request decoding and execution.
+ *
+ * Handles: name_to_handle_at() gives the file system's own handle, stable
+ * across restarts; the server seals it with SipHash-2-4 under a key kept in
+ * its state directory, so only handles it issued open (open_by_handle_at()
+ * as root, then the operation as the caller). Names are single components
+ * resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV) or the *at() calls that never
+ * follow a trailing symlink. Operations that need a real descriptor reopen
+ * the O_PATH one through /proc/self/fd as the caller, so the kernel checks
+ * the caller's permissions; symlinks are never reopened that way.
+ *
+ * Credentials are per thread: raw setfsuid/setfsgid/setgroups system calls
+ * (glibc's wrappers would change every thread of the process).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "server/fsvc.h"
+#include "server/siphash.h"
+
+#define NOBODY		65534
+#define FH_HANDLE_MAX	48
+
+/* The inside of struct orfs_fh: the kernel's handle and its seal. */
+struct fh_inner {
+	uint16_t	len;		/* little-endian on the wire, opaque to clients */
+	uint16_t	type;
+	uint32_t	reserved;
+	uint8_t		handle[FH_HANDLE_MAX];
+	uint64_t	mac;
+};
+
+_Static_assert(sizeof(struct fh_inner) == ORFS_FH_SIZE, "fh_inner layout");
+
+struct linux_dirent64_ {
+	uint64_t	d_ino;
+	int64_t		d_off;
+	unsigned short	d_reclen;
+	unsigned char	d_type;
+	char		d_name[];
+};
+
+/* ---- handles ---------------------------------------------------------- */
+
+static uint64_t fh_seal(const struct fsvc_export *fx, const struct fh_inner *in)
+{
+	uint8_t buf[KNET_NAME_MAX + 1 + offsetof(struct fh_inner, mac)];
+	size_t n = strlen(fx->name);
+
+	/* The export's name is sealed in: a handle opens in its export only. */
+	memcpy(buf, fx->name, n);
+	buf[n] = 0;
+	memcpy(buf + n + 1, in, offsetof(struct fh_inner, mac));
+	return siphash24(fx->key, buf, n + 1 + offsetof(struct fh_inner, mac));
+}
+
+int fsvc_make_fh(const struct fsvc_export *fx, int dirfd, const char *name, struct orfs_fh *fh)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char buf[MAX_HANDLE_SZ];
+	} h;
+	struct fh_inner in;
+	int mnt;
+
+	h.fh.handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(dirfd, name, &h.fh, &mnt, name[0] ? 0 : AT_EMPTY_PATH))
+		return errno == EOVERFLOW ? EOPNOTSUPP : errno;
+	if (h.fh.handle_bytes > FH_HANDLE_MAX)
+		return EOPNOTSUPP;
+	memset(&in, 0, sizeof(in));
+	in.len = htole16((uint16_t)h.fh.handle_bytes);
+	in.type = htole16((uint16_t)h.fh.handle_type);
+	memcpy(in.handle, h.fh.f_handle, h.fh.handle_bytes);
+	in.mac = htole64(fh_seal(fx, &in));
+	memcpy(fh, &in, sizeof(in));
+	return 0;
+}
+
+/* Open FH with FLAGS (as root: open_by_handle_at needs CAP_DAC_READ_SEARCH). */
+static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int flags, int *fd)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char buf[FH_HANDLE_MAX];
+	} h;
+	struct fh_inner in;
+
+	memcpy(&in, fh, sizeof(in));
+	if (le64toh(in.mac) != fh_seal(fx, &in) || le16toh(in.len) > FH_HANDLE_MAX ||
+	    in.reserved)
+		return ESTALE;
+	h.fh.handle_bytes = le16toh(in.len);
+	h.fh.handle_type = (int16_t)le16toh(in.type);
+	memcpy(h.fh.f_handle, in.handle, h.fh.handle_bytes);
+	*fd = open_by_handle_at(fx->root_fd, &h.fh, flags | O_CLOEXEC);
+	if (*fd < 0)
+		return (errno == ENOENT || errno == ESTALE || errno == EINVAL) ? ESTALE : errno;
+	return 0;
+}
+
+/* ---- credentials ------------------------------------------------------ */
+
+static int cred_enter(const struct fsvc_export *fx, const struct fsvc_req *rq)
+{
+	uint32_t uid = rq->uid, gid = rq->gid;
+	uint32_t groups[ORFS_MAX_GROUPS];
+	int i;
+
+	if (fx->squash) {
+		if (uid == 0)
+			uid = NOBODY;
+		if (gid == 0)
+			gid = NOBODY;
+	}
+	for (i = 0; i < rq->ngroups; i++)
+		groups[i] = (fx->squash && rq->groups[i] == 0) ? NOBODY : rq->groups[i];
+	if (syscall(SYS_setgroups, (int)rq->ngroups, groups))
+		return errno;
+	syscall(SYS_setfsgid, gid);
+	syscall(SYS_setfsuid, uid);
+	/* Both calls report the previous value: read back what is in force. */
+	if ((uint32_t)syscall(SYS_setfsuid, -1) != uid || (uint32_t)syscall(SYS_setfsgid, -1) != gid)
+		return EPERM;
+	return 0;
+}
+
+static void cred_leave(void)
+{
+	syscall(SYS_setfsuid, 0);
+	syscall(SYS_setfsgid, 0);
+	syscall(SYS_setgroups, 0, NULL);
+}
+
+/* ---- export ----------------------------------------------------------- */
+
+int fsvc_export_open(struct fsvc_export *fx, const char *name, const char *path, int read_only,
+		     int squash, const uint8_t *key, uint64_t boot)
+{
+	struct stat st;
+	struct orfs_fh fh;
+	int err;
+
+	memset(fx, 0, sizeof(*fx));
+	snprintf(fx->name, sizeof(fx->name), "%s", name);
+	fx->read_only = read_only;
+	fx->squash = squash;
+	fx->boot = boot;
+	memcpy(fx->key, key, sizeof(fx->key));
+	/* A real descriptor: open_by_handle_at() refuses an O_PATH one. */
+	fx->root_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fx->root_fd < 0 || fstat(fx->root_fd, &st)) {
+		err = -errno;
+		fprintf(stderr, "orfs-server: export %s: %s: %s\n", name, path, strerror(errno));
+		if (fx->root_fd >= 0)
+			close(fx->root_fd);
+		fx->root_fd = -1;
+		return err;
+	}
+	fx->dev = st.st_dev;
+	/* The file system must give handles, or nothing will work. */
+	err = fsvc_make_fh(fx, fx->root_fd, "", &fh);
+	if (err) {
+		fprintf(stderr, "orfs-server: export %s: %s gives no file handles: %s\n", name, path,
+			strerror(err));
+		close(fx->root_fd);
+		fx->root_fd = -1;
+		return -err;
+	}
+	return 0;
+}
+
+void fsvc_export_close(struct fsvc_export *fx)
+{
+	if (fx->root_fd >= 0)
+		close(fx->root_fd);
+	fx->root_fd = -1;
+}
+
+/* ---- decoding --------------------------------------------------------- */
+
+struct cursor {
+	const uint8_t	*p;
+	uint32_t	left;
+};
+
+static int take(struct cursor *c, void *dst, uint32_t n)
+{
+	if (c->left < n)
+		return EINVAL;
+	memcpy(dst, c->p, n);
+	c->p += n;
+	c->left -= n;
+	return 0;
+}
+
+/* A __le16-length string; a path component when COMPONENT. */
+static int take_name(struct cursor *c, const char **s, uint32_t *n, int component)
+{
+	uint16_t len;
+	uint32_t i;
+
+	if (take(c, &len, sizeof(len)))
+		return EINVAL;
+	*n = le16toh(len);
+	if (*n == 0 || *n > ORFS_NAME_MAX || *n > c->left)
+		return *n > ORFS_NAME_MAX ? ENAMETOOLONG : EINVAL;
+	*s = (const char *)c->p;
+	for (i = 0; i < *n; i++)
+		if ((*s)[i] == '\0' || (component && (*s)[i] == '/'))
+			return EINVAL;
+	if (component && ((*n == 1 && (*s)[0] == '.') ||
+			  (*n == 2 && (*s)[0] == '.' && (*s)[1] == '.')))
+		return EINVAL;
+	c->p += *n;
+	c->left -= *n;
+	return 0;
+}
+
+/* A __le32-length blob of at most MAX bytes; no NUL inside when TEXT. */
+static int take_blob(struct cursor *c, const char **s, uint32_t *n, uint32_t max, int text)
+{
+	uint32_t len;
+
+	if (take(c, &len, sizeof(len)))
+		return EINVAL;
+	*n = le32toh(len);
+	if (*n > max)
+		return text ? ENAMETOOLONG : E2BIG;
+	if (*n > c->left || (text && (!*n || memchr(c->p, 0, *n))))
+		return EINVAL;
+	*s = (const char *)c->p;
+	c->p += *n;
+	c->left -= *n;
+	return 0;
+}
+
+int fsvc_op_mutates(uint16_t op)
+{
+	switch (op) {
+	case ORFS_OP_SETATTR: case ORFS_OP_CREATE: case ORFS_OP_MKDIR: case ORFS_OP_MKNOD:
+	case ORFS_OP_SYMLINK: case ORFS_OP_LINK: case ORFS_OP_UNLINK: case ORFS_OP_RMDIR:
+	case ORFS_OP_RENAME: case ORFS_OP_WRITE: case ORFS_OP_SETXATTR: case ORFS_OP_REMOVEXATTR:
+		return 1;
+	}
+	return 0;
+}
+
+int fsvc_op_nonidempotent(uint16_t op)
+{
+	/* Repeating these would fail (EEXIST, ENOENT) or do it twice. */
+	return fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR;
+}
+
+int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
+		uint32_t inline_max, struct fsvc_req *rq)
+{
+	struct knet_hdr h;
+	struct orfs_req base;
+	struct cursor c;
+	uint32_t body_len, i, total = 0;
+	int err = 0;
+
+	(void)len;	/* knet_hdr_check() tied every length to it already */
+	memcpy(&h, msg, sizeof(h));
+	memset(rq, 0, sizeof(*rq));
+	rq->op = le16toh(h.opcode);
+	body_len = le32toh(h.body_len);
+	rq->nsegs = le16toh(h.nsegs);
+	rq->seg_off = (uint32_t)sizeof(h) + body_len;
+	rq->inl_len = le32toh(h.inline_len);
+	rq->inl = (const uint8_t *)msg + rq->seg_off + rq->nsegs * (uint32_t)sizeof(struct knet_seg);
+	c.p = (const uint8_t *)msg + sizeof(h);
+	c.left = body_len;
+
+	if (rq->op < ORFS_OP_SESSION || rq->op > ORFS_OP_LAST)
+		return EOPNOTSUPP;
+	if (take(&c, &base, sizeof(base)))
+		return EINVAL;
+	rq->xid = le64toh(base.xid);
+	rq->uid = le32toh(base.cred.uid);
+	rq->gid = le32toh(base.cred.gid);
+	rq->ngroups = le16toh(base.cred.ngroups);
+	if (rq->ngroups > ORFS_MAX_GROUPS || base.cred.reserved || base.reserved)
+		return EINVAL;
+	for (i = 0; i < rq->ngroups; i++)
+		rq->groups[i] = le32toh(base.cred.groups[i]);
+	if (fx->read_only && fsvc_op_mutates(rq->op))
+		return EROFS;
+	if ((rq->nsegs || rq->inl_len) && rq->op != ORFS_OP_READ && rq->op != ORFS_OP_WRITE)
+		return EINVAL;
+
+	switch (rq->op) {
+	case ORFS_OP_SESSION:
+		err = take(&c, &rq->u.session, sizeof(rq->u.session));
+		break;
+	case ORFS_OP_GETROOT:
+		break;
+	case ORFS_OP_LOOKUP:
+	case ORFS_OP_UNLINK:
+	case ORFS_OP_RMDIR:
+		err = take(&c, &rq->fh, sizeof(rq->fh));
+		if (!err)
+			err = take_name(&c, &rq->name, &rq->name_len, 1);
+		break;
+	case ORFS_OP_GETATTR:
+	case ORFS_OP_READLINK:
+	case ORFS_OP_STATFS:
+	case ORFS_OP_LISTXATTR:
+	case ORFS_OP_FSYNC:
+		err = take(&c, &rq->u.fhop, sizeof(rq->u.fhop));
+		rq->fh = rq->u.fhop.fh;
+		if (!err && rq->op == ORFS_OP_FSYNC && le32toh(rq->u.fhop.flags) > 1)
+			err = EINVAL;
+		break;
+	case ORFS_OP_GETXATTR:
+	case ORFS_OP_REMOVEXATTR:
+	case ORFS_OP_SETXATTR:
+		err = take(&c, &rq->u.fhop, sizeof(rq->u.fhop));
+		rq->fh = rq->u.fhop.fh;
+		if (!err)
+			err = take_name(&c, &rq->name, &rq->name_len, 0);
+		if (!err && rq->op == ORFS_OP_SETXATTR) {
+			err = take_blob(&c, &rq->str2, &rq->str2_len, ORFS_XATTR_SIZE_MAX, 0);
+			if (!err && (le32toh(rq->u.fhop.flags) & ~(uint32_t)(XATTR_CREATE | XATTR_REPLACE)))
+				err = EINVAL;
+		}
+		break;
+	case ORFS_OP_SETATTR:
+		err = take(&c, &rq->u.setattr, sizeof(rq->u.setattr));
+		rq->fh = rq->u.setattr.fh;
+		if (!err && (le32toh(rq->u.setattr.valid) & ~(uint32_t)ORFS_SET_ALL))
+			err = EINVAL;
+		if (!err && ((le32toh(rq->u.setattr.valid) & ORFS_SET_SIZE) &&
+			     le64toh(rq->u.setattr.size) > INT64_MAX))
+			err = EFBIG;
+		break;
+	case ORFS_OP_CREATE:
+	case ORFS_OP_MKDIR:
+	case ORFS_OP_MKNOD:
+	case ORFS_OP_SYMLINK:
+		err = take(&c, &rq->u.create, sizeof(rq->u.create));
+		rq->fh = rq->u.create.dir;
+		if (!err)
+			err = take_name(&c, &rq->name, &rq->name_len, 1);
+		if (!err && rq->op == ORFS_OP_SYMLINK)
+			err = take_blob(&c, &rq->str2, &rq->str2_len, ORFS_PATH_MAX, 1);
+		if (!err && (le32toh(rq->u.create.flags) & ~(uint32_t)ORFS_CREATE_EXCL))
+			err = EINVAL;
+		break;
+	case ORFS_OP_LINK: {
+		struct orfs_link_req l;
+
+		err = take(&c, &l, sizeof(l));
+		if (!err) {
+			rq->fh = l.fh;
+			rq->fh2 = l.dir;
+			err = take_name(&c, &rq->name, &rq->name_len, 1);
+		}
+		break;
+	}
+	case ORFS_OP_RENAME: {
+		uint32_t flags;
+
+		err = take(&c, &rq->u.rename, sizeof(rq->u.rename));
+		rq->fh = rq->u.rename.olddir;
+		rq->fh2 = rq->u.rename.newdir;
+		if (!err)
+			err = take_name(&c, &rq->name, &rq->name_len, 1);
+		if (!err)
+			err = take_name(&c, &rq->str2, &rq->str2_len, 1);
+		flags = le32toh(rq->u.rename.flags);
+		if (!err && ((flags & ~(uint32_t)(ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE)) ||
+			     flags == (ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE) ||
+			     rq->u.rename.reserved))
+			err = EINVAL;
+		break;
+	}
+	case ORFS_OP_READDIR:
+		err = take(&c, &rq->u.readdir, sizeof(rq->u.readdir));
+		rq->fh = rq->u.readdir.dir;
+		if (!err && (!le32toh(rq->u.readdir.max_bytes) || rq->u.readdir.reserved))
+			err = EINVAL;
+		break;
+	case ORFS_OP_READ:
+	case ORFS_OP_WRITE: {
+		uint32_t length, flags;
+
+		err = take(&c, &rq->u.io, sizeof(rq->u.io));
+		if (err)
+			break;
+		rq->fh = rq->u.io.fh;
+		length = le32toh(rq->u.io.length);
+		flags = le32toh(rq->u.io.flags);
+		if (flags & ~(uint32_t)(ORFS_WRITE_SYNC | ORFS_WRITE_DSYNC) ||
+		    (flags && rq->op == ORFS_OP_READ) || length > (1U << 20) ||
+		    le64toh(rq->u.io.offset) > (uint64_t)INT64_MAX - length) {
+			err = EINVAL;
+			break;
+		}
+		if (!rq->nsegs) {
+			if (length > inline_max ||
+			    (rq->op == ORFS_OP_WRITE ? rq->inl_len != length : rq->inl_len != 0))
+				err = EINVAL;
+			break;
+		}
+		if (rq->inl_len) {
+			err = EINVAL;
+			break;
+		}
+		for (i = 0; i < rq->nsegs; i++) {
+			struct knet_seg sg;
+
+			memcpy(&sg, (const uint8_t *)msg + rq->seg_off + i * sizeof(sg), sizeof(sg));
+			if (!le32toh(sg.len) || le32toh(sg.len) > length - total) {
+				err = EINVAL;
+				break;
+			}
+			total += le32toh(sg.len);
+		}
+		if (!err && total != length)
+			err = EINVAL;
+		break;
+	}
+	}
+	if (!err && c.left)
+		err = EINVAL;	/* trailing bytes in the body */
+	return err;
+}
+
+/* ---- execution -------------------------------------------------------- */
+
+static void put_time(struct orfs_time *t, const struct statx_timestamp *s)
+{
+	t->sec = htole64((uint64_t)s->tv_sec);
+	t->nsec = htole32(s->tv_nsec);
+	t->reserved = 0;
+}
+
+static int get_attr(int fd, struct orfs_attr *a)
+{
+	struct statx st;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+		  STATX_BASIC_STATS | STATX_BTIME, &st))
+		return errno;
+	memset(a, 0, sizeof(*a));
+	a->ino = htole64(st.stx_ino);
+	a->size = htole64(st.stx_size);
+	a->blocks = htole64(st.stx_blocks);
+	a->rdev = htole64(((uint64_t)st.stx_rdev_major << 32) | st.stx_rdev_minor);
+	a->change = htole64((uint64_t)st.stx_ctime.tv_sec * 1000000000ULL + st.stx_ctime.tv_nsec);
+	a->mode = htole32(st.stx_mode);
+	a->nlink = htole32(st.stx_nlink);
+	a->uid = htole32(st.stx_uid);
+	a->gid = htole32(st.stx_gid);
+	a->blksize = htole32(st.stx_blksize);
+	put_time(&a->atime, &st.stx_atime);
+	put_time(&a->mtime, &st.stx_mtime);
+	put_time(&a->ctime, &st.stx_ctime);
+	if (st.stx_mask & STATX_BTIME)
+		put_time(&a->btime, &st.stx_btime);
+	return 0;
+}
+
+/* Open DIRFD/NAME without following anything and without leaving the export. */
+static int child_open(int dirfd, const char *name, int *fd)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+
+	*fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	return *fd < 0 ? errno : 0;
+}
+
+/* Reopen the O_PATH descriptor FD as a real one, with the caller's rights. */
+static int reopen(int fd, int flags, int *out)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	*out = open(path, flags | O_CLOEXEC | O_NONBLOCK);
+	return *out < 0 ? errno : 0;
+}
+
+static void proc_path(int fd, char *path, size_t len)
+{
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+}
+
+static mode_t fd_type(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? 0 : (st.st_mode & S_IFMT);
+}
+
+struct out {
+	uint8_t		*p;
+	size_t		cap;
+	uint32_t	len;
+};
+
+static int put(struct out *o, const void *src, size_t n)
+{
+	if (o->len + n > o->cap)
+		return EOVERFLOW;
+	memcpy(o->p + o->len, src, n);
+	o->len += (uint32_t)n;
+	return 0;
+}
+
+/* The reply of an operation that made or found DIRFD/NAME. */
+static int entry_reply(const struct fsvc_export *fx, int dirfd, const char *name, struct out *o)
+{
+	struct orfs_entry_rep rep;
+	int fd, err;
+
+	err = child_open(dirfd, name, &fd);
+	if (err)
+		return err;
+	err = fsvc_make_fh(fx, fd, "", &rep.fh);
+	if (!err)
+		err = get_attr(fd, &rep.attr);
+	close(fd);
+	return err ? err : put(o, &rep, sizeof(rep));
+}
+
+static int do_setattr(const struct orfs_setattr_req *sa, int fd)
+{
+	uint32_t valid = le32toh(sa->valid);
+	char path[32];
+
+	proc_path(fd, path, sizeof(path));
+	if (fd_type(fd) == S_IFLNK && (valid & ~(uint32_t)(ORFS_SET_UID | ORFS_SET_GID)))
+		return EOPNOTSUPP;
+	if ((valid & ORFS_SET_MODE) && chmod(path, le32toh(sa->mode) & 07777))
+		return errno;
+	if ((valid & (ORFS_SET_UID | ORFS_SET_GID)) &&
+	    fchownat(fd, "", (valid & ORFS_SET_UID) ? le32toh(sa->uid) : (uid_t)-1,
+		     (valid & ORFS_SET_GID) ? le32toh(sa->gid) : (gid_t)-1, AT_EMPTY_PATH))
+		return errno;
+	if ((valid & ORFS_SET_SIZE) && truncate(path, (off_t)le64toh(sa->size)))
+		return errno;
+	if (valid & (ORFS_SET_ATIME | ORFS_SET_MTIME | ORFS_SET_ATIME_NOW | ORFS_SET_MTIME_NOW)) {
+		struct timespec ts[2];
+
+		ts[0].tv_sec = (time_t)le64toh(sa->atime.sec);
+		ts[0].tv_nsec = le32toh(sa->atime.nsec);
+		ts[1].tv_sec = (time_t)le64toh(sa->mtime.sec);
+		ts[1].tv_nsec = le32toh(sa->mtime.nsec);
+		if (valid & ORFS_SET_ATIME_NOW)
+			ts[0].tv_nsec = UTIME_NOW;
+		else if (!(valid & ORFS_SET_ATIME))
+			ts[0].tv_nsec = UTIME_OMIT;
+		if (valid & ORFS_SET_MTIME_NOW)
+			ts[1].tv_nsec = UTIME_NOW;
+		else if (!(valid & ORFS_SET_MTIME))
+			ts[1].tv_nsec = UTIME_OMIT;
+		if (utimensat(AT_FDCWD, path, ts, 0))
+			return errno;
+	}
+	return 0;
+}
+
+static int do_readdir(const struct orfs_readdir_req *rd, int fd, struct out *o)
+{
+	uint8_t buf[8192];
+	struct orfs_readdir_rep rep = { 0, 0 };
+	uint32_t max = le32toh(rd->max_bytes), used = 0, head = o->len;
+	int dfd, err;
+	long n;
+
+	err = reopen(fd, O_RDONLY | O_DIRECTORY, &dfd);
+	if (err)
+		return err;
+	if (lseek(dfd, (off_t)le64toh(rd->cookie), SEEK_SET) < 0) {
+		err = errno;
+		goto out;
+	}
+	err = put(o, &rep, sizeof(rep));
+	if (err)
+		goto out;
+	for (;;) {
+		long off = 0;
+
+		n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (n < 0) {
+			err = errno;
+			goto out;
+		}
+		if (n == 0) {
+			rep.eof = htole32(1);
+			break;
+		}
+		while (off < n) {
+			struct linux_dirent64_ *d = (struct linux_dirent64_ *)(buf + off);
+			size_t nl = strlen(d->d_name);
+			uint32_t rec = (uint32_t)((sizeof(struct orfs_dirent) + nl + 7) & ~7UL);
+			struct orfs_dirent e;
+			uint8_t pad[8] = { 0 };
+
+			off += d->d_reclen;
+			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+				continue;
+			if (used + rec > max || o->len + rec > o->cap) {
+				/* Full: the next call resumes at this entry. */
+				goto done;
+			}
+			memset(&e, 0, sizeof(e));
+			e.ino = htole64(d->d_ino);
+			e.cookie = htole64((uint64_t)d->d_off);
+			e.type = d->d_type;
+			e.name_len = htole16((uint16_t)nl);
+			put(o, &e, sizeof(e));
+			put(o, d->d_name, nl);
+			put(o, pad, rec - sizeof(e) - nl);
+			used += rec;
+			rep.count = htole32(le32toh(rep.count) + 1);
+		}
+	}
+done:
+	if (!rep.count && !rep.eof)
+		err = EOVERFLOW;	/* not even one entry fits max_bytes */
+	memcpy(o->p + head, &rep, sizeof(rep));
+out:
+	close(dfd);
+	return err;
+}
+
+static int do_xattr(const struct fsvc_req *rq, int fd, struct out *o)
+{
+	char path[32], name[ORFS_XATTR_NAME_MAX + 1] = "";
+	struct orfs_xattr_rep rep = { 0, 0 };
+	uint32_t size = le32toh(rq->u.fhop.size);
+	uint32_t room = o->cap > o->len + sizeof(rep) ? (uint32_t)(o->cap - o->len - sizeof(rep)) : 0;
+	ssize_t n;
+
+	if (fd_type(fd) == S_IFLNK)
+		return EOPNOTSUPP;
+	proc_path(fd, path, sizeof(path));
+	if (rq->name) {
+		memcpy(name, rq->name, rq->name_len);
+		name[rq->name_len] = '\0';
+	}
+	if (size > room)
+		size = room;
+	switch (rq->op) {
+	case ORFS_OP_SETXATTR:
+		return setxattr(path, name, rq->str2, rq->str2_len, (int)le32toh(rq->u.fhop.flags)) ?
+			errno : 0;
+	case ORFS_OP_REMOVEXATTR:
+		return removexattr(path, name) ? errno : 0;
+	case ORFS_OP_GETXATTR:
+		n = getxattr(path, name, size ? o->p + o->len + sizeof(rep) : NULL, size);
+		break;
+	default:
+		n = listxattr(path, size ? (char *)o->p + o->len + sizeof(rep) : NULL, size);
+		break;
+	}
+	if (n < 0)
+		return errno;
+	rep.size = htole32((uint32_t)n);
+	memcpy(o->p + o->len, &rep, sizeof(rep));
+	o->len += (uint32_t)sizeof(rep) + (size ? (uint32_t)n : 0);
+	return 0;
+}
+
+static int io_open_flags(const struct fsvc_req *rq)
+{
+	uint32_t flags = le32toh(rq->u.io.flags);
+
+	if (rq->op == ORFS_OP_READ)
+		return O_RDONLY;
+	return O_WRONLY | ((flags & ORFS_WRITE_SYNC) ? O_SYNC : (flags & ORFS_WRITE_DSYNC) ? O_DSYNC : 0);
+}
+
+static int do_inline_io(const struct fsvc_req *rq, int fd, struct out *o)
+{
+	struct orfs_io_rep rep;
+	uint32_t length = le32toh(rq->u.io.length);
+	off_t off = (off_t)le64toh(rq->u.io.offset);
+	uint32_t done = 0;
+	int rfd, err;
+
+	if (fd_type(fd) != S_IFREG)
+		return fd_type(fd) == S_IFDIR ? EISDIR : EINVAL;
+	err = reopen(fd, io_open_flags(rq), &rfd);
+	if (err)
+		return err;
+	if (o->len + sizeof(rep) + (rq->op == ORFS_OP_READ ? length : 0) > o->cap) {
+		err = EOVERFLOW;
+		goto out;
+	}
+	while (done < length) {
+		ssize_t n = rq->op == ORFS_OP_READ ?
+			pread(rfd, o->p + o->len + sizeof(rep) + done, length - done, off + done) :
+			pwrite(rfd, rq->inl + done, length - done, off + done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		done += (uint32_t)n;
+	}
+	err = fsvc_io_reply(rq, rfd, done, o->p + o->len, o->cap - o->len, &length);
+	if (!err)
+		o->len += length;
+out:
+	close(rfd);
+	return err;
+}
+
+int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fd)
+{
+	int pfd, err;
+
+	err = fh_open(fx, &rq->fh, O_PATH, &pfd);
+	if (err)
+		return err;
+	if (fd_type(pfd) != S_IFREG) {
+		err = fd_type(pfd) == S_IFDIR ? EISDIR : EINVAL;
+		close(pfd);
+		return err;
+	}
+	err = cred_enter(fx, rq);
+	if (!err)
+		err = reopen(pfd, io_open_flags(rq), fd);
+	cred_leave();
+	close(pfd);
+	return err;
+}
+
+int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body, size_t cap,
+		  uint32_t *body_len)
+{
+	struct orfs_io_rep rep;
+	struct stat st;
+	int err;
+
+	if (cap < sizeof(rep))
+		return EOVERFLOW;
+	memset(&rep, 0, sizeof(rep));
+	err = get_attr(fd, &rep.attr);
+	if (err)
+		return err;
+	if (fstat(fd, &st))
+		return errno;
+	rep.count = htole32(count);
+	rep.eof = htole32(rq->op == ORFS_OP_READ &&
+			  le64toh(rq->u.io.offset) + count >= (uint64_t)st.st_size);
+	memcpy(body, &rep, sizeof(rep));
+	*body_len = sizeof(rep);
+	return 0;
+}
+
+int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, void *body,
+		 size_t cap, uint32_t *body_len)
+{
+	char name[ORFS_NAME_MAX + 1], name2[ORFS_PATH_MAX + 1], path[32];
+	struct out o = { .p = body, .cap = cap, .len = 0 };
+	int fd = -1, fd2 = -1, rfd, err = 0, need_cred = 1;
+	struct orfs_attr attr;
+
+	*body_len = 0;
+	if (rq->name) {
+		memcpy(name, rq->name, rq->name_len);
+		name[rq->name_len] = '\0';
+	}
+	if (rq->str2) {
+		memcpy(name2, rq->str2, rq->str2_len < ORFS_PATH_MAX ? rq->str2_len : ORFS_PATH_MAX);
+		name2[rq->str2_len < ORFS_PATH_MAX ? rq->str2_len : ORFS_PATH_MAX] = '\0';
+	}
+
+	/* Handles open as root, before the caller's credentials apply. */
+	switch (rq->op) {
+	case ORFS_OP_SESSION: {
+		struct orfs_session_rep rep = { htole64(fx->boot), htole32(1U << 20),
+						htole32(1U << 20) };
+
+		err = put(&o, &rep, sizeof(rep));
+		goto done;
+	}
+	case ORFS_OP_GETROOT: {
+		struct orfs_entry_rep rep;
+
+		err = fsvc_make_fh(fx, fx->root_fd, "", &rep.fh);
+		if (!err)
+			err = get_attr(fx->root_fd, &rep.attr);
+		if (!err)
+			err = put(&o, &rep, sizeof(rep));
+		goto done;
+	}
+	case ORFS_OP_READ:
+	case ORFS_OP_WRITE:
+		if (rq->nsegs)
+			return EINVAL;	/* the engine moves segment data */
+		break;
+	default:
+		break;
+	}
+	err = fh_open(fx, &rq->fh, O_PATH, &fd);
+	if (!err && (rq->op == ORFS_OP_LINK || rq->op == ORFS_OP_RENAME))
+		err = fh_open(fx, &rq->fh2, O_PATH, &fd2);
+	if (err)
+		goto done;
+	if (rq->op == ORFS_OP_GETATTR || rq->op == ORFS_OP_STATFS)
+		need_cred = 0;	/* attributes are not protected beyond lookup */
+	if (need_cred) {
+		err = cred_enter(fx, rq);
+		if (err)
+			goto leave;
+	}
+
+	proc_path(fd, path, sizeof(path));
+	switch (rq->op) {
+	case ORFS_OP_LOOKUP:
+		err = entry_reply(fx, fd, name, &o);
+		break;
+	case ORFS_OP_GETATTR:
+		err = get_attr(fd, &attr);
+		if (!err)
+			err = put(&o, &attr, sizeof(attr));
+		break;
+	case ORFS_OP_SETATTR:
+		err = do_setattr(&rq->u.setattr, fd);
+		if (!err)
+			err = get_attr(fd, &attr);
+		if (!err)
+			err = put(&o, &attr, sizeof(attr));
+		break;
+	case ORFS_OP_CREATE:
+		if (mknodat(fd, name, S_IFREG | (le32toh(rq->u.create.mode) & 07777), 0)) {
+			err = errno;
+			if (err == EEXIST && !(le32toh(rq->u.create.flags) & ORFS_CREATE_EXCL)) {
+				struct stat st;
+
+				err = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) ? errno :
+				      S_ISREG(st.st_mode) ? 0 : EEXIST;
+			}
+		}
+		if (!err)
+			err = entry_reply(fx, fd, name, &o);
+		break;
+	case ORFS_OP_MKDIR:
+		err = mkdirat(fd, name, le32toh(rq->u.create.mode) & 07777) ? errno : 0;
+		if (!err)
+			err = entry_reply(fx, fd, name, &o);
+		break;
+	case ORFS_OP_MKNOD: {
+		uint32_t mode = le32toh(rq->u.create.mode);
+
+		/* FIFOs, sockets and regular files; devices stay on their host. */
+		if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISREG(mode)) {
+			err = EPERM;
+			break;
+		}
+		err = mknodat(fd, name, mode & (S_IFMT | 07777), 0) ? errno : 0;
+		if (!err)
+			err = entry_reply(fx, fd, name, &o);
+		break;
+	}
+	case ORFS_OP_SYMLINK:
+		err = symlinkat(name2, fd, name) ? errno : 0;
+		if (!err)
+			err = entry_reply(fx, fd, name, &o);
+		break;
+	case ORFS_OP_LINK:
+		if (fd_type(fd) == S_IFLNK || fd_type(fd) == S_IFDIR) {
+			err = fd_type(fd) == S_IFDIR ? EPERM : EOPNOTSUPP;
+			break;
+		}
+		err = linkat(AT_FDCWD, path, fd2, name, AT_SYMLINK_FOLLOW) ? errno : 0;
+		if (!err)
+			err = get_attr(fd, &attr);
+		if (!err)
+			err = put(&o, &attr, sizeof(attr));
+		break;
+	case ORFS_OP_UNLINK:
+		err = unlinkat(fd, name, 0) ? errno : 0;
+		break;
+	case ORFS_OP_RMDIR:
+		err = unlinkat(fd, name, AT_REMOVEDIR) ? errno : 0;
+		break;
+	case ORFS_OP_RENAME:
+		err = syscall(SYS_renameat2, fd, name, fd2, name2,
+			      (le32toh(rq->u.rename.flags) & ORFS_RENAME_NOREPLACE ? RENAME_NOREPLACE : 0) |
+			      (le32toh(rq->u.rename.flags) & ORFS_RENAME_EXCHANGE ? RENAME_EXCHANGE : 0)) ?
+			errno : 0;
+		break;
+	case ORFS_OP_READLINK: {
+		char target[ORFS_PATH_MAX + 1];
+		ssize_t n = readlinkat(fd, "", target, sizeof(target));
+		uint32_t len;
+
+		if (n < 0) {
+			err = errno == ENOENT ? EINVAL : errno;	/* not a symlink */
+			break;
+		}
+		if (n > ORFS_PATH_MAX) {
+			err = ENAMETOOLONG;
+			break;
+		}
+		len = htole32((uint32_t)n);
+		err = put(&o, &len, sizeof(len));
+		if (!err)
+			err = put(&o, target, (size_t)n);
+		break;
+	}
+	case ORFS_OP_READDIR:
+		err = fd_type(fd) == S_IFDIR ? do_readdir(&rq->u.readdir, fd, &o) : ENOTDIR;
+		break;
+	case ORFS_OP_STATFS: {
+		struct orfs_statfs_rep rep;
+		struct statfs sf;
+
+		if (fstatfs(fd, &sf)) {
+			err = errno;
+			break;
+		}
+		memset(&rep, 0, sizeof(rep));
+		rep.blocks = htole64(sf.f_blocks);
+		rep.bfree = htole64(sf.f_bfree);
+		rep.bavail = htole64(sf.f_bavail);
+		rep.files = htole64(sf.f_files);
+		rep.ffree = htole64(sf.f_ffree);
+		rep.bsize = htole32((uint32_t)sf.f_bsize);
+		rep.namelen = htole32((uint32_t)sf.f_namelen);
+		rep.frsize = htole32((uint32_t)sf.f_frsize);
+		err = put(&o, &rep, sizeof(rep));
+		break;
+	}
+	case ORFS_OP_READ:
+	case ORFS_OP_WRITE:
+		err = do_inline_io(rq, fd, &o);
+		break;
+	case ORFS_OP_FSYNC:
+		if (fd_type(fd) != S_IFREG && fd_type(fd) != S_IFDIR) {
+			err = EINVAL;
+			break;
+		}
+		err = reopen(fd, O_RDONLY, &rfd);
+		if (!err) {
+			err = (le32toh(rq->u.fhop.flags) ? fdatasync(rfd) : fsync(rfd)) ? errno : 0;
+			close(rfd);
+		}
+		break;
+	case ORFS_OP_GETXATTR:
+	case ORFS_OP_SETXATTR:
+	case ORFS_OP_LISTXATTR:
+	case ORFS_OP_REMOVEXATTR:
+		err = do_xattr(rq, fd, &o);
+		break;
+	default:
+		err = EOPNOTSUPP;
+	}
+leave:
+	if (need_cred)
+		cred_leave();
+done:
+	if (fd >= 0)
+		close(fd);
+	if (fd2 >= 0)
+		close(fd2);
+	if (!err)
+		*body_len = o.len;
+	return err;
+}

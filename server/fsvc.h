@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * File service (ORFS): decoding requests and executing them on an export.
+ * Execution is a plain function of the request's bytes to the reply's
+ * bytes, run on a worker thread with the caller's credentials; the engine
+ * only moves the data of segment-based READ and WRITE.
+ *
+ * Containment: every name is one component (no '/', not '.' or '..'),
+ * resolved relative to a directory handle without following symlinks; file
+ * handles carry a keyed MAC so that a client cannot forge one for a file
+ * the server never gave it.
+ */
+#ifndef ORFS_SERVER_FSVC_H
+#define ORFS_SERVER_FSVC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "orfs/uapi/orfs_proto.h"
+
+struct fsvc_export {
+	char		name[KNET_NAME_MAX + 1];
+	int		root_fd;	/* the export's directory, O_RDONLY */
+	dev_t		dev;		/* its file system */
+	int		read_only;
+	int		squash;
+	uint8_t		key[16];	/* handle MAC key */
+	uint64_t	boot;		/* server start, for SESSION */
+};
+
+/* A decoded, validated request. Pointers point into the message. */
+struct fsvc_req {
+	uint16_t		op;
+	uint64_t		xid;
+	uint32_t		uid, gid;
+	uint16_t		ngroups;
+	uint32_t		groups[ORFS_MAX_GROUPS];
+	struct orfs_fh		fh, fh2;	/* as the operation names them */
+	union {
+		struct orfs_session_req	session;
+		struct orfs_fhop_req	fhop;
+		struct orfs_setattr_req	setattr;
+		struct orfs_create_req	create;
+		struct orfs_rename_req	rename;
+		struct orfs_readdir_req	readdir;
+		struct orfs_io_req	io;
+	} u;
+	const char		*name;		/* name, or old name of RENAME */
+	uint32_t		name_len;
+	const char		*str2;		/* new name, symlink target, xattr value */
+	uint32_t		str2_len;
+	const uint8_t		*inl;		/* inline WRITE data */
+	uint32_t		inl_len;
+	uint16_t		nsegs;
+	uint32_t		seg_off;
+};
+
+/*
+ * Open the export at PATH with handle key KEY (16 bytes). Returns 0 or
+ * -errno (message printed).
+ */
+int fsvc_export_open(struct fsvc_export *fx, const char *name, const char *path, int read_only,
+		     int squash, const uint8_t *key, uint64_t boot);
+void fsvc_export_close(struct fsvc_export *fx);
+
+/*
+ * Decode MSG (framing already checked). INLINE_MAX is the inline size
+ * negotiated with the client. Returns 0 or the errno to answer with.
+ */
+int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
+		uint32_t inline_max, struct fsvc_req *rq);
+
+/* Does the operation change anything (read-only exports refuse these)? */
+int fsvc_op_mutates(uint16_t op);
+
+/* Is a retransmission of it to be answered from the replay cache? */
+int fsvc_op_nonidempotent(uint16_t op);
+
+/*
+ * Execute RQ with its credentials. The reply body goes to BODY (CAP bytes),
+ * its length to *BODY_LEN; inline READ data goes right after the body.
+ * Segment-based READ and WRITE are not executed here (EINVAL).
+ * Returns 0 or the errno to answer with.
+ */
+int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, void *body,
+		 size_t cap, uint32_t *body_len);
+
+/*
+ * For a segment-based READ or WRITE: open the file for the transfer with
+ * the caller's credentials; *FD is closed by the caller. Then
+ * fsvc_io_reply() fills the reply with COUNT bytes moved.
+ */
+int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fd);
+int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body, size_t cap,
+		  uint32_t *body_len);
+
+/* Make a handle for the file DIRFD/NAME (NAME "" for DIRFD itself). */
+int fsvc_make_fh(const struct fsvc_export *fx, int dirfd, const char *name, struct orfs_fh *fh);
+
+#endif /* ORFS_SERVER_FSVC_H */

@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit tests of the file service (server/fsvc.c): requests are built as a
+ * client would, decoded and executed on a scratch export. Needs root (file
+ * handles and credential switching), as the server does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/fsvc.h"
+#include "server/proto.h"
+#include "tests/unit/unit.h"
+
+static char root[] = "/var/tmp/orfs-unit-fsXXXXXX";
+static struct fsvc_export fx = { .root_fd = -1 }, fx_ro = { .root_fd = -1 },
+			  fx_sq = { .root_fd = -1 }, fx_other = { .root_fd = -1 };
+static const uint8_t key[16] = "0123456789abcdef";
+
+/* ---- a client's request builder -------------------------------------- */
+
+struct rb {
+	uint8_t		buf[8192];
+	uint32_t	len;
+	uint32_t	inl;
+};
+
+static void rb_start(struct rb *b, uint16_t op, uint32_t uid, uint32_t gid)
+{
+	struct knet_hdr h;
+	struct orfs_req r;
+
+	memset(b, 0, sizeof(*b));
+	proto_hdr_init(&h, op, 1, 0);
+	memcpy(b->buf, &h, sizeof(h));
+	memset(&r, 0, sizeof(r));
+	r.xid = htole64(7);
+	r.cred.uid = htole32(uid);
+	r.cred.gid = htole32(gid);
+	memcpy(b->buf + sizeof(h), &r, sizeof(r));
+	b->len = sizeof(h) + sizeof(r);
+}
+
+static void rb_put(struct rb *b, const void *p, uint32_t n)
+{
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+}
+
+static void rb_name(struct rb *b, const char *s)
+{
+	uint16_t n = htole16((uint16_t)strlen(s));
+
+	rb_put(b, &n, sizeof(n));
+	rb_put(b, s, (uint32_t)strlen(s));
+}
+
+static void rb_blob(struct rb *b, const void *p, uint32_t len)
+{
+	uint32_t n = htole32(len);
+
+	rb_put(b, &n, sizeof(n));
+	rb_put(b, p, len);
+}
+
+/* Close the body; INL bytes of inline data follow it. */
+static void rb_inline(struct rb *b, const void *p, uint32_t n)
+{
+	struct knet_hdr h;
+
+	memcpy(&h, b->buf, sizeof(h));
+	h.body_len = htole32(b->len - sizeof(h));
+	h.inline_len = htole32(n);
+	memcpy(b->buf, &h, sizeof(h));
+	rb_put(b, p, n);
+}
+
+/* Decode and execute; the reply body lands in OUT. Returns the errno. */
+static int run(const struct fsvc_export *x, struct rb *b, void *out, uint32_t *out_len)
+{
+	static uint8_t scratch[8192];
+	struct fsvc_req rq;
+	uint32_t n;
+	int err;
+
+	if (!le32toh(((struct knet_hdr *)b->buf)->body_len))
+		rb_inline(b, NULL, 0);
+	CU_ASSERT_EQUAL_FATAL(knet_hdr_check((struct knet_hdr *)b->buf, b->len, KNET_MAX_SEGS),
+			      KNET_HDR_OK);
+	err = fsvc_decode(x, b->buf, b->len, 4096, &rq);
+	if (err)
+		return err;
+	err = fsvc_execute(x, &rq, out ? out : scratch, 4352, out_len ? out_len : &n);
+	return err;
+}
+
+/* ---- helpers for common calls ----------------------------------------- */
+
+static struct orfs_fh rootfh(const struct fsvc_export *x)
+{
+	struct orfs_entry_rep rep;
+	struct rb b;
+	uint32_t n;
+
+	rb_start(&b, ORFS_OP_GETROOT, 0, 0);
+	CU_ASSERT_EQUAL(run(x, &b, &rep, &n), 0);
+	CU_ASSERT_EQUAL(n, sizeof(rep));
+	return rep.fh;
+}
+
+static int create(const struct fsvc_export *x, uint16_t op, const struct orfs_fh *dir,
+		  const char *name, uint32_t mode, uint32_t uid, struct orfs_entry_rep *rep)
+{
+	struct orfs_create_req c;
+	struct rb b;
+	uint32_t n;
+
+	memset(&c, 0, sizeof(c));
+	c.dir = *dir;
+	c.mode = htole32(mode);
+	rb_start(&b, op, uid, uid);
+	rb_put(&b, &c, sizeof(c));
+	rb_name(&b, name);
+	if (op == ORFS_OP_SYMLINK)
+		rb_blob(&b, "/etc", 4);
+	return run(x, &b, rep, &n);
+}
+
+static int lookup(const struct fsvc_export *x, const struct orfs_fh *dir, const char *name,
+		  uint32_t uid, struct orfs_entry_rep *rep)
+{
+	struct rb b;
+	uint32_t n;
+
+	rb_start(&b, ORFS_OP_LOOKUP, uid, uid);
+	rb_put(&b, dir, sizeof(*dir));
+	rb_name(&b, name);
+	return run(x, &b, rep, &n);
+}
+
+static int dirop(uint16_t op, const struct orfs_fh *dir, const char *name)
+{
+	struct rb b;
+
+	rb_start(&b, op, 0, 0);
+	rb_put(&b, dir, sizeof(*dir));
+	rb_name(&b, name);
+	return run(&fx, &b, NULL, NULL);
+}
+
+/* ---- suite ------------------------------------------------------------ */
+
+static int setup(void)
+{
+	char p[256];
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "the file service tests need root, as the server does\n");
+		return -1;
+	}
+	umask(0);
+	if (!mkdtemp(root) || chmod(root, 0755))
+		return -1;
+	if (fsvc_export_open(&fx, "data", root, 0, 0, key, 1) ||
+	    fsvc_export_open(&fx_ro, "data", root, 1, 0, key, 1) ||
+	    fsvc_export_open(&fx_sq, "data", root, 0, 1, key, 1) ||
+	    fsvc_export_open(&fx_other, "other", root, 0, 0, key, 1))
+		return -1;
+	snprintf(p, sizeof(p), "%s/pub", root);
+	if (mkdir(p, 01777))
+		return -1;
+	return 0;
+}
+
+static int teardown(void)
+{
+	char cmd[300];
+
+	fsvc_export_close(&fx);
+	fsvc_export_close(&fx_ro);
+	fsvc_export_close(&fx_sq);
+	fsvc_export_close(&fx_other);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) ? -1 : 0;
+}
+
+static void test_handles(void)
+{
+	struct orfs_fh r = rootfh(&fx), bad;
+	struct orfs_entry_rep e, e2;
+
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "f1", 0644, 0, &e), 0);
+	CU_ASSERT_EQUAL(le32toh(e.attr.mode), S_IFREG | 0644);
+	CU_ASSERT_EQUAL(lookup(&fx, &r, "f1", 0, &e2), 0);
+	CU_ASSERT_EQUAL(memcmp(&e.fh, &e2.fh, sizeof(e.fh)), 0);	/* stable */
+	CU_ASSERT_EQUAL(le64toh(e2.attr.ino), le64toh(e.attr.ino));
+	/* A flipped bit anywhere, or another export's name: stale. */
+	bad = e.fh;
+	bad.data[10] ^= 1;
+	CU_ASSERT_EQUAL(lookup(&fx, &bad, "x", 0, &e2), ESTALE);
+	bad = e.fh;
+	bad.data[60] ^= 0x80;
+	CU_ASSERT_EQUAL(lookup(&fx, &bad, "x", 0, &e2), ESTALE);
+	CU_ASSERT_EQUAL(lookup(&fx_other, &r, "f1", 0, &e2), ESTALE);
+	/* Not a directory. */
+	CU_ASSERT_EQUAL(lookup(&fx, &e.fh, "x", 0, &e2), ENOTDIR);
+	CU_ASSERT_EQUAL(lookup(&fx, &r, "nosuch", 0, &e2), ENOENT);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "f1"), 0);
+	/* The handle of a removed file is stale. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &e.fh, "y", 0644, 0, &e2), ESTALE);
+}
+
+static void test_containment(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep e, e2;
+	struct rb b;
+
+	/* Names that are not one component never reach the file system. */
+	CU_ASSERT_EQUAL(lookup(&fx, &r, "..", 0, &e), EINVAL);
+	CU_ASSERT_EQUAL(lookup(&fx, &r, ".", 0, &e), EINVAL);
+	CU_ASSERT_EQUAL(lookup(&fx, &r, "a/b", 0, &e), EINVAL);
+	CU_ASSERT_EQUAL(lookup(&fx, &r, "/etc", 0, &e), EINVAL);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "../escape", 0644, 0, &e), EINVAL);
+	rb_start(&b, ORFS_OP_LOOKUP, 0, 0);
+	rb_put(&b, &r, sizeof(r));
+	rb_name(&b, "a");
+	b.buf[b.len - 1] = '\0';	/* a NUL inside the name */
+	CU_ASSERT_EQUAL(run(&fx, &b, &e, NULL), EINVAL);
+
+	/* A symlink to /etc is looked up as itself and never followed. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_SYMLINK, &r, "etc", 0777, 0, &e), 0);
+	CU_ASSERT_TRUE(S_ISLNK(le32toh(e.attr.mode)));
+	CU_ASSERT_EQUAL(lookup(&fx, &r, "etc", 0, &e2), 0);
+	CU_ASSERT_TRUE(S_ISLNK(le32toh(e2.attr.mode)));
+	CU_ASSERT_NOT_EQUAL(lookup(&fx, &e2.fh, "passwd", 0, &e), 0);
+	CU_ASSERT_NOT_EQUAL(create(&fx, ORFS_OP_CREATE, &e2.fh, "owned", 0644, 0, &e), 0);
+	CU_ASSERT_EQUAL(access("/etc/owned", F_OK), -1);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "etc"), 0);
+}
+
+static void test_namespace_ops(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep d, f, g, l;
+	struct orfs_rename_req rn;
+	struct orfs_link_req lk;
+	struct rb b;
+	uint8_t out[4352];
+	uint32_t n;
+
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKDIR, &r, "dir", 0755, 0, &d), 0);
+	CU_ASSERT_TRUE(S_ISDIR(le32toh(d.attr.mode)));
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKDIR, &r, "dir", 0755, 0, &d), EEXIST);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &d.fh, "a", 0600, 0, &f), 0);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &d.fh, "a", 0600, 0, &g), 0);	/* not EXCL */
+	CU_ASSERT_EQUAL(memcmp(&f.fh, &g.fh, sizeof(f.fh)), 0);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &d.fh, "b", 0600, 0, &g), 0);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &d.fh, "fifo", S_IFIFO | 0600, 0, &l), 0);
+	CU_ASSERT_TRUE(S_ISFIFO(le32toh(l.attr.mode)));
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &d.fh, "sock", S_IFSOCK | 0600, 0, &l), 0);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &d.fh, "dev", S_IFCHR | 0600, 0, &l), EPERM);
+
+	/* Symlink and readlink. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_SYMLINK, &d.fh, "ln", 0777, 0, &l), 0);
+	rb_start(&b, ORFS_OP_READLINK, 0, 0);
+	{
+		struct orfs_fhop_req fo = { .fh = l.fh };
+
+		rb_put(&b, &fo, sizeof(fo));
+	}
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	CU_ASSERT_EQUAL(n, 4 + 4);
+	CU_ASSERT_EQUAL(memcmp(out + 4, "/etc", 4), 0);
+
+	/* Hard link: nlink goes to 2. */
+	lk.fh = f.fh;
+	lk.dir = r;
+	rb_start(&b, ORFS_OP_LINK, 0, 0);
+	rb_put(&b, &lk, sizeof(lk));
+	rb_name(&b, "a-link");
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	CU_ASSERT_EQUAL(le32toh(((struct orfs_attr *)out)->nlink), 2);
+
+	/* Rename: NOREPLACE refuses, EXCHANGE swaps, plain replaces. */
+	memset(&rn, 0, sizeof(rn));
+	rn.olddir = d.fh;
+	rn.newdir = d.fh;
+	rn.flags = htole32(ORFS_RENAME_NOREPLACE);
+	rb_start(&b, ORFS_OP_RENAME, 0, 0);
+	rb_put(&b, &rn, sizeof(rn));
+	rb_name(&b, "a");
+	rb_name(&b, "b");
+	CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), EEXIST);
+	rn.flags = htole32(ORFS_RENAME_EXCHANGE);
+	memcpy(b.buf + sizeof(struct knet_hdr) + sizeof(struct orfs_req), &rn, sizeof(rn));
+	CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(lookup(&fx, &d.fh, "b", 0, &l), 0);
+	CU_ASSERT_EQUAL(memcmp(&l.fh, &f.fh, sizeof(f.fh)), 0);	/* the old "a" */
+	rn.flags = htole32(ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE);
+	memcpy(b.buf + sizeof(struct knet_hdr) + sizeof(struct orfs_req), &rn, sizeof(rn));
+	CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), EINVAL);
+
+	/* Removal. */
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "dir"), ENOTEMPTY);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "dir"), EISDIR);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &d.fh, "a"), ENOTDIR);
+	CU_ASSERT_EQUAL(system("rm -rf /var/tmp/orfs-unit-fs*/dir/*") == 0, 1);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "dir"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "a-link"), 0);
+}
+
+static void test_attrs_and_io(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep f;
+	struct orfs_setattr_req sa;
+	struct orfs_io_req io;
+	struct orfs_io_rep *rep;
+	struct rb b;
+	uint8_t out[4352];
+	uint32_t n;
+
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "io", 0644, 0, &f), 0);
+	memset(&io, 0, sizeof(io));
+	io.fh = f.fh;
+	io.offset = htole64(100);
+	io.length = htole32(11);
+	rb_start(&b, ORFS_OP_WRITE, 0, 0);
+	rb_put(&b, &io, sizeof(io));
+	rb_inline(&b, "hello world", 11);
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	rep = (struct orfs_io_rep *)out;
+	CU_ASSERT_EQUAL(le32toh(rep->count), 11);
+	CU_ASSERT_EQUAL(le64toh(rep->attr.size), 111);
+
+	io.length = htole32(64);
+	rb_start(&b, ORFS_OP_READ, 0, 0);
+	rb_put(&b, &io, sizeof(io));
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	CU_ASSERT_EQUAL(le32toh(rep->count), 11);	/* short at the end */
+	CU_ASSERT_EQUAL(le32toh(rep->eof), 1);
+	CU_ASSERT_EQUAL(memcmp(out + sizeof(*rep), "hello world", 11), 0);
+	/* Inline data that does not match the length is refused. */
+	rb_start(&b, ORFS_OP_WRITE, 0, 0);
+	rb_put(&b, &io, sizeof(io));
+	rb_inline(&b, "short", 5);
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), EINVAL);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.fh = f.fh;
+	sa.valid = htole32(ORFS_SET_MODE | ORFS_SET_SIZE | ORFS_SET_MTIME);
+	sa.mode = htole32(0600);
+	sa.size = htole64(5);
+	sa.mtime.sec = htole64(1000000000);
+	rb_start(&b, ORFS_OP_SETATTR, 0, 0);
+	rb_put(&b, &sa, sizeof(sa));
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	CU_ASSERT_EQUAL(le32toh(((struct orfs_attr *)out)->mode), S_IFREG | 0600);
+	CU_ASSERT_EQUAL(le64toh(((struct orfs_attr *)out)->size), 5);
+	CU_ASSERT_EQUAL(le64toh(((struct orfs_attr *)out)->mtime.sec), 1000000000);
+	sa.valid = htole32(0x100);
+	memcpy(b.buf + sizeof(struct knet_hdr) + sizeof(struct orfs_req), &sa, sizeof(sa));
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), EINVAL);
+
+	/* xattrs. */
+	{
+		struct orfs_fhop_req fo = { .fh = f.fh };
+
+		rb_start(&b, ORFS_OP_SETXATTR, 0, 0);
+		rb_put(&b, &fo, sizeof(fo));
+		rb_name(&b, "user.color");
+		rb_blob(&b, "blue", 4);
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+		fo.size = htole32(64);
+		rb_start(&b, ORFS_OP_GETXATTR, 0, 0);
+		rb_put(&b, &fo, sizeof(fo));
+		rb_name(&b, "user.color");
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+		CU_ASSERT_EQUAL(le32toh(((struct orfs_xattr_rep *)out)->size), 4);
+		CU_ASSERT_EQUAL(memcmp(out + 8, "blue", 4), 0);
+		rb_start(&b, ORFS_OP_LISTXATTR, 0, 0);
+		rb_put(&b, &fo, sizeof(fo));
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+		CU_ASSERT_PTR_NOT_NULL(memmem(out + 8, n - 8, "user.color", 11));
+		rb_start(&b, ORFS_OP_REMOVEXATTR, 0, 0);
+		rb_put(&b, &fo, sizeof(fo));
+		rb_name(&b, "user.color");
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), ENODATA);
+	}
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "io"), 0);
+}
+
+static void test_readdir(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep d, e;
+	struct orfs_readdir_req rd;
+	static char seen[300];
+	char name[32];
+	uint8_t out[4352];
+	uint64_t cookie = 0;
+	int i, calls = 0, total = 0, eof = 0;
+
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_MKDIR, &r, "big", 0755, 0, &d), 0);
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "entry-%03d", i);
+		CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &d.fh, name, 0644, 0, &e), 0);
+	}
+	while (!eof && calls < 100) {
+		struct orfs_readdir_rep *rep = (struct orfs_readdir_rep *)out;
+		uint32_t n, off, k;
+		struct rb b;
+
+		memset(&rd, 0, sizeof(rd));
+		rd.dir = d.fh;
+		rd.cookie = htole64(cookie);
+		rd.max_bytes = htole32(1000);	/* ~25 entries a call */
+		rb_start(&b, ORFS_OP_READDIR, 0, 0);
+		rb_put(&b, &rd, sizeof(rd));
+		CU_ASSERT_EQUAL_FATAL(run(&fx, &b, out, &n), 0);
+		calls++;
+		eof = (int)le32toh(rep->eof);
+		off = sizeof(*rep);
+		for (k = 0; k < le32toh(rep->count); k++) {
+			struct orfs_dirent de;
+
+			memcpy(&de, out + off, sizeof(de));
+			memcpy(name, out + off + sizeof(de), le16toh(de.name_len));
+			name[le16toh(de.name_len)] = '\0';
+			CU_ASSERT_EQUAL(sscanf(name, "entry-%d", &i), 1);
+			if (i >= 0 && i < 300)
+				seen[i]++;
+			cookie = le64toh(de.cookie);
+			off += (uint32_t)((sizeof(de) + le16toh(de.name_len) + 7) & ~7UL);
+			total++;
+		}
+	}
+	CU_ASSERT_TRUE(eof);
+	CU_ASSERT_TRUE(calls > 5);	/* it really resumed */
+	CU_ASSERT_EQUAL(total, 300);
+	for (i = 0; i < 300; i++)
+		if (seen[i] != 1) {
+			CU_FAIL("an entry was missed or seen twice");
+			break;
+		}
+	CU_ASSERT_EQUAL(system("rm -rf /var/tmp/orfs-unit-fs*/big"), 0);
+}
+
+static void test_credentials(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep pub, e;
+	struct stat st;
+	char p[300];
+
+	/* A user cannot create in root's 0755 directory, can in a 1777 one. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "u1", 0644, 1000, &e), EACCES);
+	CU_ASSERT_EQUAL(lookup(&fx, &r, "pub", 1000, &pub), 0);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &pub.fh, "u1", 0600, 1000, &e), 0);
+	CU_ASSERT_EQUAL(le32toh(e.attr.uid), 1000);
+	CU_ASSERT_EQUAL(le32toh(e.attr.gid), 1000);
+	/* Another user may not remove it (sticky) nor read it (0600). */
+	{
+		struct orfs_io_req io = { .fh = e.fh, .offset = 0, .length = htole32(1) };
+		struct rb b;
+
+		rb_start(&b, ORFS_OP_READ, 1001, 1001);
+		rb_put(&b, &io, sizeof(io));
+		CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), EACCES);
+		rb_start(&b, ORFS_OP_UNLINK, 1001, 1001);
+		rb_put(&b, &pub.fh, sizeof(pub.fh));
+		rb_name(&b, "u1");
+		CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), EPERM);
+		/* The owner may read. */
+		rb_start(&b, ORFS_OP_READ, 1000, 1000);
+		rb_put(&b, &io, sizeof(io));
+		CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), 0);
+	}
+	/* Root squash: root's files belong to nobody; plain export keeps root. */
+	CU_ASSERT_EQUAL(create(&fx_sq, ORFS_OP_CREATE, &pub.fh, "squashed", 0644, 0, &e), 0);
+	CU_ASSERT_EQUAL(le32toh(e.attr.uid), 65534);
+	CU_ASSERT_EQUAL(create(&fx_sq, ORFS_OP_CREATE, &r, "sq-in-root", 0644, 0, &e), EACCES);
+	snprintf(p, sizeof(p), "%s/pub/squashed", root);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	CU_ASSERT_EQUAL(st.st_uid, 65534);
+	/* The server thread is root again after every request. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "back-to-root", 0644, 0, &e), 0);
+	CU_ASSERT_EQUAL(le32toh(e.attr.uid), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "back-to-root"), 0);
+}
+
+static void test_read_only(void)
+{
+	struct orfs_fh r = rootfh(&fx_ro);
+	struct orfs_entry_rep e;
+
+	CU_ASSERT_EQUAL(create(&fx_ro, ORFS_OP_CREATE, &r, "nope", 0644, 0, &e), EROFS);
+	CU_ASSERT_EQUAL(create(&fx_ro, ORFS_OP_MKDIR, &r, "nope", 0755, 0, &e), EROFS);
+	CU_ASSERT_EQUAL(lookup(&fx_ro, &r, "pub", 0, &e), 0);
+}
+
+int unit_add_fsvc_suite(void)
+{
+	CU_pSuite s = CU_add_suite("file service", setup, teardown);
+
+	if (!s ||
+	    !CU_add_test(s, "handles: stable, sealed, per export, stale after removal", test_handles) ||
+	    !CU_add_test(s, "containment: components only, symlinks never followed", test_containment) ||
+	    !CU_add_test(s, "namespace: create, mkdir, mknod, symlink, link, rename, remove", test_namespace_ops) ||
+	    !CU_add_test(s, "attributes, inline I/O, xattrs", test_attrs_and_io) ||
+	    !CU_add_test(s, "readdir resumes with cookies over 300 entries", test_readdir) ||
+	    !CU_add_test(s, "credentials per request, root squash", test_credentials) ||
+	    !CU_add_test(s, "read-only export", test_read_only))
+		return -1;
+	return 0;
+}
