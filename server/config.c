@@ -19,6 +19,7 @@ void config_init(struct config *c)
 	c->pool_mib = 64;
 	c->chunk_kib = 256;
 	c->threads = 4;
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/orfs-server");
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -183,6 +184,12 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 		strcpy(c->listen, w[1]);
 		if (n == 3)
 			strcpy(c->port, w[2]);
+		return 0;
+	}
+	if (!strcmp(w[0], "state") && n == 2) {
+		if (w[1][0] != '/' || strlen(w[1]) >= sizeof(c->state_dir))
+			return fail(err, errlen, "state: an absolute path");
+		strcpy(c->state_dir, w[1]);
 		return 0;
 	}
 	if (!strcmp(w[0], "pool") && n == 2)

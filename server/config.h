@@ -34,6 +34,7 @@ struct cfg_net {
 struct config {
 	char			listen[64];
 	char			port[16];
+	char			state_dir[PATH_MAX];	/* file handle key */
 	unsigned int		pool_mib;
 	unsigned int		chunk_kib;
 	unsigned int		threads;

@@ -19,20 +19,33 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "server/srv.h"
 
 #define REQ_OF(it) ((struct req *)((char *)(it) - offsetof(struct req, qi)))
 
-enum { JOB_TAG_REQ = 1, JOB_TAG_CHUNK = 2 };
+enum { JOB_TAG_REQ = 1, JOB_TAG_CHUNK, JOB_TAG_FSVC, JOB_TAG_FOPEN };
 
 static void schedule(struct srv *s);
+
+static int is_file(const struct conn *c)
+{
+	return c->ex->cfg.service == KNET_SVC_FILE;
+}
 
 static void req_finish(struct req *r)
 {
 	struct conn *c = r->c;
 
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	free(r->fbody);
+	r->fbody = NULL;
 	r->active = 0;
 	c->active--;
 	conn_maybe_free(c);
@@ -60,6 +73,9 @@ static void reply(struct req *r)
 		req_finish(r);
 		return;
 	}
+	/* An error met while executing (backend, RDMA) is the answer. */
+	if (r->status && !r->f.status)
+		r->f.status = (uint32_t)r->status;
 	for (t = 0; t < c->ntx; t++)
 		if (!c->tx_busy[t])
 			break;
@@ -69,11 +85,25 @@ static void reply(struct req *r)
 		c->tx_wait_tail = &r->tx_next;
 		return;
 	}
-	blen = info_body(r, &info);
-	ilen = r->f.status ? 0 : r->inl_reply;
-	/* Inline read data was read into the request's receive buffer. */
-	n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &info, blen,
-			      conn_rx_buf(c, r->slot), ilen);
+	if (is_file(c)) {
+		const uint8_t *body = r->fbody;
+
+		blen = r->f.status || !body ? 0 : r->fbody_len;
+		ilen = 0;
+		/* An inline READ's data follows its reply body as inline data. */
+		if (blen && r->fr.op == ORFS_OP_READ && !r->fr.nsegs) {
+			ilen = blen - (uint32_t)sizeof(struct orfs_io_rep);
+			blen = sizeof(struct orfs_io_rep);
+		}
+		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, body, blen,
+				      body ? body + blen : NULL, ilen);
+	} else {
+		blen = info_body(r, &info);
+		ilen = r->f.status ? 0 : r->inl_reply;
+		/* Inline read data was read into the request's receive buffer. */
+		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &info, blen,
+				      conn_rx_buf(c, r->slot), ilen);
+	}
 	if (!n) {
 		conn_close(c, "reply too large (internal error)");
 		req_finish(r);
@@ -98,11 +128,33 @@ static void reply(struct req *r)
 	req_finish(r);
 }
 
-static void submit(struct srv *s, struct job *j, enum job_kind kind, const struct volume *v,
+/* Block jobs: one backend call on a volume. */
+enum { JOB_READ, JOB_WRITE, JOB_FLUSH, JOB_DISCARD, JOB_WRITE_ZEROES };
+
+static int run_block_job(struct job *j)
+{
+	const struct volume *v = j->target;
+
+	switch (j->kind) {
+	case JOB_READ:
+		return block_read(v, j->buf, j->off, j->len);
+	case JOB_WRITE:
+		return block_write(v, j->buf, j->off, j->len, j->fua);
+	case JOB_FLUSH:
+		return block_flush(v);
+	case JOB_DISCARD:
+		return block_discard(v, j->off, j->len);
+	default:
+		return block_write_zeroes(v, j->off, j->len);
+	}
+}
+
+static void submit(struct srv *s, struct job *j, int kind, const struct volume *v,
 		   void *buf, uint64_t off, uint32_t len, int fua)
 {
+	j->run = run_block_job;
 	j->kind = kind;
-	j->vol = v;
+	j->target = v;
 	j->buf = buf;
 	j->off = off;
 	j->len = len;
@@ -111,7 +163,7 @@ static void submit(struct srv *s, struct job *j, enum job_kind kind, const struc
 	workers_submit(&s->w, j);
 }
 
-static void req_job(struct req *r, enum job_kind kind, void *buf)
+static void req_job(struct req *r, int kind, void *buf)
 {
 	struct conn *c = r->c;
 
@@ -222,6 +274,51 @@ static void chunk_rdma(struct chunk *ch)
 	}
 }
 
+/* A file's piece: plain pread/pwrite; a read returns what it got. */
+static int run_file_io(struct job *j)
+{
+	uint32_t done = 0;
+
+	while (done < j->len) {
+		ssize_t n = j->kind == JOB_READ ?
+			pread(j->fd, (char *)j->buf + done, j->len - done, (off_t)(j->off + done)) :
+			pwrite(j->fd, (char *)j->buf + done, j->len - done, (off_t)(j->off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += (uint32_t)n;
+	}
+	if (j->kind == JOB_READ && done < j->len)
+		memset((char *)j->buf + done, 0, j->len - done);
+	return (int)done;
+}
+
+/* Move chunk CH between its buffer and the volume or file. */
+static void chunk_job(struct chunk *ch, int kind)
+{
+	struct req *r = ch->r;
+	struct conn *c = r->c;
+
+	ch->job.owner = ch;
+	ch->job.tag = JOB_TAG_CHUNK;
+	if (is_file(c)) {
+		ch->job.run = run_file_io;
+		ch->job.kind = kind;
+		ch->job.fd = r->fd;
+		ch->job.buf = ch->buf;
+		ch->job.off = r->br.offset + ch->off;
+		ch->job.len = ch->len;
+		workers_submit(&c->s->w, &ch->job);
+		return;
+	}
+	submit(c->s, &ch->job, kind, &c->ex->vol, ch->buf, r->br.offset + ch->off, ch->len,
+	       kind == JOB_WRITE && (r->br.flags & MXBD_IO_FUA));
+}
+
 static void start_chunk(struct req *r)
 {
 	struct srv *s = r->c->s;
@@ -237,14 +334,26 @@ static void start_chunk(struct req *r)
 	ch->err = 0;
 	r->next += ch->len;
 	r->inflight++;
-	if (r->br.opcode == MXBD_OP_WRITE) {
+	if (r->br.opcode == MXBD_OP_WRITE)
 		chunk_rdma(ch);
-	} else {
-		ch->job.owner = ch;
-		ch->job.tag = JOB_TAG_CHUNK;
-		submit(s, &ch->job, JOB_READ, &r->c->ex->vol, ch->buf, r->br.offset + ch->off,
-		       ch->len, 0);
-	}
+	else
+		chunk_job(ch, JOB_READ);
+}
+
+/* A segment READ or WRITE of a file moved its data: the reply body. */
+static void file_io_finish(struct req *r)
+{
+	uint64_t count = r->br.length;
+	int err;
+
+	if (r->status)
+		return;
+	if (r->br.opcode == MXBD_OP_READ && r->eof_at < r->br.offset + count)
+		count = r->eof_at > r->br.offset ? r->eof_at - r->br.offset : 0;
+	err = fsvc_io_reply(&r->fr, r->fd, (uint32_t)count, r->fbody,
+			    SRV_TX_SIZE - sizeof(struct knet_hdr), &r->fbody_len);
+	if (err)
+		r->status = err;
 }
 
 /* Decide what R does next after one of its pieces finished. */
@@ -256,8 +365,11 @@ static void req_progress(struct req *r)
 		return;
 	}
 	if (r->status || r->done == r->br.length) {
-		if (!r->inflight)
-			reply(r);
+		if (r->inflight)
+			return;
+		if (is_file(r->c))
+			file_io_finish(r);
+		reply(r);
 		return;
 	}
 	if (!r->queued && r->next < r->br.length && r->inflight < SRV_REQ_CHUNKS)
@@ -331,6 +443,85 @@ static void start(struct req *r, char *msg)
 	schedule(r->c->s);
 }
 
+static int run_fsvc_job(struct job *j)
+{
+	struct req *r = j->owner;
+
+	return -fsvc_execute(j->target, &r->fr, r->fbody, SRV_TX_SIZE - sizeof(struct knet_hdr),
+			     &r->fbody_len);
+}
+
+static int run_fsvc_open(struct job *j)
+{
+	struct req *r = j->owner;
+
+	return -fsvc_io_open(j->target, &r->fr, &r->fd);
+}
+
+static void file_job(struct req *r, int tag, job_fn fn)
+{
+	r->inflight++;
+	r->job.owner = r;
+	r->job.tag = tag;
+	r->job.run = fn;
+	r->job.target = &r->c->ex->fx;
+	workers_submit(&r->c->s->w, &r->job);
+}
+
+/* A file service request: decode, answer from the replay cache, or run. */
+static void file_start(struct req *r, const char *msg, uint32_t len)
+{
+	struct conn *c = r->c;
+	struct fsvc_req *fr = &r->fr;
+	int err;
+
+	err = fsvc_decode(&c->ex->fx, msg, len, c->inline_max, fr);
+	if (err) {
+		r->f.status = (uint32_t)err;
+		reply(r);
+		return;
+	}
+	r->fbody = malloc(SRV_TX_SIZE);
+	if (!r->fbody) {
+		r->f.status = ENOMEM;
+		reply(r);
+		return;
+	}
+	if (fr->op == ORFS_OP_SESSION)
+		c->client_id = le64toh(fr->u.session.client_id);
+	if (c->client_id && fsvc_op_nonidempotent(fr->op)) {
+		int fresh;
+		struct replay_entry *e = replay_get(&c->s->replay, c->client_id, fr->xid,
+						    time(NULL), &fresh);
+
+		if (e && !fresh) {
+			/* A retransmission: the first one's answer, not a second run. */
+			if (!e->done) {
+				r->f.status = EINPROGRESS;
+			} else {
+				r->f.status = e->status;
+				memcpy(r->fbody, e->body, e->body_len);
+				r->fbody_len = e->body_len;
+			}
+			reply(r);
+			return;
+		}
+		r->replay = e;
+	}
+	if ((fr->op == ORFS_OP_READ || fr->op == ORFS_OP_WRITE) && fr->nsegs) {
+		/* Data through the pool, like a volume's, once the file is open. */
+		r->br.opcode = fr->op == ORFS_OP_READ ? MXBD_OP_READ : MXBD_OP_WRITE;
+		r->br.offset = le64toh(fr->u.io.offset);
+		r->br.length = le32toh(fr->u.io.length);
+		r->br.nsegs = fr->nsegs;
+		r->br.seg_off = fr->seg_off;
+		r->eof_at = UINT64_MAX;
+		file_job(r, JOB_TAG_FOPEN, run_fsvc_open);
+		return;
+	}
+	file_job(r, JOB_TAG_FSVC, run_fsvc_job);
+}
+
 void eng_on_recv(struct conn *c, int slot, uint32_t len)
 {
 	struct req *r = &c->req[slot];
@@ -340,6 +531,7 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 	memset(r, 0, sizeof(*r));
 	r->c = c;
 	r->slot = slot;
+	r->fd = -1;
 	r->active = 1;
 	c->active++;
 
@@ -354,9 +546,8 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 	case DISPATCH_SERVICE:
 		break;
 	}
-	if (c->ex->cfg.service != KNET_SVC_BLOCK) {
-		r->f.status = EOPNOTSUPP;	/* the file service comes later */
-		reply(r);
+	if (is_file(c)) {
+		file_start(r, msg, len);
 		return;
 	}
 	err = block_decode(&c->ex->vol, msg, len, c->inline_max, &r->br);
@@ -420,11 +611,8 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 	if (ch->err || c->closing || r->br.opcode == MXBD_OP_READ) {
 		chunk_done(ch, ch->err ? ch->err : (c->closing ? ECONNRESET : 0));
 	} else {
-		/* Pulled the client's data: now to the volume. */
-		ch->job.owner = ch;
-		ch->job.tag = JOB_TAG_CHUNK;
-		submit(c->s, &ch->job, JOB_WRITE, &c->ex->vol, ch->buf, r->br.offset + ch->off,
-		       ch->len, !!(r->br.flags & MXBD_IO_FUA));
+		/* Pulled the client's data: now to the volume or file. */
+		chunk_job(ch, JOB_WRITE);
 	}
 }
 
@@ -435,7 +623,28 @@ void eng_on_jobs(struct srv *s)
 	while (j) {
 		struct job *next = j->next;
 
-		if (j->tag == JOB_TAG_REQ) {
+		if (j->tag == JOB_TAG_FSVC || j->tag == JOB_TAG_FOPEN) {
+			struct req *r = j->owner;
+			struct conn *c = r->c;
+
+			conn_get(c);
+			r->inflight--;
+			if (j->result)
+				r->status = -j->result;
+			if (j->tag == JOB_TAG_FSVC && r->replay) {
+				/* Recorded even if the link died: the retry gets it. */
+				replay_done(&c->s->replay, r->replay, (uint32_t)r->status, r->fbody,
+					    r->status ? 0 : r->fbody_len);
+				r->replay = NULL;
+			}
+			if (c->closing)
+				req_finish(r);
+			else if (j->tag == JOB_TAG_FOPEN && !r->status)
+				start(r, conn_rx_buf(c, r->slot));
+			else
+				reply(r);
+			conn_put(c);
+		} else if (j->tag == JOB_TAG_REQ) {
 			struct req *r = j->owner;
 			struct conn *c = r->c;
 
@@ -453,10 +662,15 @@ void eng_on_jobs(struct srv *s)
 			struct conn *c = ch->r->c;
 
 			conn_get(c);
-			if (j->result || j->kind == JOB_WRITE)
-				chunk_done(ch, -j->result);
-			else
-				chunk_rdma(ch);		/* read from the volume: push it */
+			if (j->result < 0 || j->kind == JOB_WRITE) {
+				chunk_done(ch, j->result < 0 ? -j->result : 0);
+			} else {
+				/* Read from the volume or file: push it. */
+				if (is_file(c) && (uint32_t)j->result < ch->len &&
+				    ch->r->br.offset + ch->off + (uint32_t)j->result < ch->r->eof_at)
+					ch->r->eof_at = ch->r->br.offset + ch->off + (uint32_t)j->result;
+				chunk_rdma(ch);
+			}
 			conn_put(c);
 		}
 		j = next;

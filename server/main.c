@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -64,6 +66,52 @@ int conn_post_recv(struct conn *c, int i)
 	return 0;
 }
 
+/*
+ * The file handle key: 16 random bytes in STATE_DIR/handle-key, made on
+ * first use and kept, so that handles stay valid across restarts.
+ */
+static int load_key(struct srv *s, const char *dir)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		srv_log("state directory %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/handle-key", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		if (getrandom(s->key, sizeof(s->key), 0) != (ssize_t)sizeof(s->key)) {
+			srv_log("getrandom: %s", strerror(errno));
+			return -1;
+		}
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, s->key, sizeof(s->key)) != (ssize_t)sizeof(s->key) ||
+		    fsync(fd)) {
+			srv_log("%s: %s", path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		close(fd);
+		srv_log("made a new file handle key in %s", path);
+		return 0;
+	}
+	if (fd < 0) {
+		srv_log("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	n = read(fd, s->key, sizeof(s->key));
+	close(fd);
+	if (n != (ssize_t)sizeof(s->key)) {
+		srv_log("%s: not a %zu-byte key", path, sizeof(s->key));
+		return -1;
+	}
+	return 0;
+}
+
 /* The export or volume NAME serves new connections from, or NULL. */
 static struct export *find_export(struct srv *s, const char *name, int service)
 {
@@ -97,11 +145,15 @@ static int export_add(struct srv *s, const struct cfg_export *cfg)
 	memset(ex, 0, sizeof(*ex));
 	ex->cfg = *cfg;
 	ex->vol.fd = ex->vol.fd_direct = -1;
+	ex->fx.root_fd = -1;
 	if (cfg->service == KNET_SVC_FILE) {
 		if (stat(cfg->path, &st) || !S_ISDIR(st.st_mode)) {
 			srv_log("export %s: %s is not a directory", cfg->name, cfg->path);
 			return -1;
 		}
+		if (fsvc_export_open(&ex->fx, cfg->name, cfg->path, cfg->read_only, cfg->squash,
+				     s->key, s->boot))
+			return -1;
 	} else if (volume_open(&ex->vol, cfg->path, cfg->read_only, SRV_MAX_IO)) {
 		return -1;
 	}
@@ -114,6 +166,7 @@ static int export_add(struct srv *s, const struct cfg_export *cfg)
 static void export_release(struct export *ex)
 {
 	volume_close(&ex->vol);
+	fsvc_export_close(&ex->fx);
 	memset(ex, 0, sizeof(*ex));
 }
 
@@ -664,6 +717,8 @@ static void srv_reload(struct srv *s)
 	for (i = 0; i < n->nex; i++) {
 		if (find_export(s, n->ex[i].name, n->ex[i].service))
 			continue;
+		if (n->ex[i].service == KNET_SVC_FILE && load_key(s, s->cfg.state_dir))
+			continue;
 		if (!export_add(s, &n->ex[i]))
 			added++;
 	}
@@ -734,7 +789,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: orfs-server [-c FILE] [-a ADDRESS] [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
-		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-P PROVIDER] [-v]\n"
+		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-s DIR]\n"
+		"                   [-P PROVIDER] [-v]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on\n"
 		"  -p  port (default %d)\n"
@@ -745,6 +801,7 @@ static void usage(FILE *f)
 		"  -m  data buffer pool in MiB (default 64): the bound on data in flight\n"
 		"  -C  buffer chunk in KiB (default 256)\n"
 		"  -t  I/O worker threads (default 4)\n"
+		"  -s  state directory, for the file handle key (default /var/lib/orfs-server)\n"
 		"  -P  libfabric provider (default verbs)\n"
 		"  -v  log failed operations too\n", KNET_DEFAULT_PORT);
 }
@@ -753,7 +810,7 @@ int main(int argc, char **argv)
 {
 	static struct srv s;
 	char err[512], line[96];
-	const char *opts = "c:a:p:e:b:A:m:C:t:P:vh";
+	const char *opts = "c:a:p:e:b:A:m:C:t:s:P:vh";
 	int opt, i;
 
 	s.prov = "verbs";
@@ -812,6 +869,13 @@ int main(int argc, char **argv)
 			    config_parse_line(&s.cmdline, line, err, sizeof(err)))
 				goto fail_msg;
 			break;
+		case 's':
+			if (strlen(optarg) >= sizeof(s.cfg.state_dir)) {
+				snprintf(err, sizeof(err), "-s: path too long");
+				goto fail_msg;
+			}
+			strcpy(s.cfg.state_dir, optarg);
+			break;
 		case 'P':
 			s.prov = optarg;
 			break;
@@ -836,6 +900,20 @@ int main(int argc, char **argv)
 	if (s.nchunks < 1) {
 		fprintf(stderr, "orfs-server: the pool must hold at least one chunk\n");
 		goto fail_usage;
+	}
+	umask(0);	/* clients send the modes they mean, their umask applied */
+	replay_init(&s.replay);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		s.boot = ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40);
+	}
+	for (i = 0; i < s.cfg.nex; i++) {
+		if (s.cfg.ex[i].service == KNET_SVC_FILE && load_key(&s, s.cfg.state_dir)) {
+			srv_close(&s);
+			return 2;
+		}
 	}
 	for (i = 0; i < s.cfg.nex; i++) {
 		if (export_add(&s, &s.cfg.ex[i])) {

@@ -13,8 +13,10 @@
 #include "server/block.h"
 #include "server/config.h"
 #include "server/dispatch.h"
+#include "server/fsvc.h"
 #include "server/fab.h"
 #include "server/proto.h"
+#include "server/replay.h"
 #include "server/sched.h"
 #include "server/workers.h"
 
@@ -77,6 +79,13 @@ struct req {
 	int			status;		/* first error, as an errno */
 	uint32_t		inl_reply;	/* bytes of inline data to return */
 	struct job		job;		/* for operations without a chunk */
+	/* File service. */
+	struct fsvc_req		fr;
+	uint8_t			*fbody;		/* reply body, SRV_TX_SIZE bytes */
+	uint32_t		fbody_len;
+	int			fd;		/* file of a segment READ or WRITE */
+	uint64_t		eof_at;		/* READ: where the file ended */
+	struct replay_entry	*replay;	/* to complete with the result */
 	struct req		*tx_next;	/* waiting for a reply buffer */
 };
 
@@ -87,7 +96,8 @@ struct req {
  */
 struct export {
 	struct cfg_export	cfg;
-	struct volume		vol;
+	struct volume		vol;		/* block service */
+	struct fsvc_export	fx;		/* file service */
 	int			used;
 	int			removed;
 	int			refs;		/* connections using it */
@@ -116,6 +126,7 @@ struct conn {
 	int			closing;
 	int			cm_done;	/* the CM reported its last event */
 	uint32_t		inline_max;
+	uint64_t		client_id;	/* file service: from SESSION, 0 before */
 	char			peer[INET6_ADDRSTRLEN + 8];
 	struct conn_params	p;
 	struct dispatch_stats	st;
@@ -152,6 +163,9 @@ struct srv {
 	int			nconns;
 	int			credits_used;	/* receives posted by all connections */
 	uint64_t		buffer_waits;	/* times a request waited for a buffer */
+	uint8_t			key[16];	/* file handle MAC key, kept in state_dir */
+	uint64_t		boot;		/* this start's identity */
+	struct replay		replay;		/* answers to non-idempotent file operations */
 };
 
 /* main.c */

@@ -7,29 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "server/block.h"
 #include "server/workers.h"
-
-static void run_job(struct job *j)
-{
-	switch (j->kind) {
-	case JOB_READ:
-		j->result = block_read(j->vol, j->buf, j->off, j->len);
-		break;
-	case JOB_WRITE:
-		j->result = block_write(j->vol, j->buf, j->off, j->len, j->fua);
-		break;
-	case JOB_FLUSH:
-		j->result = block_flush(j->vol);
-		break;
-	case JOB_DISCARD:
-		j->result = block_discard(j->vol, j->off, j->len);
-		break;
-	case JOB_WRITE_ZEROES:
-		j->result = block_write_zeroes(j->vol, j->off, j->len);
-		break;
-	}
-}
 
 static void *worker_main(void *arg)
 {
@@ -49,7 +27,7 @@ static void *worker_main(void *arg)
 			w->todo_tail = &w->todo;
 		pthread_mutex_unlock(&w->lock);
 
-		run_job(j);
+		j->result = j->run(j);
 
 		pthread_mutex_lock(&w->lock);
 		j->next = w->done;

@@ -10,21 +10,24 @@
 #include <pthread.h>
 #include <stdint.h>
 
-struct volume;
+struct job;
 
-enum job_kind { JOB_READ, JOB_WRITE, JOB_FLUSH, JOB_DISCARD, JOB_WRITE_ZEROES };
+/* Runs on a worker; returns 0 or -errno, stored in job->result. */
+typedef int (*job_fn)(struct job *j);
 
 struct job {
 	struct job		*next;
-	enum job_kind		kind;
-	const struct volume	*vol;
+	job_fn			run;
+	int			result;
+	void			*owner;		/* the rest is the submitter's */
+	int			tag;
+	int			kind;
+	const void		*target;	/* a volume or a file export */
+	int			fd;
 	void			*buf;
 	uint64_t		off;
 	uint32_t		len;
 	int			fua;
-	int			result;		/* 0 or -errno, set by the worker */
-	void			*owner;		/* for the submitter */
-	int			tag;		/* for the submitter */
 };
 
 struct workers {

@@ -137,3 +137,63 @@ int unit_add_sched_suite(void)
 		return -1;
 	return 0;
 }
+
+/* ---- the replay cache (server/replay.c) ------------------------------- */
+
+#include "server/replay.h"
+
+static void test_replay(void)
+{
+	static struct replay rp;
+	struct replay_entry *e, *f;
+	uint8_t big[REPLAY_BODY_MAX + 1] = { 0 };
+	int fresh, i;
+
+	replay_init(&rp);
+	e = replay_get(&rp, 1, 100, 1000, &fresh);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_TRUE(fresh);
+	/* A retransmission while it runs finds it running. */
+	f = replay_get(&rp, 1, 100, 1001, &fresh);
+	CU_ASSERT_PTR_EQUAL(f, e);
+	CU_ASSERT_FALSE(fresh);
+	CU_ASSERT_FALSE(f->done);
+	replay_done(&rp, e, 0, "answer", 6);
+	f = replay_get(&rp, 1, 100, 1002, &fresh);
+	CU_ASSERT_PTR_EQUAL(f, e);
+	CU_ASSERT_TRUE(f->done);
+	CU_ASSERT_EQUAL(f->body_len, 6);
+	CU_ASSERT_EQUAL(memcmp(f->body, "answer", 6), 0);
+	/* Another client, the same xid: its own entry. */
+	f = replay_get(&rp, 2, 100, 1002, &fresh);
+	CU_ASSERT_TRUE(fresh);
+	CU_ASSERT_PTR_NOT_EQUAL(f, e);
+	replay_done(&rp, f, 17, NULL, 0);
+	/* Too old: a new entry. */
+	f = replay_get(&rp, 1, 100, 1002 + REPLAY_SECONDS + 1, &fresh);
+	CU_ASSERT_TRUE(fresh);
+	replay_done(&rp, f, 0, NULL, 0);
+	/* An answer too large to keep is forgotten, not truncated. */
+	e = replay_get(&rp, 3, 1, 2000, &fresh);
+	replay_done(&rp, e, 0, big, sizeof(big));
+	e = replay_get(&rp, 3, 1, 2000, &fresh);
+	CU_ASSERT_TRUE(fresh);
+	replay_done(&rp, e, 0, NULL, 0);
+	/* Bounded: after REPLAY_ENTRIES more, the first is gone. */
+	for (i = 0; i < REPLAY_ENTRIES; i++) {
+		e = replay_get(&rp, 9, (uint64_t)i + 1000, 3000, &fresh);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+		replay_done(&rp, e, 0, NULL, 0);
+	}
+	replay_get(&rp, 2, 100, 3000, &fresh);
+	CU_ASSERT_TRUE(fresh);
+}
+
+int unit_add_replay_suite(void)
+{
+	CU_pSuite s = CU_add_suite("replay cache", NULL, NULL);
+
+	if (!s || !CU_add_test(s, "answers kept per client and xid, bounded, aged", test_replay))
+		return -1;
+	return 0;
+}

@@ -11,5 +11,6 @@ int unit_add_block_suite(void);
 int unit_add_sched_suite(void);
 int unit_add_config_suite(void);
 int unit_add_fsvc_suite(void);
+int unit_add_replay_suite(void);
 
 #endif

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The replay cache of non-idempotent file operations. */
+#include <string.h>
+
+#include "server/replay.h"
+
+static uint32_t bucket(uint64_t client, uint64_t xid)
+{
+	uint64_t h = (client ^ (xid * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+
+	return (uint32_t)(h >> 32) % REPLAY_ENTRIES;
+}
+
+void replay_init(struct replay *rp)
+{
+	memset(rp, 0, sizeof(*rp));
+}
+
+static void unhash(struct replay *rp, struct replay_entry *e)
+{
+	struct replay_entry **pp = &rp->hash[bucket(e->client_id, e->xid)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == e) {
+			*pp = e->hnext;
+			break;
+		}
+	}
+	memset(e, 0, sizeof(*e));
+}
+
+struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
+				int *fresh)
+{
+	uint32_t b = bucket(client, xid);
+	struct replay_entry *e;
+
+	*fresh = 0;
+	for (e = rp->hash[b]; e; e = e->hnext) {
+		if (e->client_id == client && e->xid == xid &&
+		    (!e->done || now - e->when <= REPLAY_SECONDS)) {
+			rp->hits++;
+			return e;
+		}
+	}
+	/* Reuse the oldest slot; a running one is skipped, never stolen. */
+	e = &rp->e[rp->next];
+	if (e->client_id && !e->done) {
+		uint32_t i;
+
+		for (i = 0; i < REPLAY_ENTRIES && e->client_id && !e->done; i++) {
+			rp->next = (rp->next + 1) % REPLAY_ENTRIES;
+			e = &rp->e[rp->next];
+		}
+		if (e->client_id && !e->done)
+			return NULL;	/* every entry is running: do not cache */
+	}
+	rp->next = (rp->next + 1) % REPLAY_ENTRIES;
+	if (e->client_id)
+		unhash(rp, e);
+	e->client_id = client;
+	e->xid = xid;
+	e->when = now;
+	e->hnext = rp->hash[b];
+	rp->hash[b] = e;
+	*fresh = 1;
+	return e;
+}
+
+void replay_done(struct replay *rp, struct replay_entry *e, uint32_t status, const void *body,
+		 uint32_t len)
+{
+	if (len > REPLAY_BODY_MAX) {
+		unhash(rp, e);
+		return;
+	}
+	e->done = 1;
+	e->status = status;
+	e->body_len = len;
+	if (len)
+		memcpy(e->body, body, len);
+}
