@@ -61,7 +61,7 @@ modules-all:
 		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build; \
 	done
 
-userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load
+userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load $(BIN)/knet-fs
 
 SERVER_SRC := server/main.c server/engine.c server/workers.c
 
@@ -74,6 +74,10 @@ KCLIENT_SRC := tools/kclient.c $(FAB_SRC) server/proto.c
 $(BIN)/knet-ping: tools/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tools/knet-ping.c $(KCLIENT_SRC) -lfabric
+
+$(BIN)/knet-fs: tools/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-fs.c $(KCLIENT_SRC) -lfabric
 
 $(BIN)/knet-load: tools/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
@@ -135,6 +139,7 @@ install: all
 	install -D -m 755 $(BIN)/orfs-server $(DESTDIR)$(PREFIX)/sbin/orfs-server
 	install -D -m 755 $(BIN)/knet-ping $(DESTDIR)$(PREFIX)/bin/knet-ping
 	install -D -m 755 $(BIN)/knet-load $(DESTDIR)$(PREFIX)/bin/knet-load
+	install -D -m 755 $(BIN)/knet-fs $(DESTDIR)$(PREFIX)/bin/knet-fs
 	install -D -m 644 Documentation/man/orfs-server.8 $(DESTDIR)$(PREFIX)/share/man/man8/orfs-server.8
 	install -D -m 644 server/orfs-server.service $(DESTDIR)/etc/systemd/system/orfs-server.service
 	install -D -m 644 server/orfs-server.conf.example $(DESTDIR)/etc/orfs/orfs-server.conf.example

@@ -12,8 +12,13 @@ load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }
 
 truncate -s 64M /tmp/vol0
 truncate -s 8M /tmp/ro0
+# A 64 MiB volume on a 2 MiB file system: writes past 2 MiB fail.
+mkdir -p /tmp/small
+mount -t tmpfs -o size=2m tmpfs /tmp/small
+on_exit "umount /tmp/small"
+truncate -s 64M /tmp/small/full0
 # 1 MiB of pool in 256 KiB chunks: 4 buffers for everything.
-start_server -b vol0=/tmp/vol0 -b ro0=/tmp/ro0,ro -m 1 -C 256 -t 2
+start_server -b vol0=/tmp/vol0 -b ro0=/tmp/ro0,ro -b full0=/tmp/small/full0 -m 1 -C 256 -t 2
 
 step "INFO gives the volume's geometry"
 load -n vol0 -w info | tee /tmp/info.out
@@ -59,6 +64,14 @@ load -n ro0 -w write -S 1 -b 65536 -N 1 > /tmp/ro.out 2>&1; rc=$?
 set -e
 expect_eq "exit code of a refused write" "$rc" 1
 expect_grep 'Read-only file system' /tmp/ro.out
+
+step "a backing store that fails gives the client the error, not success"
+set +e
+load -n full0 -w write -S 1 -q 2 -b 65536 -N 64 > /tmp/full.out 2>&1; rc=$?
+set -e
+cat /tmp/full.out
+expect_eq "exit code" "$rc" 1
+expect_grep 'No space left on device' /tmp/full.out
 
 step "the server waited for buffers and ends cleanly"
 stop_server

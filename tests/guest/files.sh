@@ -1,0 +1,147 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The file service end to end over rxe with the userspace client: every
+# operation, data through segments (server RDMA) and inline, a directory
+# listed by cookies, permissions as a user, read-only and squashed exports,
+# hostile names and forged handles, a retransmitted create answered from
+# the replay cache, and handles that survive a server restart.
+# timeout: 300
+. "$(dirname "$0")/lib.sh"
+fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }
+state=/tmp/orfs-state
+
+# The main export is ext4 (user xattrs on both kernels; tmpfs has them
+# only from 6.6), on a loop device over a file in tmpfs.
+mkdir -p /tmp/exp /tmp/roexp /tmp/sqexp
+truncate -s 64M /tmp/ext4.img
+mkfs.ext4 -q -F /tmp/ext4.img
+modprobe loop
+mount -o loop /tmp/ext4.img /tmp/exp
+on_exit "umount /tmp/exp"
+chmod 0755 /tmp/exp
+mkdir -m 1777 /tmp/exp/pub /tmp/sqexp/pub
+echo "read me" > /tmp/roexp/hello
+head -c 2621440 /dev/urandom > /tmp/src.bin	# 2.5 MiB: several RDMA chunks
+head -c 100 /dev/urandom > /tmp/small.bin	# inline
+start_server -s $state -e data=/tmp/exp -e ro=/tmp/roexp,ro -e sq=/tmp/sqexp,squash -m 4 -C 256
+
+step "namespace and data operations as root"
+for i in $(seq 1 300); do echo "create d/many/f$i 644"; done > /tmp/many.txt
+cat > /tmp/ops.txt <<OPS
+mkdir d 755
+mkdir d/many 755
+create d/f 644
+put /tmp/src.bin d/big
+get d/big /tmp/back.bin
+put /tmp/small.bin d/small
+get d/small /tmp/small.back
+stat d/big
+symlink /etc/passwd d/ln
+readlink d/ln
+link d/f d/f2
+mv d/f2 d/f3
+mv d/f d/f3 noreplace
+mv d/f d/f3 exchange
+mknod d/fifo fifo
+mknod d/sock sock
+mknod d/dev chr
+chmod 600 d/f
+utime 1000000000 d/f
+stat d/f
+setxattr d/f user.k v1
+getxattr d/f user.k
+listxattr d/f
+rmxattr d/f user.k
+getxattr d/f user.k
+truncate 10 d/small
+stat d/small
+fsync d/big
+statfs
+rmdir d
+OPS
+cat /tmp/ops.txt /tmp/many.txt > /tmp/script.txt
+echo "ls d/many" >> /tmp/script.txt
+fs -n data -f /tmp/script.txt > /tmp/out.txt
+grep -v '^> create d/many\|^ok type=file mode=644 size=0' /tmp/out.txt
+cmp /tmp/src.bin /tmp/back.bin || fail "the file read back differs"
+cmp /tmp/small.bin /tmp/small.back || fail "the small file read back differs"
+cmp /tmp/src.bin /tmp/exp/d/big || fail "the file on the server differs"
+expect_grep '^ok wrote 2621440$' /tmp/out.txt
+expect_grep '^ok read 2621440$' /tmp/out.txt
+expect_grep '^ok type=file mode=644 size=2621440 nlink=1 uid=0 gid=0' /tmp/out.txt
+expect_grep '^ok /etc/passwd$' /tmp/out.txt
+expect_grep '^ok type=file mode=644 size=0 nlink=2 ' /tmp/out.txt
+expect_grep '^error EEXIST' /tmp/out.txt
+expect_grep '^ok type=fifo ' /tmp/out.txt
+expect_grep '^ok type=socket ' /tmp/out.txt
+expect_grep '^error EPERM' /tmp/out.txt
+expect_grep '^ok type=file mode=600 size=0 nlink=2 .* mtime=1000000000$' /tmp/out.txt
+expect_grep '^ok v1$' /tmp/out.txt
+expect_grep '^ok user.k$' /tmp/out.txt
+expect_grep '^error ENODATA' /tmp/out.txt
+expect_grep '^ok type=file mode=644 size=10 ' /tmp/out.txt
+expect_grep '^ok bsize=' /tmp/out.txt
+expect_grep '^error ENOTEMPTY' /tmp/out.txt
+expect_grep '^ok 300 entries in ([6-9]|[1-9][0-9]+) calls$' /tmp/out.txt
+[ -p /tmp/exp/d/fifo ] && [ -S /tmp/exp/d/sock ] || fail "no fifo or socket on the server"
+[ "$(stat -c %i /tmp/exp/d/f)" = "$(stat -c %i /tmp/exp/d/f3)" ] || true
+
+step "hostile names and forged handles are refused, nothing escapes"
+cat > /tmp/hostile.txt <<OPS
+raw-lookup ..
+raw-lookup .
+raw-lookup a/b
+raw-lookup /etc
+ls d/ln
+stat d/ln/x
+stat-fh 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
+OPS
+fs -n data -f /tmp/hostile.txt > /tmp/out.txt
+cat /tmp/out.txt
+expect_eq "refused" "$(grep -c '^error EINVAL' /tmp/out.txt)" 4
+expect_eq "not followed" "$(grep -c '^error ENOTDIR' /tmp/out.txt)" 2
+expect_grep '^error ESTALE' /tmp/out.txt
+
+step "permissions are the caller's: a user, the sticky bit, read-only and squash"
+fs -n data -u 1000 -g 1000 create d/u 644 > /tmp/out.txt || true
+expect_grep '^error EACCES' /tmp/out.txt
+fs -n data -u 1000 -g 1000 create pub/u 600 > /tmp/out.txt
+expect_grep '^ok type=file mode=600 size=0 nlink=1 uid=1000 gid=1000' /tmp/out.txt
+fs -n data -u 1001 -g 1001 get pub/u - > /tmp/out.txt || true
+expect_grep '^error EACCES' /tmp/out.txt
+fs -n data -u 1001 -g 1001 rm pub/u > /tmp/out.txt || true
+expect_grep '^error EPERM' /tmp/out.txt
+fs -n ro create x 644 > /tmp/out.txt || true
+expect_grep '^error EROFS' /tmp/out.txt
+fs -n ro get hello - > /tmp/out.txt
+expect_grep '^read me$' /tmp/out.txt
+fs -n sq create pub/s 644 > /tmp/out.txt
+expect_grep '^ok type=file .* uid=65534 gid=65534' /tmp/out.txt
+
+step "a retransmitted create is answered from the replay cache, not run again"
+cat > /tmp/replay.txt <<OPS
+create pub/once 644 excl
+again
+create pub/once 644 excl
+rm pub/once
+again
+OPS
+fs -n data -f /tmp/replay.txt > /tmp/out.txt
+cat /tmp/out.txt
+expect_eq "answers ok (first and retransmission)" "$(grep -c '^ok type=file' /tmp/out.txt)" 2
+expect_eq "a new request is refused" "$(grep -c '^error EEXIST' /tmp/out.txt)" 1
+expect_eq "a retransmitted remove is not ENOENT" "$(grep -c '^ok$' /tmp/out.txt)" 2
+
+step "handles survive a server restart; another key makes them stale"
+fh=$(fs -n data fh d/big | sed -n 's/^ok //p')
+[ ${#fh} = 128 ] || fail "no handle: $fh"
+stop_server
+start_server -s $state -e data=/tmp/exp
+fs -n data stat-fh "$fh" > /tmp/out.txt
+expect_grep '^ok type=file mode=644 size=2621440 ' /tmp/out.txt
+stop_server
+start_server -s /tmp/other-state -e data=/tmp/exp
+fs -n data stat-fh "$fh" > /tmp/out.txt || true
+expect_grep '^error ESTALE' /tmp/out.txt
+stop_server
+echo ok
