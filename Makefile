@@ -41,7 +41,7 @@ SERVER_LIB_SRC := server/proto.c server/dispatch.c server/block.c server/sched.c
 	server/config.c server/fsvc.c server/siphash.c server/replay.c
 FAB_SRC := server/fab.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
-USER_HDR := $(wildcard knet/uapi/*.h server/*.h tests/unit/*.h)
+USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h)
 
 .PHONY: all modules modules-all userspace deps demo check bench lint sparse clean help install
 all: modules userspace
@@ -97,7 +97,7 @@ $(BIN)/fuzz-server: tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC)
 
-$(BIN)/fuzz-seeds: tests/fuzz/seeds.c server/proto.c $(USER_HDR)
+$(BIN)/fuzz-seeds: tests/fuzz/seeds.c server/proto.c $(USER_HDR) orfs/uapi/orfs_proto.h
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tests/fuzz/seeds.c server/proto.c
 

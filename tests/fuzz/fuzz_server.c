@@ -9,7 +9,9 @@
  *
  * Properties checked besides the sanitizers': a rejected request never
  * reaches the volume; an accepted one stays inside it and inside the
- * segments it named; every reply fits its buffer.
+ * segments it named; every reply fits its buffer. The same bytes go to the
+ * file service, executed on a scratch export that holds a symlink to /:
+ * a canary directory beside the export must never change.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -18,8 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "server/block.h"
 #include "server/dispatch.h"
+#include "server/fsvc.h"
 
 #define VOL_SIZE	(4u << 20)
 #define CLIENT_BASE	0x7f0000000000ULL
@@ -32,12 +37,41 @@ static struct volume vol = { .fd = -1, .fd_direct = -1 };
 static unsigned char client_mem[CLIENT_SIZE];
 static unsigned char *chunk;
 
+/* A scratch export for the file service, and a canary directory beside it. */
+static char fs_dir[] = "/tmp/orfs-fuzz-fsXXXXXX";
+static char canary[4096];
+static struct fsvc_export fx = { .root_fd = -1 };
+static struct orfs_fh root_fh;
+static struct stat canary_st;
+static unsigned long runs;
+static int trace;	/* ORFS_FUZZ_TRACE=1: say what each input did */
+
+static void cleanup(void)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fs_dir);
+	if (system(cmd))
+		fprintf(stderr, "fuzz: cannot remove %s\n", fs_dir);
+}
+
+static void reset_export(void)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/export' && mkdir -m 1777 '%s/export' && "
+		 "mkdir '%s/export/sub' && ln -s / '%s/export/root' && "
+		 "echo data > '%s/export/file'", fs_dir, fs_dir, fs_dir, fs_dir, fs_dir);
+	if (system(cmd))
+		abort();
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char path[] = "/tmp/orfs-fuzz-volXXXXXX";
+	char path[4096] = "/tmp/orfs-fuzz-volXXXXXX";
 	int fd = mkstemp(path);
 
 	(void)argc;
@@ -52,7 +86,60 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	unlink(path);
 	if (posix_memalign((void **)&chunk, 4096, CHUNK))
 		abort();
+
+	if (!mkdtemp(fs_dir))
+		abort();
+	atexit(cleanup);
+	trace = getenv("ORFS_FUZZ_TRACE") != NULL;
+	snprintf(canary, sizeof(canary), "%s/canary", fs_dir);
+	if (mkdir(canary, 0755) || stat(canary, &canary_st))
+		abort();
+	reset_export();
+	snprintf(path, sizeof(path), "%s", fs_dir);
+	{
+		char exp[4200];
+		static const uint8_t key[16] = "fuzzfuzzfuzzfuzz";
+
+		snprintf(exp, sizeof(exp), "%s/export", fs_dir);
+		if (fsvc_export_open(&fx, "data", exp, 0, 0, key, 1) ||
+		    fsvc_make_fh(&fx, fx.root_fd, "", &root_fh))
+			abort();
+	}
+	umask(0);
 	return 0;
+}
+
+/* The file service on the scratch export; the canary must never change. */
+static void fuzz_file(const uint8_t *msg, uint32_t size)
+{
+	static uint8_t out[4352];
+	struct fsvc_req rq;
+	struct stat st;
+	uint32_t n;
+	int err;
+
+	err = fsvc_decode(&fx, msg, size, 4096, &rq);
+	if (trace && err)
+		fprintf(stderr, "fuzz: file decode: %s\n", strerror(err));
+	if (err)
+		return;
+	/* Mostly the real root handle, so that names reach the file system. */
+	if (!(rq.xid & 1)) {
+		rq.fh = root_fh;
+		rq.fh2 = root_fh;
+	}
+	if ((rq.op == ORFS_OP_READ || rq.op == ORFS_OP_WRITE) && rq.nsegs)
+		return;		/* segment data is the engine's, tested above */
+	err = fsvc_execute(&fx, &rq, out, sizeof(out), &n);
+	if (trace)
+		fprintf(stderr, "fuzz: file op %u: %s\n", rq.op, strerror(err));
+	if (n > sizeof(out))
+		abort();
+	if (stat(canary, &st) || st.st_mtim.tv_nsec != canary_st.st_mtim.tv_nsec ||
+	    st.st_mtim.tv_sec != canary_st.st_mtim.tv_sec || st.st_nlink != canary_st.st_nlink)
+		abort();	/* something outside the export changed */
+	if (++runs % 2000 == 0)
+		reset_export();
 }
 
 struct copy {
@@ -136,6 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		break;
 	case DISPATCH_SERVICE:
+		fuzz_file(msg, (uint32_t)size);
 		err = block_decode(&vol, msg, (uint32_t)size, 4096, &br);
 		if (err) {
 			f.status = (uint32_t)err;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mxbd/uapi/mxbd_proto.h"
+#include "orfs/uapi/orfs_proto.h"
 #include "server/proto.h"
 
 static int put(const char *dir, const char *name, const void *buf, size_t len)
@@ -55,6 +56,31 @@ static size_t msg(unsigned char *buf, uint16_t op, uint64_t off, uint32_t len, i
 	return pos;
 }
 
+/* A file service request: orfs_req, FIXED bytes of fixed part, then NAMES. */
+static size_t fmsg(unsigned char *buf, uint16_t op, size_t fixed, const char *n1, const char *n2)
+{
+	struct knet_hdr h;
+	size_t pos = sizeof(h) + sizeof(struct orfs_req) + fixed;
+	const char *names[2] = { n1, n2 };
+	int i;
+
+	memset(buf, 0, pos);
+	proto_hdr_init(&h, op, 1, 0);
+	for (i = 0; i < 2; i++) {
+		uint16_t l;
+
+		if (!names[i])
+			continue;
+		l = htole16((uint16_t)strlen(names[i]));
+		memcpy(buf + pos, &l, 2);
+		memcpy(buf + pos + 2, names[i], strlen(names[i]));
+		pos += 2 + strlen(names[i]);
+	}
+	h.body_len = htole32((uint32_t)(pos - sizeof(h)));
+	memcpy(buf, &h, sizeof(h));
+	return pos;
+}
+
 int main(int argc, char **argv)
 {
 	static unsigned char b[8192];
@@ -76,5 +102,13 @@ int main(int argc, char **argv)
 	e |= put(argv[1], "discard", b, msg(b, MXBD_OP_DISCARD, 0, 65536, 0, 0));
 	e |= put(argv[1], "zeroes", b, msg(b, MXBD_OP_WRITE_ZEROES, 4096, 4096, 0, 0));
 	e |= put(argv[1], "connect", &r, sizeof(r));
+	e |= put(argv[1], "f-lookup", b, fmsg(b, ORFS_OP_LOOKUP, 64, "root", NULL));
+	e |= put(argv[1], "f-create", b, fmsg(b, ORFS_OP_CREATE, sizeof(struct orfs_create_req), "new", NULL));
+	e |= put(argv[1], "f-mkdir", b, fmsg(b, ORFS_OP_MKDIR, sizeof(struct orfs_create_req), "d", NULL));
+	e |= put(argv[1], "f-unlink", b, fmsg(b, ORFS_OP_UNLINK, 64, "file", NULL));
+	e |= put(argv[1], "f-rename", b, fmsg(b, ORFS_OP_RENAME, sizeof(struct orfs_rename_req), "file", "moved"));
+	e |= put(argv[1], "f-readdir", b, fmsg(b, ORFS_OP_READDIR, sizeof(struct orfs_readdir_req), NULL, NULL));
+	e |= put(argv[1], "f-getattr", b, fmsg(b, ORFS_OP_GETATTR, sizeof(struct orfs_fhop_req), NULL, NULL));
+	e |= put(argv[1], "f-setxattr", b, fmsg(b, ORFS_OP_SETXATTR, sizeof(struct orfs_fhop_req), "user.a", NULL));
 	return e;
 }
