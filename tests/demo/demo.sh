@@ -35,7 +35,7 @@ expect_eq "verified pings" "$n" 10
 say "Starting orfs-server on $ORFS_ADDR: export 'demo' (a directory), volume 'vol0' (a file)"
 mkdir -p /tmp/demo-export
 truncate -s 64M /tmp/demo-volume
-start_server -e demo=/tmp/demo-export -b vol0=/tmp/demo-volume
+start_server -s /tmp/demo-state -e demo=/tmp/demo-export -b vol0=/tmp/demo-volume
 cat "$ORFS_SERVER_LOG"
 
 say "A userspace client connects over RDMA and sends 100 NOP requests within its credits"
@@ -46,6 +46,19 @@ say "Asking for a volume that does not exist is refused with a reason"
 
 say "A malformed request is answered with an error; the connection goes on"
 "$ORFS_BIN/knet-ping" -a "$ORFS_ADDR" -n demo -c 3 -x length
+
+say "The file service: a directory, a 1 MiB file through server-driven RDMA, a listing"
+dd if=/dev/urandom of=/tmp/demo-src bs=1M count=1 status=none
+printf 'mkdir photos 755\nput /tmp/demo-src photos/a.jpg\nget photos/a.jpg /tmp/demo-back\nsymlink a.jpg photos/latest\nls photos\nstat photos/a.jpg\n' > /tmp/demo.fs
+"$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" -n demo -f /tmp/demo.fs
+cmp /tmp/demo-src /tmp/demo-back && echo "the 1 MiB file read back is identical"
+echo "on the server: $(ls -l /tmp/demo-export/photos | tail -n +2 | wc -l) entries in /tmp/demo-export/photos"
+
+say "A user may not write where the permissions say no (uid 1000 in a root 0755 directory)"
+"$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" -n demo -u 1000 -g 1000 create photos/mine 644 || true
+
+say "Moving verified data to the volume: 4 streams of 64 KiB blocks, every byte read back"
+"$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -n vol0 -w verify -S 4 -q 2 -b 65536 -N 32 | grep -v '^result'
 
 say "Stopping the server (SIGTERM)"
 stop_server
