@@ -691,7 +691,7 @@ void eng_conn_closing(struct conn *c)
 	c->rdma_wait_tail = &c->rdma_wait;
 	c->tx_wait = NULL;
 	c->tx_wait_tail = &c->tx_wait;
-	for (i = 0; i < SRV_CREDITS; i++) {
+	for (i = 0; i < c->ncredits; i++) {
 		struct req *r = &c->req[i];
 
 		if (!r->active)

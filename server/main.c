@@ -198,6 +198,7 @@ static void conn_free(struct conn *c)
 	c->s->credits_used -= c->ncredits;
 	export_put(c->ex);
 	free(c->buf);
+	free(c->req);
 	free(c);
 }
 
@@ -251,26 +252,6 @@ static void reject(struct srv *s, struct fi_info *info, int reason, const char *
 		fab_err("fi_reject", ret);
 }
 
-/*
- * Credits for a new connection: a fair share of what is left of the
- * receive budget, never fewer than SRV_MIN_CREDITS. All connections
- * together hold at most SRV_RX_BUDGET + SRV_MAX_CONNS * SRV_MIN_CREDITS.
- */
-static int conn_credits(const struct srv *s, const struct conn_params *p)
-{
-	int left = SRV_RX_BUDGET - s->credits_used;
-	int n = SRV_RX_BUDGET / (s->nconns + 1);
-
-	if (n > left)
-		n = left;
-
-	if (n > SRV_CREDITS)
-		n = SRV_CREDITS;
-	if (n > p->recv_depth)
-		n = p->recv_depth;
-	return n < SRV_MIN_CREDITS ? SRV_MIN_CREDITS : n;
-}
-
 static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct conn_params *p)
 {
 	struct conn *c = calloc(1, sizeof(*c));
@@ -278,10 +259,14 @@ static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct co
 
 	if (!c)
 		return NULL;
-	c->ncredits = conn_credits(s, p);
+	c->ncredits = credits_for(SRV_RX_BUDGET, s->credits_used, s->nconns, SRV_CREDITS,
+				  SRV_MIN_CREDITS, p->recv_depth);
 	c->ntx = c->ncredits + 2;
 	c->buf = malloc(conn_buf_size(c));
-	if (!c->buf) {
+	c->req = calloc((size_t)c->ncredits, sizeof(*c->req));
+	if (!c->buf || !c->req) {
+		free(c->buf);
+		free(c->req);
 		free(c);
 		return NULL;
 	}

@@ -67,6 +67,25 @@ void proto_hdr_init(struct knet_hdr *h, uint16_t opcode, uint32_t tag, uint8_t f
 	h->tag = htole32(tag);
 }
 
+size_t proto_put_name(uint8_t *p, const char *s)
+{
+	uint16_t n = htole16((uint16_t)strlen(s));
+
+	memcpy(p, &n, sizeof(n));
+	memcpy(p + sizeof(n), s, strlen(s));
+	return sizeof(n) + strlen(s);
+}
+
+size_t proto_put_blob(uint8_t *p, const void *data, uint32_t len)
+{
+	uint32_t n = htole32(len);
+
+	memcpy(p, &n, sizeof(n));
+	if (len)
+		memcpy(p + sizeof(n), data, len);
+	return sizeof(n) + len;
+}
+
 int proto_hdr_errno(enum knet_hdr_error e)
 {
 	switch (e) {

@@ -36,6 +36,14 @@ int proto_name_ok(const char *name, size_t len);
 /* Fill H as a message header with no body, segments or inline data. */
 void proto_hdr_init(struct knet_hdr *h, uint16_t opcode, uint32_t tag, uint8_t flags);
 
+/*
+ * The string encodings of the service bodies: a name is __le16 length +
+ * bytes, a blob (symlink target, xattr value) __le32 length + bytes. Each
+ * writes at P and returns the bytes written.
+ */
+size_t proto_put_name(uint8_t *p, const char *s);
+size_t proto_put_blob(uint8_t *p, const void *data, uint32_t len);
+
 /* The errno value a framing error is answered with (EPROTO or EBADMSG). */
 int proto_hdr_errno(enum knet_hdr_error e);
 

@@ -51,6 +51,19 @@ void pool_put(struct pool *p, void *chunk)
 	p->free[p->nfree++] = (uint32_t)(off / p->chunk);
 }
 
+int credits_for(int budget, int used, int nconns, int max, int min, int depth)
+{
+	int n = budget / (nconns + 1);
+
+	if (n > budget - used)
+		n = budget - used;
+	if (n > max)
+		n = max;
+	if (n > depth)
+		n = depth;
+	return n < min ? min : n;
+}
+
 static void link_init(struct link *l)
 {
 	l->next = l->prev = l;

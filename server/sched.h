@@ -27,6 +27,14 @@ void pool_destroy(struct pool *p);
 void *pool_get(struct pool *p);			/* NULL when empty */
 void pool_put(struct pool *p, void *chunk);
 
+/*
+ * Credits for a new connection: a fair share of what is left of a receive
+ * budget of BUDGET buffers of which USED are held by NCONNS connections,
+ * at most MAX and at most what the client can receive (DEPTH), never fewer
+ * than MIN. Together connections hold at most BUDGET + MIN per connection.
+ */
+int credits_for(int budget, int used, int nconns, int max, int min, int depth);
+
 /* A minimal circular doubly-linked list. */
 struct link {
 	struct link *next, *prev;

@@ -114,7 +114,7 @@ struct conn {
 	struct op		rx[SRV_CREDITS];
 	struct op		tx[SRV_TX];
 	int			tx_busy[SRV_TX];
-	struct req		req[SRV_CREDITS];
+	struct req		*req;		/* ncredits of them, one per receive */
 	struct req		*tx_wait, **tx_wait_tail;
 	struct chunk		*rdma_wait, **rdma_wait_tail;
 	int			sq_free;	/* room for RDMA in the send queue */

@@ -110,18 +110,12 @@ static void m_put(struct msg *m, const void *p, uint32_t n)
 
 static void m_name(struct msg *m, const char *s)
 {
-	uint16_t n = htole16((uint16_t)strlen(s));
-
-	m_put(m, &n, sizeof(n));
-	m_put(m, s, (uint32_t)strlen(s));
+	m->len += (uint32_t)proto_put_name((uint8_t *)txb(m->c) + m->len, s);
 }
 
 static void m_blob(struct msg *m, const void *p, uint32_t len)
 {
-	uint32_t n = htole32(len);
-
-	m_put(m, &n, sizeof(n));
-	m_put(m, p, len);
+	m->len += (uint32_t)proto_put_blob((uint8_t *)txb(m->c) + m->len, p, len);
 }
 
 /* End the body; name LEN bytes of the data buffer as one segment. */

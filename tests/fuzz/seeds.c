@@ -66,16 +66,9 @@ static size_t fmsg(unsigned char *buf, uint16_t op, size_t fixed, const char *n1
 
 	memset(buf, 0, pos);
 	proto_hdr_init(&h, op, 1, 0);
-	for (i = 0; i < 2; i++) {
-		uint16_t l;
-
-		if (!names[i])
-			continue;
-		l = htole16((uint16_t)strlen(names[i]));
-		memcpy(buf + pos, &l, 2);
-		memcpy(buf + pos + 2, names[i], strlen(names[i]));
-		pos += 2 + strlen(names[i]);
-	}
+	for (i = 0; i < 2; i++)
+		if (names[i])
+			pos += proto_put_name(buf + pos, names[i]);
 	h.body_len = htole32((uint32_t)(pos - sizeof(h)));
 	memcpy(buf, &h, sizeof(h));
 	return pos;

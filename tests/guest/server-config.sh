@@ -87,4 +87,20 @@ expect_eq "exit code" "$rc" 2
 expect_grep "/nonexistent.conf: No such file" /tmp/bad.out
 stop_server
 cat "$ORFS_SERVER_LOG"
+
+step "SIGTERM under load: running requests finish, the volumes are flushed, exit 0"
+start_server -b v2=/tmp/v2
+load -n v2 -w write -S 4 -q 4 -b 65536 -T 30 > /tmp/bg.out 2>&1 &
+bg=$!
+for ((i = 0; i < 100; i++)); do
+	[ "$(grep -c 'connected to volume' "$ORFS_SERVER_LOG")" -ge 5 ] && break
+	sleep 0.1
+done
+sleep 1
+stop_server
+wait $bg || true
+cat "$ORFS_SERVER_LOG" | tail -n 8
+expect_grep 'signal 15: draining [1-9][0-9]* requests on 4 connections' "$ORFS_SERVER_LOG"
+expect_grep 'stopped' "$ORFS_SERVER_LOG"
+if grep -q 'giving up on' "$ORFS_SERVER_LOG"; then fail "requests were abandoned"; fi
 echo ok

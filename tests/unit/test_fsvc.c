@@ -53,18 +53,12 @@ static void rb_put(struct rb *b, const void *p, uint32_t n)
 
 static void rb_name(struct rb *b, const char *s)
 {
-	uint16_t n = htole16((uint16_t)strlen(s));
-
-	rb_put(b, &n, sizeof(n));
-	rb_put(b, s, (uint32_t)strlen(s));
+	b->len += (uint32_t)proto_put_name(b->buf + b->len, s);
 }
 
 static void rb_blob(struct rb *b, const void *p, uint32_t len)
 {
-	uint32_t n = htole32(len);
-
-	rb_put(b, &n, sizeof(n));
-	rb_put(b, p, len);
+	b->len += (uint32_t)proto_put_blob(b->buf + b->len, p, len);
 }
 
 /* Close the body; INL bytes of inline data follow it. */

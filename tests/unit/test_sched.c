@@ -125,6 +125,26 @@ static void test_remove(void)
 	CU_ASSERT_EQUAL(q.queued, 0);
 }
 
+static void test_credits(void)
+{
+	int used = 0, n, i;
+
+	/* The first clients get the most, bounded by their receive depth. */
+	CU_ASSERT_EQUAL(credits_for(256, 0, 0, 16, 2, 8), 8);
+	CU_ASSERT_EQUAL(credits_for(256, 0, 0, 16, 2, 64), 16);
+	/* 256 connections: the budget plus 2 each at the very most. */
+	for (i = 0; i < 256; i++) {
+		n = credits_for(256, used, i, 16, 2, 8);
+		CU_ASSERT_TRUE(n >= 2 && n <= 8);
+		used += n;
+	}
+	CU_ASSERT_TRUE(used <= 256 + 2 * 256);
+	/* An exhausted budget still gives the minimum; a small client less. */
+	CU_ASSERT_EQUAL(credits_for(256, 256, 100, 16, 2, 8), 2);
+	CU_ASSERT_EQUAL(credits_for(256, 300, 100, 16, 2, 8), 2);
+	CU_ASSERT_EQUAL(credits_for(256, 0, 0, 16, 1, 1), 1);
+}
+
 int unit_add_sched_suite(void)
 {
 	CU_pSuite s = CU_add_suite("buffer pool and fair queue", NULL, NULL);
@@ -133,7 +153,8 @@ int unit_add_sched_suite(void)
 	    !CU_add_test(s, "pool: bounded, aligned, reusable", test_pool) ||
 	    !CU_add_test(s, "fair queue: round robin across connections", test_round_robin) ||
 	    !CU_add_test(s, "fair queue: weighted classes, no starvation", test_classes) ||
-	    !CU_add_test(s, "fair queue: a closing connection leaves", test_remove))
+	    !CU_add_test(s, "fair queue: a closing connection leaves", test_remove) ||
+	    !CU_add_test(s, "credits: a shared receive budget, bounded", test_credits))
 		return -1;
 	return 0;
 }
