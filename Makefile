@@ -61,7 +61,8 @@ modules-all:
 		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build; \
 	done
 
-userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load $(BIN)/knet-fs
+userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load $(BIN)/knet-fs \
+	$(BIN)/knet-test
 
 SERVER_SRC := server/main.c server/engine.c server/workers.c
 
@@ -78,6 +79,10 @@ $(BIN)/knet-ping: tools/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 $(BIN)/knet-fs: tools/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tools/knet-fs.c $(KCLIENT_SRC) -lfabric
+
+$(BIN)/knet-test: tools/knet-test.c server/proto.c $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-test.c server/proto.c
 
 $(BIN)/knet-load: tools/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)

@@ -6,8 +6,11 @@
 #ifndef _KNET_H
 #define _KNET_H
 
+#include <linux/bvec.h>
+#include <linux/in.h>
 #include <linux/list.h>
 #include <linux/module.h>
+#include <linux/uio.h>
 
 #include "uapi/knet_proto.h"
 
@@ -28,5 +31,94 @@ struct knet_ulp {
 int knet_register_ulp(struct knet_ulp *ulp);
 void knet_unregister_ulp(struct knet_ulp *ulp);
 unsigned int knet_device_count(void);
+
+/*
+ * Typed memory descriptors: what a request's data is, whatever its kind.
+ * Kernel-virtual memory must be directly mapped (kmalloc, not vmalloc);
+ * pages can be any (page cache, bio pages). User-virtual memory comes with
+ * regcache.
+ */
+enum knet_mem_type {
+	KNET_MEM_KVEC,		/* kernel-virtual, directly mapped */
+	KNET_MEM_BVEC,		/* pages */
+};
+
+struct knet_mem {
+	enum knet_mem_type	type;
+	unsigned int		nr;		/* entries */
+	size_t			len;		/* bytes in all */
+	union {
+		const struct kvec	*kvec;
+		const struct bio_vec	*bvec;
+	};
+};
+
+/* Which way a request's data goes. */
+enum knet_dir {
+	KNET_DIR_NONE,
+	KNET_DIR_TO_SERVER,	/* the server reads it (RDMA READ or inline) */
+	KNET_DIR_FROM_SERVER,	/* the server writes it (RDMA WRITE or inline) */
+};
+
+/**
+ * struct knet_request - one request and its answer
+ * @opcode: the service operation
+ * @body: the service body, @body_len bytes
+ * @body_len: bytes of @body
+ * @mem: the data, or NULL
+ * @dir: the direction of @mem
+ * @reply: where the reply body goes, @reply_max bytes
+ * @reply_max: room at @reply
+ * @reply_len: out: bytes of reply body
+ * @status: out: the server's answer, 0 or a positive errno
+ * @inline_len: out: bytes of data the reply carried inline into @mem
+ */
+struct knet_request {
+	u16			opcode;
+	const void		*body;
+	u32			body_len;
+	const struct knet_mem	*mem;
+	enum knet_dir		dir;
+	void			*reply;
+	u32			reply_max;
+	u32			reply_len;
+	u32			status;
+	u32			inline_len;
+};
+
+struct knet_ep;
+
+/**
+ * struct knet_ep_params - where an endpoint connects
+ * @addr: server address (IPv4)
+ * @service: KNET_SVC_FILE or KNET_SVC_BLOCK
+ * @name: export or volume name
+ * @timeout_ms: for address and route resolution and the connection
+ */
+struct knet_ep_params {
+	struct sockaddr_in	addr;
+	enum knet_service	service;
+	const char		*name;
+	unsigned int		timeout_ms;
+};
+
+/**
+ * struct knet_limits - what the server granted at connect
+ * @credits: requests in flight at most
+ * @inline_max: largest inline payload
+ * @max_io: largest data of one request
+ * @max_segs: largest segment list
+ */
+struct knet_limits {
+	u32	credits;
+	u32	inline_max;
+	u32	max_io;
+	u32	max_segs;
+};
+
+struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason);
+void knet_ep_destroy(struct knet_ep *ep);
+void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l);
+int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
 
 #endif /* _KNET_H */

@@ -47,7 +47,7 @@ module_loaded() { [ -d "/sys/module/$1" ]; }
 # modules, ib_core first, come with modprobe)
 load_suite() {
 	local m
-	modprobe ib_core
+	modprobe -a ib_core rdma_cm
 	for m in "${ORFS_MODULES[@]}"; do
 		module_loaded "$m" || insmod "$ORFS_KMOD/$m/$m.ko"
 	done

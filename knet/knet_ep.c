@@ -1,0 +1,863 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * knet endpoints: one reliable connection to a server, and requests whose
+ * memory the server may touch only while they run.
+ *
+ * A request takes a slot and a credit, builds its message in the slot's
+ * send buffer and, when it has data too large to travel inline, registers
+ * that memory with a fast registration (FRWR) chained before the SEND: the
+ * server gets an rkey that exists for this request only. When the reply
+ * arrives, the rkey is invalidated (LOCAL_INV) before the caller is woken,
+ * so the server can never reach the memory after the request returns. A
+ * reply that lies (unknown tag, bad framing, more data than asked) breaks
+ * the endpoint: the queue pair is disconnected, which fences every rkey,
+ * and every request fails.
+ *
+ * Completion strategy here: the caller sleeps on its own request (killable,
+ * with a time-out). A time-out or a fatal signal disconnects the endpoint
+ * and still waits for the flush, so that memory is never returned to the
+ * caller while the server could write it.
+ */
+#define pr_fmt(fmt) "knet: " fmt
+
+#include <linux/completion.h>
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+#include "knet.h"
+
+#define KNET_RECV_DEPTH		16
+#define KNET_SLOTS		16
+#define KNET_MSG_SIZE		8192
+#define KNET_MAX_PAGES		(SZ_1M / PAGE_SIZE + 1)
+#define KNET_CM_TIMEOUT_MS	5000
+
+#define EV_SEND		0x1
+#define EV_REPLY	0x2
+#define EV_INV		0x4
+
+struct knet_rx {
+	struct ib_cqe		cqe;
+	struct knet_ep		*ep;
+	void			*buf;
+	u64			dma;
+};
+
+struct knet_slot {
+	struct knet_ep		*ep;
+	unsigned int		idx;
+	u32			gen;
+	bool			busy;
+	unsigned int		need;		/* EV_* still awaited */
+	int			err;		/* transport error, negative */
+	struct ib_cqe		send_cqe;
+	struct ib_cqe		reg_cqe;
+	struct ib_cqe		inv_cqe;
+	void			*msg;
+	u64			msg_dma;
+	struct ib_mr		*mr;
+	bool			mr_used;
+	bool			inline_in;	/* data asked inline in the reply */
+	struct scatterlist	*sg;
+	int			sg_nents;
+	enum dma_data_direction	dma_dir;
+	struct knet_request	*rq;
+	struct completion	done;
+};
+
+struct knet_ep {
+	struct rdma_cm_id	*cm_id;
+	struct ib_device	*dev;
+	struct ib_pd		*pd;
+	struct ib_cq		*cq;
+	spinlock_t		lock;		/* slots, credits, dead */
+	wait_queue_head_t	wait;		/* for a free slot and a credit */
+	struct completion	cm_done;
+	int			cm_status;
+	int			reject_reason;
+	struct knet_limits	lim;
+	int			credits;
+	bool			dead;
+	bool			connected;
+	struct work_struct	fail_work;
+	struct knet_rx		rx[KNET_RECV_DEPTH];
+	struct knet_slot	slot[KNET_SLOTS];
+	unsigned int		max_pages;
+};
+
+static void knet_ep_fail(struct knet_ep *ep, int err);
+
+static void knet_fail_work(struct work_struct *w)
+{
+	struct knet_ep *ep = container_of(w, struct knet_ep, fail_work);
+
+	/* Moves the queue pair to the error state: no rkey is reachable now. */
+	rdma_disconnect(ep->cm_id);
+}
+
+/* The endpoint is broken: wake everybody and disconnect (not from here). */
+static void knet_ep_fail(struct knet_ep *ep, int err)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	if (!ep->dead) {
+		ep->dead = true;
+		if (ep->connected)
+			schedule_work(&ep->fail_work);
+	}
+	/* No reply will come now; sends and invalidations still flush. */
+	for (i = 0; i < KNET_SLOTS; i++) {
+		struct knet_slot *s = &ep->slot[i];
+
+		if (s->busy && (s->need & EV_REPLY)) {
+			s->need &= ~EV_REPLY;
+			if (!s->err)
+				s->err = err;
+			if (!s->need)
+				complete(&s->done);
+		}
+	}
+	spin_unlock_irqrestore(&ep->lock, flags);
+	wake_up_all(&ep->wait);
+}
+
+static void knet_slot_event(struct knet_slot *s, unsigned int ev, int err)
+{
+	struct knet_ep *ep = s->ep;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	s->need &= ~ev;
+	if (err && !s->err)
+		s->err = err;
+	if (s->busy && !s->need)
+		complete(&s->done);
+	spin_unlock_irqrestore(&ep->lock, flags);
+}
+
+static void knet_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, send_cqe);
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_err_ratelimited("send failed: %s\n", ib_wc_status_msg(wc->status));
+		knet_ep_fail(s->ep, -ECONNRESET);
+	}
+	knet_slot_event(s, EV_SEND, wc->status == IB_WC_SUCCESS ? 0 : -ECONNRESET);
+}
+
+static void knet_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, reg_cqe);
+
+	/* Unsignaled: only failures come here. */
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_err_ratelimited("memory registration failed: %s\n",
+				   ib_wc_status_msg(wc->status));
+	knet_ep_fail(s->ep, -EIO);
+}
+
+static void knet_inv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, inv_cqe);
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_err_ratelimited("invalidation failed: %s\n",
+					   ib_wc_status_msg(wc->status));
+		knet_ep_fail(s->ep, -EIO);
+	}
+	knet_slot_event(s, EV_INV, wc->status == IB_WC_SUCCESS ? 0 : -EIO);
+}
+
+static int knet_post_recv(struct knet_ep *ep, struct knet_rx *rx)
+{
+	struct ib_sge sge = {
+		.addr = rx->dma,
+		.length = KNET_MSG_SIZE,
+		.lkey = ep->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &rx->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(ep->dev, rx->dma, KNET_MSG_SIZE, DMA_FROM_DEVICE);
+	return ib_post_recv(ep->cm_id->qp, &wr, NULL);
+}
+
+/* Copy between a descriptor and a linear buffer. */
+static void knet_mem_copy(const struct knet_mem *m, void *buf, size_t len, bool to_mem)
+{
+	size_t done = 0;
+	unsigned int i;
+
+	for (i = 0; i < m->nr && done < len; i++) {
+		size_t n;
+
+		if (m->type == KNET_MEM_KVEC) {
+			n = min(len - done, m->kvec[i].iov_len);
+			if (to_mem)
+				memcpy(m->kvec[i].iov_base, buf + done, n);
+			else
+				memcpy(buf + done, m->kvec[i].iov_base, n);
+		} else {
+			const struct bio_vec *bv = &m->bvec[i];
+
+			n = min_t(size_t, len - done, bv->bv_len);
+			if (to_mem)
+				memcpy_to_page(bv->bv_page, bv->bv_offset, buf + done, n);
+			else
+				memcpy_from_page(buf + done, bv->bv_page, bv->bv_offset, n);
+		}
+		done += n;
+	}
+}
+
+static struct knet_slot *knet_find_slot(struct knet_ep *ep, u32 tag)
+{
+	unsigned int idx = tag & 0xff;
+	struct knet_slot *s;
+
+	if (idx >= KNET_SLOTS)
+		return NULL;
+	s = &ep->slot[idx];
+	if (!s->busy || s->gen != (tag >> 8) || !(s->need & EV_REPLY))
+		return NULL;
+	return s;
+}
+
+static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct knet_rx *rx = container_of(wc->wr_cqe, struct knet_rx, cqe);
+	struct knet_ep *ep = rx->ep;
+	const struct knet_hdr *h = rx->buf;
+	struct knet_request *rq;
+	struct knet_slot *s;
+	u32 blen, ilen;
+	unsigned long flags;
+	bool broken = false;
+	int err = 0;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_err_ratelimited("receive failed: %s\n", ib_wc_status_msg(wc->status));
+		knet_ep_fail(ep, -ECONNRESET);
+		return;
+	}
+	ib_dma_sync_single_for_cpu(ep->dev, rx->dma, KNET_MSG_SIZE, DMA_FROM_DEVICE);
+	if (knet_hdr_check(h, wc->byte_len, 0) != KNET_HDR_OK || !(h->flags & KNET_HF_REPLY)) {
+		pr_err_ratelimited("malformed reply from the server: disconnecting\n");
+		knet_ep_fail(ep, -EPROTO);
+		return;
+	}
+
+	spin_lock_irqsave(&ep->lock, flags);
+	s = knet_find_slot(ep, le32_to_cpu(h->tag));
+	if (!s) {
+		spin_unlock_irqrestore(&ep->lock, flags);
+		pr_err_ratelimited("reply for no request (tag %#x): disconnecting\n",
+				   le32_to_cpu(h->tag));
+		knet_ep_fail(ep, -EPROTO);
+		return;
+	}
+	rq = s->rq;
+	rq->status = le32_to_cpu(h->status);
+	blen = le32_to_cpu(h->body_len);
+	ilen = le32_to_cpu(h->inline_len);
+	if (blen > rq->reply_max) {
+		err = -EPROTO;
+	} else {
+		memcpy(rq->reply, (const u8 *)h + sizeof(*h), blen);
+		rq->reply_len = blen;
+	}
+	if (ilen && (!s->inline_in || ilen > rq->mem->len)) {
+		err = -EPROTO;
+	} else if (ilen) {
+		knet_mem_copy(rq->mem, (u8 *)h + sizeof(*h) + blen, ilen, true);
+		rq->inline_len = ilen;
+	}
+	ep->credits = min(ep->credits + le16_to_cpu(h->credits), KNET_SLOTS);
+	s->need &= ~EV_REPLY;
+	if (err && !s->err)
+		s->err = err;
+	/* Fence the memory before the caller sees the answer. */
+	if (s->mr_used && !((wc->wc_flags & IB_WC_WITH_INVALIDATE) &&
+			    wc->ex.invalidate_rkey == s->mr->rkey)) {
+		struct ib_send_wr inv = {
+			.opcode = IB_WR_LOCAL_INV,
+			.ex.invalidate_rkey = s->mr->rkey,
+			.wr_cqe = &s->inv_cqe,
+			.send_flags = IB_SEND_SIGNALED,
+		};
+
+		s->need |= EV_INV;
+		if (ib_post_send(ep->cm_id->qp, &inv, NULL)) {
+			s->need &= ~EV_INV;
+			if (!s->err)
+				s->err = -EIO;
+			broken = true;
+		}
+	}
+	if (!s->need)
+		complete(&s->done);
+	spin_unlock_irqrestore(&ep->lock, flags);
+	wake_up(&ep->wait);
+
+	if (err)
+		pr_err_ratelimited("reply larger than its request allows: disconnecting\n");
+	if (err || broken)
+		knet_ep_fail(ep, err ? err : -EIO);
+	else if (knet_post_recv(ep, rx))
+		knet_ep_fail(ep, -EIO);
+}
+
+/* ---- connection ------------------------------------------------------ */
+
+static int knet_parse_rep(struct knet_ep *ep, const u8 *data, u8 len)
+{
+	struct knet_cm_rep rep;
+
+	/* libfabric's length byte, then our structure. */
+	if (len < 1 + sizeof(rep) || data[0] < sizeof(rep))
+		return -EPROTO;
+	memcpy(&rep, data + 1, sizeof(rep));
+	if (le16_to_cpu(rep.version) != KNET_PROTO_VERSION || !rep.credits)
+		return -EPROTO;
+	ep->lim.credits = min_t(u32, le16_to_cpu(rep.credits), KNET_SLOTS);
+	ep->lim.inline_max = min_t(u32, le32_to_cpu(rep.inline_max),
+				   KNET_MSG_SIZE - sizeof(struct knet_hdr) - 512);
+	ep->lim.max_io = min_t(u32, le32_to_cpu(rep.max_io),
+			       (ep->max_pages - 1) << PAGE_SHIFT);
+	ep->lim.max_segs = le16_to_cpu(rep.max_segs);
+	ep->credits = ep->lim.credits;
+	return 0;
+}
+
+static int knet_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct knet_ep *ep = id->context;
+	const u8 *data;
+	u8 len;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ep->cm_status = 0;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		ep->cm_status = knet_parse_rep(ep, ev->param.conn.private_data,
+					       ev->param.conn.private_data_len);
+		if (!ep->cm_status)
+			ep->connected = true;
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		data = rdma_consumer_reject_data(id, ev, &len);
+		ep->reject_reason = 0;
+		if (data && len >= 1 + sizeof(struct knet_cm_rej)) {
+			struct knet_cm_rej rej;
+
+			memcpy(&rej, data + 1, sizeof(rej));
+			ep->reject_reason = le16_to_cpu(rej.reason);
+		}
+		ep->cm_status = -ECONNREFUSED;
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		ep->cm_status = ev->status ? ev->status : -EHOSTUNREACH;
+		if (ep->cm_status > 0)
+			ep->cm_status = -ECONNREFUSED;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
+			pr_info("connection to %pISpc lost (%s)\n", &id->route.addr.dst_addr,
+				rdma_event_msg(ev->event));
+		knet_ep_fail(ep, -ECONNRESET);
+		return 0;
+	default:
+		return 0;
+	}
+	complete(&ep->cm_done);
+	return 0;
+}
+
+/* Start a step of the connection and wait for its event. */
+static int knet_cm_wait(struct knet_ep *ep, int ret)
+{
+	long left;
+
+	if (ret)
+		return ret;
+	left = wait_for_completion_killable_timeout(&ep->cm_done,
+						    msecs_to_jiffies(KNET_CM_TIMEOUT_MS + 1000));
+	if (left < 0)
+		return left;
+	if (!left)
+		return -ETIMEDOUT;
+	reinit_completion(&ep->cm_done);
+	return ep->cm_status;
+}
+
+static void knet_free_buffers(struct knet_ep *ep)
+{
+	unsigned int i;
+
+	for (i = 0; i < KNET_SLOTS; i++) {
+		struct knet_slot *s = &ep->slot[i];
+
+		if (s->mr)
+			ib_dereg_mr(s->mr);
+		if (s->msg_dma)
+			ib_dma_unmap_single(ep->dev, s->msg_dma, KNET_MSG_SIZE, DMA_TO_DEVICE);
+		kfree(s->msg);
+		kfree(s->sg);
+	}
+	for (i = 0; i < KNET_RECV_DEPTH; i++) {
+		if (ep->rx[i].dma)
+			ib_dma_unmap_single(ep->dev, ep->rx[i].dma, KNET_MSG_SIZE,
+					    DMA_FROM_DEVICE);
+		kfree(ep->rx[i].buf);
+	}
+}
+
+static int knet_alloc_buffers(struct knet_ep *ep)
+{
+	unsigned int i;
+
+	for (i = 0; i < KNET_RECV_DEPTH; i++) {
+		struct knet_rx *rx = &ep->rx[i];
+
+		rx->ep = ep;
+		rx->cqe.done = knet_recv_done;
+		rx->buf = kmalloc(KNET_MSG_SIZE, GFP_KERNEL);
+		if (!rx->buf)
+			return -ENOMEM;
+		rx->dma = ib_dma_map_single(ep->dev, rx->buf, KNET_MSG_SIZE, DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(ep->dev, rx->dma)) {
+			rx->dma = 0;
+			return -ENOMEM;
+		}
+	}
+	for (i = 0; i < KNET_SLOTS; i++) {
+		struct knet_slot *s = &ep->slot[i];
+
+		s->ep = ep;
+		s->idx = i;
+		s->send_cqe.done = knet_send_done;
+		s->reg_cqe.done = knet_reg_done;
+		s->inv_cqe.done = knet_inv_done;
+		init_completion(&s->done);
+		s->msg = kmalloc(KNET_MSG_SIZE, GFP_KERNEL);
+		s->sg = kcalloc(ep->max_pages, sizeof(*s->sg), GFP_KERNEL);
+		if (!s->msg || !s->sg)
+			return -ENOMEM;
+		s->msg_dma = ib_dma_map_single(ep->dev, s->msg, KNET_MSG_SIZE, DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(ep->dev, s->msg_dma)) {
+			s->msg_dma = 0;
+			return -ENOMEM;
+		}
+		s->mr = ib_alloc_mr(ep->pd, IB_MR_TYPE_MEM_REG, ep->max_pages);
+		if (IS_ERR(s->mr)) {
+			int ret = PTR_ERR(s->mr);
+
+			s->mr = NULL;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int knet_setup_qp(struct knet_ep *ep)
+{
+	struct ib_qp_init_attr attr = {};
+	unsigned int i;
+	int ret;
+
+	ep->dev = ep->cm_id->device;
+	if (!(ep->dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)) {
+		pr_err("%s cannot do fast memory registration\n", dev_name(&ep->dev->dev));
+		return -EOPNOTSUPP;
+	}
+	ep->max_pages = min_t(unsigned int, KNET_MAX_PAGES,
+			      ep->dev->attrs.max_fast_reg_page_list_len);
+	/* No unsafe global rkey: every exposure is a per-request FRWR. */
+	ep->pd = ib_alloc_pd(ep->dev, 0);
+	if (IS_ERR(ep->pd)) {
+		ret = PTR_ERR(ep->pd);
+		ep->pd = NULL;
+		return ret;
+	}
+	ep->cq = ib_alloc_cq(ep->dev, ep, KNET_RECV_DEPTH + 3 * KNET_SLOTS + 2, 0,
+			     IB_POLL_SOFTIRQ);
+	if (IS_ERR(ep->cq)) {
+		ret = PTR_ERR(ep->cq);
+		ep->cq = NULL;
+		return ret;
+	}
+	attr.event_handler = NULL;
+	attr.send_cq = ep->cq;
+	attr.recv_cq = ep->cq;
+	attr.cap.max_send_wr = 3 * KNET_SLOTS + 1;	/* REG_MR, SEND, LOCAL_INV; drain */
+	attr.cap.max_recv_wr = KNET_RECV_DEPTH + 1;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	attr.qp_type = IB_QPT_RC;
+	ret = rdma_create_qp(ep->cm_id, ep->pd, &attr);
+	if (ret)
+		return ret;
+	ret = knet_alloc_buffers(ep);
+	if (ret)
+		return ret;
+	for (i = 0; i < KNET_RECV_DEPTH; i++) {
+		ret = knet_post_recv(ep, &ep->rx[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void knet_teardown(struct knet_ep *ep, bool was_connected)
+{
+	if (ep->cm_id->qp) {
+		/* Every posted request completes (or flushes) before its memory goes. */
+		if (was_connected)
+			ib_drain_qp(ep->cm_id->qp);
+		rdma_destroy_qp(ep->cm_id);
+	}
+	knet_free_buffers(ep);
+	if (ep->cq)
+		ib_free_cq(ep->cq);
+	if (ep->pd)
+		ib_dealloc_pd(ep->pd);
+	rdma_destroy_id(ep->cm_id);
+	kfree(ep);
+}
+
+/**
+ * knet_ep_connect() - connect an endpoint to a server's export or volume
+ * @p: where and what
+ * @reason: out: the server's enum knet_cm_reject reason when refused, else 0
+ *
+ * Context: process context, may sleep; killable.
+ * Return: the endpoint, or an ERR_PTR(): -ECONNREFUSED (refused, see
+ * @reason), -ETIMEDOUT, -EHOSTUNREACH, -EOPNOTSUPP (the device cannot do
+ * FRWR), -EPROTO (the server's answer did not parse), -ENOMEM.
+ */
+struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
+{
+	struct rdma_conn_param param = {};
+	u8 pdata[1 + sizeof(struct knet_cm_req)];
+	struct knet_cm_req req = {};
+	struct knet_ep *ep;
+	size_t name_len = strlen(p->name);
+	int ret;
+
+	*reason = 0;
+	if (!name_len || name_len > KNET_NAME_MAX)
+		return ERR_PTR(-EINVAL);
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
+	if (!ep)
+		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&ep->lock);
+	init_waitqueue_head(&ep->wait);
+	init_completion(&ep->cm_done);
+	INIT_WORK(&ep->fail_work, knet_fail_work);
+	ep->cm_id = rdma_create_id(&init_net, knet_cm_handler, ep, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(ep->cm_id)) {
+		ret = PTR_ERR(ep->cm_id);
+		kfree(ep);
+		return ERR_PTR(ret);
+	}
+
+	ret = knet_cm_wait(ep, rdma_resolve_addr(ep->cm_id, NULL, (struct sockaddr *)&p->addr,
+						 p->timeout_ms ?: KNET_CM_TIMEOUT_MS));
+	if (!ret)
+		ret = knet_cm_wait(ep, rdma_resolve_route(ep->cm_id,
+							  p->timeout_ms ?: KNET_CM_TIMEOUT_MS));
+	if (!ret)
+		ret = knet_setup_qp(ep);
+	if (ret)
+		goto fail;
+
+	req.version = cpu_to_le16(KNET_PROTO_VERSION);
+	req.service = p->service;
+	req.name_len = name_len;
+	req.recv_depth = cpu_to_le16(KNET_RECV_DEPTH);
+	req.inline_max = cpu_to_le32(KNET_MSG_SIZE - sizeof(struct knet_hdr) - 512);
+	memcpy(req.name, p->name, name_len);
+	/* libfabric's verbs provider frames private data with a length byte. */
+	pdata[0] = sizeof(req);
+	memcpy(pdata + 1, &req, sizeof(req));
+	param.private_data = pdata;
+	param.private_data_len = sizeof(pdata);
+	param.responder_resources = min_t(u8, 16, ep->dev->attrs.max_qp_rd_atom);
+	param.initiator_depth = min_t(u8, 16, ep->dev->attrs.max_qp_init_rd_atom);
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	param.flow_control = 1;
+	ret = knet_cm_wait(ep, rdma_connect(ep->cm_id, &param));
+	if (ret) {
+		*reason = ep->reject_reason;
+		goto fail;
+	}
+	pr_info("connected to %pISpc (%s '%s'): %u credits, inline %u, max I/O %u\n",
+		&p->addr, p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
+		ep->lim.credits, ep->lim.inline_max, ep->lim.max_io);
+	return ep;
+
+fail:
+	ep->dead = true;
+	ep->connected = false;
+	knet_teardown(ep, false);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_GPL(knet_ep_connect);
+
+/**
+ * knet_ep_destroy() - disconnect and free an endpoint
+ * @ep: the endpoint; no knet_call() may be running on it
+ *
+ * Context: process context, may sleep.
+ */
+void knet_ep_destroy(struct knet_ep *ep)
+{
+	unsigned long flags;
+	bool was_connected;
+
+	/* After this, no event schedules the disconnect work again. */
+	spin_lock_irqsave(&ep->lock, flags);
+	ep->dead = true;
+	was_connected = ep->connected;
+	ep->connected = false;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	cancel_work_sync(&ep->fail_work);
+	rdma_disconnect(ep->cm_id);
+	knet_teardown(ep, was_connected);
+}
+EXPORT_SYMBOL_GPL(knet_ep_destroy);
+
+/**
+ * knet_ep_limits() - what the server granted at connect
+ * @ep: the endpoint
+ * @l: filled in
+ */
+void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l)
+{
+	*l = ep->lim;
+}
+EXPORT_SYMBOL_GPL(knet_ep_limits);
+
+/* ---- requests -------------------------------------------------------- */
+
+static struct knet_slot *knet_get_slot(struct knet_ep *ep)
+{
+	struct knet_slot *s = NULL;
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	if (ep->dead || ep->credits <= 0)
+		goto out;
+	for (i = 0; i < KNET_SLOTS; i++) {
+		if (!ep->slot[i].busy) {
+			s = &ep->slot[i];
+			s->busy = true;
+			s->gen = (s->gen + 1) & 0xffffff;
+			ep->credits--;
+			break;
+		}
+	}
+out:
+	spin_unlock_irqrestore(&ep->lock, flags);
+	return s;
+}
+
+static void knet_put_slot(struct knet_ep *ep, struct knet_slot *s)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	s->busy = false;
+	s->rq = NULL;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	wake_up(&ep->wait);
+}
+
+/* Map the request's memory and register it; fills SEG. */
+static int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, const struct knet_mem *m,
+			enum knet_dir dir, struct ib_reg_wr *reg, struct knet_seg *seg)
+{
+	unsigned int i;
+	int n;
+
+	if (m->nr > ep->max_pages)
+		return -EINVAL;
+	sg_init_table(s->sg, m->nr);
+	for (i = 0; i < m->nr; i++) {
+		if (m->type == KNET_MEM_KVEC) {
+			if (!virt_addr_valid(m->kvec[i].iov_base))
+				return -EINVAL;
+			sg_set_buf(&s->sg[i], m->kvec[i].iov_base, m->kvec[i].iov_len);
+		} else {
+			sg_set_page(&s->sg[i], m->bvec[i].bv_page, m->bvec[i].bv_len,
+				    m->bvec[i].bv_offset);
+		}
+	}
+	s->dma_dir = dir == KNET_DIR_TO_SERVER ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	s->sg_nents = ib_dma_map_sg(ep->dev, s->sg, m->nr, s->dma_dir);
+	if (!s->sg_nents)
+		return -EIO;
+	ib_update_fast_reg_key(s->mr, ib_inc_rkey(s->mr->rkey));
+	n = ib_map_mr_sg(s->mr, s->sg, s->sg_nents, NULL, PAGE_SIZE);
+	if (n != s->sg_nents) {
+		/* Gaps in the middle of the memory: not one registration. */
+		ib_dma_unmap_sg(ep->dev, s->sg, m->nr, s->dma_dir);
+		s->sg_nents = 0;
+		return n < 0 ? n : -EINVAL;
+	}
+	reg->wr.opcode = IB_WR_REG_MR;
+	reg->wr.wr_cqe = &s->reg_cqe;
+	reg->wr.send_flags = 0;
+	reg->mr = s->mr;
+	reg->key = s->mr->rkey;
+	reg->access = dir == KNET_DIR_TO_SERVER ? IB_ACCESS_REMOTE_READ :
+		      IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE;
+	seg->addr = cpu_to_le64(s->mr->iova);
+	seg->rkey = cpu_to_le32(s->mr->rkey);
+	seg->len = cpu_to_le32(m->len);
+	s->mr_used = true;
+	return 0;
+}
+
+/**
+ * knet_call() - send a request and wait for its answer
+ * @ep: a connected endpoint
+ * @rq: the request; its out fields are filled in
+ * @timeout: in jiffies, for a slot and for the answer
+ *
+ * The data of @rq->mem travels inline when small enough, else the server
+ * moves it by RDMA through a registration valid for this request only,
+ * invalidated before this function returns.
+ *
+ * Context: process context, may sleep; killable.
+ * Return: 0 when the server answered (its answer in @rq->status), or a
+ * transport error: -ETIMEDOUT, -EINTR (fatal signal), -ECONNRESET or
+ * -ENOTCONN (the connection is gone), -EPROTO (the server lied), -EINVAL.
+ * After a time-out or a signal the endpoint is disconnected.
+ */
+int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout)
+{
+	const struct knet_mem *m = rq->mem;
+	struct knet_hdr hdr = {};
+	struct ib_reg_wr reg = {};
+	struct knet_seg seg;
+	struct ib_send_wr send = {};
+	struct ib_sge sge;
+	struct knet_slot *s = NULL;
+	u32 len = sizeof(hdr) + rq->body_len;
+	bool inline_out = false;
+	long left;
+	int ret;
+
+	if (m && (!m->len || m->len > ep->lim.max_io || rq->dir == KNET_DIR_NONE))
+		return -EINVAL;
+	if (len + sizeof(seg) > KNET_MSG_SIZE)
+		return -EINVAL;
+	rq->status = 0;
+	rq->reply_len = 0;
+	rq->inline_len = 0;
+
+	left = wait_event_killable_timeout(ep->wait, ep->dead || (s = knet_get_slot(ep)), timeout);
+	if (left < 0)
+		return -EINTR;
+	if (!s)
+		return ep->dead ? -ENOTCONN : -ETIMEDOUT;
+
+	s->rq = rq;
+	s->err = 0;
+	s->mr_used = false;
+	s->inline_in = false;
+	s->sg_nents = 0;
+	reinit_completion(&s->done);
+
+	hdr.magic = cpu_to_le32(KNET_PROTO_MAGIC);
+	hdr.version = KNET_PROTO_VERSION;
+	hdr.opcode = cpu_to_le16(rq->opcode);
+	hdr.tag = cpu_to_le32(s->idx | (s->gen << 8));
+	hdr.body_len = cpu_to_le32(rq->body_len);
+	if (m) {
+		if (rq->dir == KNET_DIR_TO_SERVER && m->len <= ep->lim.inline_max &&
+		    len + m->len <= KNET_MSG_SIZE)
+			inline_out = true;
+		else if (rq->dir == KNET_DIR_FROM_SERVER && m->len <= ep->lim.inline_max)
+			s->inline_in = true;
+	}
+	memcpy(s->msg + sizeof(hdr), rq->body, rq->body_len);
+	if (inline_out) {
+		knet_mem_copy(m, s->msg + len, m->len, false);
+		hdr.inline_len = cpu_to_le32(m->len);
+		len += m->len;
+	} else if (m && !s->inline_in) {
+		ret = knet_map_mem(ep, s, m, rq->dir, &reg, &seg);
+		if (ret)
+			goto release;
+		memcpy(s->msg + len, &seg, sizeof(seg));
+		hdr.nsegs = cpu_to_le16(1);
+		len += sizeof(seg);
+	}
+	memcpy(s->msg, &hdr, sizeof(hdr));
+	ib_dma_sync_single_for_device(ep->dev, s->msg_dma, len, DMA_TO_DEVICE);
+
+	sge.addr = s->msg_dma;
+	sge.length = len;
+	sge.lkey = ep->pd->local_dma_lkey;
+	send.opcode = IB_WR_SEND;
+	send.wr_cqe = &s->send_cqe;
+	send.send_flags = IB_SEND_SIGNALED;
+	send.sg_list = &sge;
+	send.num_sge = 1;
+	if (s->mr_used)
+		reg.wr.next = &send;
+	s->need = EV_SEND | EV_REPLY;
+	ret = ib_post_send(ep->cm_id->qp, s->mr_used ? &reg.wr : &send, NULL);
+	if (ret) {
+		s->need = 0;
+		knet_ep_fail(ep, -EIO);
+		goto unmap;
+	}
+
+	left = wait_for_completion_killable_timeout(&s->done, timeout);
+	if (left <= 0) {
+		/*
+		 * No answer in time, or killed: disconnect, which fences the
+		 * memory, and wait for the flush before giving it back.
+		 */
+		pr_warn("request %u timed out or was killed: disconnecting\n", rq->opcode);
+		knet_ep_fail(ep, left ? -EINTR : -ETIMEDOUT);
+		wait_for_completion(&s->done);
+	}
+	ret = s->err;
+unmap:
+	if (s->sg_nents)
+		ib_dma_unmap_sg(ep->dev, s->sg, m->nr, s->dma_dir);
+release:
+	knet_put_slot(ep, s);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(knet_call);

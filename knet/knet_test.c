@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * knet_test: a test-only misc device that lets a userspace program drive
+ * knet against a real server. Loaded by the tests, never by the suite.
+ * Each open file may connect one endpoint; requests copy the caller's data
+ * into kernel memory of the kind asked (a kmalloc buffer, or pages starting
+ * at any offset) so that knet's descriptors are exercised as a kernel
+ * client would use them.
+ */
+#define pr_fmt(fmt) "knet_test: " fmt
+
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "knet.h"
+#include "uapi/knet_test.h"
+
+#define KNET_TEST_MAX_DATA	SZ_1M
+#define KNET_TEST_MAX_BODY	4096
+
+struct knet_test_file {
+	struct mutex	lock;		/* connect */
+	struct knet_ep	*ep;
+};
+
+struct knet_test_data {
+	struct knet_mem	mem;
+	struct kvec	kv;
+	struct bio_vec	*bv;
+	void		*buf;
+};
+
+static void knet_test_data_free(struct knet_test_data *d)
+{
+	unsigned int i;
+
+	if (d->bv) {
+		for (i = 0; i < d->mem.nr; i++)
+			if (d->bv[i].bv_page)
+				__free_page(d->bv[i].bv_page);
+		kfree(d->bv);
+	}
+	kfree(d->buf);
+}
+
+static int knet_test_data_alloc(struct knet_test_data *d, u32 type, u32 len, u32 off)
+{
+	unsigned int i;
+	u32 left = len;
+
+	memset(d, 0, sizeof(*d));
+	d->mem.len = len;
+	if (type == KNET_TEST_MEM_KVEC) {
+		d->buf = kmalloc(len, GFP_KERNEL | __GFP_NOWARN);
+		if (!d->buf)
+			return -ENOMEM;
+		d->kv.iov_base = d->buf;
+		d->kv.iov_len = len;
+		d->mem.type = KNET_MEM_KVEC;
+		d->mem.nr = 1;
+		d->mem.kvec = &d->kv;
+		return 0;
+	}
+	d->mem.type = KNET_MEM_BVEC;
+	d->mem.nr = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	d->bv = kcalloc(d->mem.nr, sizeof(*d->bv), GFP_KERNEL);
+	if (!d->bv)
+		return -ENOMEM;
+	for (i = 0; i < d->mem.nr; i++) {
+		u32 o = i ? 0 : off, n = min_t(u32, left, PAGE_SIZE - o);
+
+		d->bv[i].bv_page = alloc_page(GFP_KERNEL);
+		if (!d->bv[i].bv_page)
+			return -ENOMEM;
+		d->bv[i].bv_offset = o;
+		d->bv[i].bv_len = n;
+		left -= n;
+	}
+	d->mem.bvec = d->bv;
+	return 0;
+}
+
+/* Copy between the user's buffer and the data, either way. */
+static int knet_test_data_copy(struct knet_test_data *d, u64 ubuf, bool to_user)
+{
+	void __user *u = u64_to_user_ptr(ubuf);
+	unsigned int i;
+	unsigned long left;
+
+	if (d->mem.type == KNET_MEM_KVEC)
+		left = to_user ? copy_to_user(u, d->buf, d->mem.len) :
+				 copy_from_user(d->buf, u, d->mem.len);
+	else
+		for (i = 0, left = 0; i < d->mem.nr && !left; i++) {
+			void *p = kmap_local_page(d->bv[i].bv_page) + d->bv[i].bv_offset;
+
+			left = to_user ? copy_to_user(u, p, d->bv[i].bv_len) :
+					 copy_from_user(p, u, d->bv[i].bv_len);
+			kunmap_local(p);
+			u += d->bv[i].bv_len;
+		}
+	return left ? -EFAULT : 0;
+}
+
+static long knet_test_connect(struct knet_test_file *tf, void __user *arg)
+{
+	struct knet_test_connect c;
+	struct knet_ep_params p = {};
+	struct knet_limits lim;
+	struct knet_ep *ep;
+	int reason, ret = 0;
+
+	if (copy_from_user(&c, arg, sizeof(c)))
+		return -EFAULT;
+	if (strnlen(c.name, sizeof(c.name)) == sizeof(c.name) ||
+	    (c.service != KNET_SVC_FILE && c.service != KNET_SVC_BLOCK))
+		return -EINVAL;
+	mutex_lock(&tf->lock);
+	if (tf->ep) {
+		ret = -EISCONN;
+		goto unlock;
+	}
+	p.addr.sin_family = AF_INET;
+	p.addr.sin_addr.s_addr = c.addr;
+	p.addr.sin_port = htons(c.port ?: KNET_DEFAULT_PORT);
+	p.service = c.service;
+	p.name = c.name;
+	ep = knet_ep_connect(&p, &reason);
+	c.reason = reason;
+	if (IS_ERR(ep)) {
+		ret = PTR_ERR(ep);
+	} else {
+		tf->ep = ep;
+		knet_ep_limits(ep, &lim);
+		c.credits = lim.credits;
+		c.inline_max = lim.inline_max;
+		c.max_io = lim.max_io;
+	}
+	if (copy_to_user(arg, &c, sizeof(c)) && !ret)
+		ret = -EFAULT;
+unlock:
+	mutex_unlock(&tf->lock);
+	return ret;
+}
+
+static long knet_test_call(struct knet_test_file *tf, void __user *arg)
+{
+	struct knet_test_data d = {};
+	struct knet_request rq = {};
+	struct knet_test_call c;
+	struct knet_ep *ep;
+	void *body = NULL, *reply = NULL;
+	int ret;
+
+	if (copy_from_user(&c, arg, sizeof(c)))
+		return -EFAULT;
+	if (c.body_len > KNET_TEST_MAX_BODY || c.reply_max > KNET_TEST_MAX_BODY ||
+	    c.data_len > KNET_TEST_MAX_DATA || c.dir > KNET_DIR_FROM_SERVER ||
+	    c.mem_type > KNET_TEST_MEM_PAGES || c.page_offset >= PAGE_SIZE ||
+	    (c.data_len && c.dir == KNET_DIR_NONE))
+		return -EINVAL;
+	mutex_lock(&tf->lock);
+	ep = tf->ep;
+	mutex_unlock(&tf->lock);
+	if (!ep)
+		return -ENOTCONN;
+
+	if (c.body_len) {
+		body = memdup_user(u64_to_user_ptr(c.body), c.body_len);
+		if (IS_ERR(body))
+			return PTR_ERR(body);
+	}
+	reply = kzalloc(c.reply_max ?: 1, GFP_KERNEL);
+	if (!reply) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (c.data_len) {
+		ret = knet_test_data_alloc(&d, c.mem_type, c.data_len, c.page_offset);
+		if (!ret && c.dir == KNET_DIR_TO_SERVER)
+			ret = knet_test_data_copy(&d, c.data, false);
+		if (ret)
+			goto out;
+		rq.mem = &d.mem;
+	}
+	rq.opcode = c.opcode;
+	rq.body = body;
+	rq.body_len = c.body_len;
+	rq.dir = c.dir;
+	rq.reply = reply;
+	rq.reply_max = c.reply_max;
+	ret = knet_call(ep, &rq, msecs_to_jiffies(c.timeout_ms ?: 30000));
+	if (ret)
+		goto out;
+	if (c.data_len && c.dir == KNET_DIR_FROM_SERVER && !rq.status) {
+		ret = knet_test_data_copy(&d, c.data, true);
+		if (ret)
+			goto out;
+	}
+	c.status = rq.status;
+	c.reply_len = rq.reply_len;
+	c.inline_len = rq.inline_len;
+	if (copy_to_user(u64_to_user_ptr(c.reply), reply, rq.reply_len) ||
+	    copy_to_user(arg, &c, sizeof(c)))
+		ret = -EFAULT;
+out:
+	knet_test_data_free(&d);
+	kfree(reply);
+	kfree(body);
+	return ret;
+}
+
+static long knet_test_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+	struct knet_test_file *tf = f->private_data;
+
+	switch (cmd) {
+	case KNET_TEST_CONNECT:
+		return knet_test_connect(tf, (void __user *)arg);
+	case KNET_TEST_CALL:
+		return knet_test_call(tf, (void __user *)arg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int knet_test_open(struct inode *inode, struct file *f)
+{
+	struct knet_test_file *tf = kzalloc(sizeof(*tf), GFP_KERNEL);
+
+	if (!tf)
+		return -ENOMEM;
+	mutex_init(&tf->lock);
+	f->private_data = tf;
+	return 0;
+}
+
+static int knet_test_release(struct inode *inode, struct file *f)
+{
+	struct knet_test_file *tf = f->private_data;
+
+	if (tf->ep)
+		knet_ep_destroy(tf->ep);
+	kfree(tf);
+	return 0;
+}
+
+static const struct file_operations knet_test_fops = {
+	.owner		= THIS_MODULE,
+	.open		= knet_test_open,
+	.release	= knet_test_release,
+	.unlocked_ioctl	= knet_test_ioctl,
+};
+
+static struct miscdevice knet_test_dev = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= "knet_test",
+	.fops	= &knet_test_fops,
+	.mode	= 0600,
+};
+
+module_misc_device(knet_test_dev);
+
+MODULE_DESCRIPTION("Test device driving knet from userspace (tests only)");
+MODULE_LICENSE("GPL");

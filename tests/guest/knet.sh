@@ -1,0 +1,55 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# knet in the kernel against the real server over rxe, through the test
+# device: the connect protocol (accepted, refused with its reason), NOPs,
+# and verified block I/O whose data knet moves from kernel memory of every
+# kind it describes (inline, a kmalloc buffer through FRWR, pages at page
+# and odd offsets, 1 MiB spanning 257 pages); then a server that dies.
+# timeout: 240
+. "$(dirname "$0")/lib.sh"
+kt() { timeout 120 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" "$@"; }
+
+load_suite
+insmod "$ORFS_KMOD/knet/knet_test.ko"
+on_exit "rmmod knet_test"
+truncate -s 64M /tmp/kvol
+start_server -b kvol=/tmp/kvol
+
+step "knet connects with the protocol's framing and gets the server's limits"
+kt -n kvol -w connect | tee /tmp/out
+expect_grep '^connected: credits 1[0-9]* inline_max [0-9]+ max_io 1048576$' /tmp/out
+expect_grep "connected to $ORFS_ADDR:20077 \(volume 'kvol'\)" <(dmesg)
+
+step "a refused connection reports the server's reason"
+set +e
+kt -n nosuch -w connect > /tmp/out; rc=$?
+set -e
+cat /tmp/out
+expect_eq "exit code" "$rc" 3
+expect_grep 'rejected: no such export or volume' /tmp/out
+
+step "NOP round trips"
+kt -n kvol -w nop -N 500 | tee /tmp/out
+expect_grep '^500 NOPs: mean ' /tmp/out
+
+step "verified I/O through every kind of descriptor"
+for args in "-b 2048 -N 16 -m kvec" "-b 65536 -N 16 -m kvec" "-b 65536 -N 16 -m pages" \
+	    "-b 65536 -N 16 -m pages -o 100" "-b 1048576 -N 4 -m pages" "-b 1048576 -N 4 -m pages -o 3000"; do
+	kt -n kvol -w verify $args | tee /tmp/out
+	expect_grep '^verified ' /tmp/out
+done
+expect_grep 'kvec, page offset 0\): 16 read inline' <(kt -n kvol -w verify -b 2048 -N 16 -m kvec)
+
+step "the server dies: requests fail, nothing hangs, the module unloads"
+kt -n kvol -w verify -b 1048576 -N 400 -m pages > /tmp/bg.out 2>&1 &
+bg=$!
+sleep 3
+kill -9 "$ORFS_SERVER_PID"
+wait "$ORFS_SERVER_PID" 2>/dev/null || true
+ORFS_SERVER_PID=
+set +e
+wait $bg; rc=$?
+set -e
+cat /tmp/bg.out
+[ "$rc" -ne 0 ] || fail "the client did not notice the server's death"
+echo ok
