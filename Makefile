@@ -27,7 +27,7 @@ KREL := $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 KOUT := build/kmod/$(KREL)
 
 # Kernel sources, copied into $(KOUT) (Kbuild writes next to the sources).
-KSRC := Kbuild $(wildcard knet/Kbuild knet/*.[ch] knet/uapi/*.h \
+KSRC := Kbuild $(wildcard knet/Kbuild knet/*.[ch] knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h \
 	regcache/Kbuild regcache/*.[ch] orfs/Kbuild orfs/*.[ch] \
 	mxbd/Kbuild mxbd/*.[ch])
 

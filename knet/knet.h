@@ -72,6 +72,12 @@ enum knet_dir {
  * @reply_len: out: bytes of reply body
  * @status: out: the server's answer, 0 or a positive errno
  * @inline_len: out: bytes of data the reply carried inline into @mem
+ * @error: out: 0, or the transport error (negative errno) that ended it
+ * @done: for knet_submit(): called when the request is over, its memory
+ *	no longer reachable by the server; in softirq context, must not
+ *	sleep. NULL to collect it with knet_ep_wait_any() instead.
+ * @priv: the caller's
+ * @node: private to knet
  */
 struct knet_request {
 	u16			opcode;
@@ -84,6 +90,10 @@ struct knet_request {
 	u32			reply_len;
 	u32			status;
 	u32			inline_len;
+	int			error;
+	void			(*done)(struct knet_request *rq);
+	void			*priv;
+	struct list_head	node;
 };
 
 struct knet_ep;
@@ -120,5 +130,7 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason);
 void knet_ep_destroy(struct knet_ep *ep);
 void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l);
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
+int knet_submit(struct knet_ep *ep, struct knet_request *rq);
+struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout);
 
 #endif /* _KNET_H */

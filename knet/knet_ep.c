@@ -13,10 +13,12 @@
  * the endpoint: the queue pair is disconnected, which fences every rkey,
  * and every request fails.
  *
- * Completion strategy here: the caller sleeps on its own request (killable,
- * with a time-out). A time-out or a fatal signal disconnects the endpoint
- * and still waits for the flush, so that memory is never returned to the
- * caller while the server could write it.
+ * Completion: knet_submit() never sleeps and ends each request with its
+ * callback (softirq context) or, without one, on the endpoint's done list
+ * for knet_ep_wait_any() (the server-style loop). knet_call() waits for
+ * one request: killable, with a time-out; a time-out or a fatal signal
+ * disconnects the endpoint and still waits for the flush, so that memory
+ * is never returned to the caller while the server could write it.
  */
 #define pr_fmt(fmt) "knet: " fmt
 
@@ -54,6 +56,7 @@ struct knet_slot {
 	unsigned int		idx;
 	u32			gen;
 	bool			busy;
+	bool			finishing;	/* knet_slot_finish() owns it */
 	unsigned int		need;		/* EV_* still awaited */
 	int			err;		/* transport error, negative */
 	struct ib_cqe		send_cqe;
@@ -65,10 +68,10 @@ struct knet_slot {
 	bool			mr_used;
 	bool			inline_in;	/* data asked inline in the reply */
 	struct scatterlist	*sg;
+	unsigned int		sg_orig;	/* entries mapped */
 	int			sg_nents;
 	enum dma_data_direction	dma_dir;
 	struct knet_request	*rq;
-	struct completion	done;
 };
 
 struct knet_ep {
@@ -76,8 +79,10 @@ struct knet_ep {
 	struct ib_device	*dev;
 	struct ib_pd		*pd;
 	struct ib_cq		*cq;
-	spinlock_t		lock;		/* slots, credits, dead */
+	spinlock_t		lock;		/* slots, credits, dead, done_list */
 	wait_queue_head_t	wait;		/* for a free slot and a credit */
+	struct list_head	done_list;	/* finished requests without callback */
+	wait_queue_head_t	done_wait;
 	struct completion	cm_done;
 	int			cm_status;
 	int			reject_reason;
@@ -93,6 +98,43 @@ struct knet_ep {
 
 static void knet_ep_fail(struct knet_ep *ep, int err);
 
+/*
+ * Under ep->lock: is slot S over (nothing more to await)? If so, claim it
+ * for knet_slot_finish(), to be called once the lock is dropped.
+ */
+static bool knet_slot_over(struct knet_slot *s)
+{
+	if (!s->busy || s->need || s->finishing)
+		return false;
+	s->finishing = true;
+	return true;
+}
+
+/* The request of S is over: give back its memory and tell its owner. */
+static void knet_slot_finish(struct knet_slot *s)
+{
+	struct knet_ep *ep = s->ep;
+	struct knet_request *rq = s->rq;
+	unsigned long flags;
+
+	if (s->sg_nents)
+		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
+	s->sg_nents = 0;
+	rq->error = s->err;
+	spin_lock_irqsave(&ep->lock, flags);
+	s->busy = false;
+	s->finishing = false;
+	s->rq = NULL;
+	if (!rq->done)
+		list_add_tail(&rq->node, &ep->done_list);
+	spin_unlock_irqrestore(&ep->lock, flags);
+	wake_up(&ep->wait);
+	if (rq->done)
+		rq->done(rq);
+	else
+		wake_up(&ep->done_wait);
+}
+
 static void knet_fail_work(struct work_struct *w)
 {
 	struct knet_ep *ep = container_of(w, struct knet_ep, fail_work);
@@ -104,9 +146,11 @@ static void knet_fail_work(struct work_struct *w)
 /* The endpoint is broken: wake everybody and disconnect (not from here). */
 static void knet_ep_fail(struct knet_ep *ep, int err)
 {
+	DECLARE_BITMAP(over, KNET_SLOTS);
 	unsigned long flags;
 	unsigned int i;
 
+	bitmap_zero(over, KNET_SLOTS);
 	spin_lock_irqsave(&ep->lock, flags);
 	if (!ep->dead) {
 		ep->dead = true;
@@ -121,26 +165,31 @@ static void knet_ep_fail(struct knet_ep *ep, int err)
 			s->need &= ~EV_REPLY;
 			if (!s->err)
 				s->err = err;
-			if (!s->need)
-				complete(&s->done);
+			if (knet_slot_over(s))
+				__set_bit(i, over);
 		}
 	}
 	spin_unlock_irqrestore(&ep->lock, flags);
+	for_each_set_bit(i, over, KNET_SLOTS)
+		knet_slot_finish(&ep->slot[i]);
 	wake_up_all(&ep->wait);
+	wake_up_all(&ep->done_wait);
 }
 
 static void knet_slot_event(struct knet_slot *s, unsigned int ev, int err)
 {
 	struct knet_ep *ep = s->ep;
 	unsigned long flags;
+	bool over;
 
 	spin_lock_irqsave(&ep->lock, flags);
 	s->need &= ~ev;
 	if (err && !s->err)
 		s->err = err;
-	if (s->busy && !s->need)
-		complete(&s->done);
+	over = knet_slot_over(s);
 	spin_unlock_irqrestore(&ep->lock, flags);
+	if (over)
+		knet_slot_finish(s);
 }
 
 static void knet_send_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -246,7 +295,7 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct knet_slot *s;
 	u32 blen, ilen;
 	unsigned long flags;
-	bool broken = false;
+	bool broken = false, over;
 	int err = 0;
 
 	if (wc->status != IB_WC_SUCCESS) {
@@ -309,9 +358,10 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			broken = true;
 		}
 	}
-	if (!s->need)
-		complete(&s->done);
+	over = knet_slot_over(s);
 	spin_unlock_irqrestore(&ep->lock, flags);
+	if (over)
+		knet_slot_finish(s);
 	wake_up(&ep->wait);
 
 	if (err)
@@ -461,7 +511,6 @@ static int knet_alloc_buffers(struct knet_ep *ep)
 		s->send_cqe.done = knet_send_done;
 		s->reg_cqe.done = knet_reg_done;
 		s->inv_cqe.done = knet_inv_done;
-		init_completion(&s->done);
 		s->msg = kmalloc(KNET_MSG_SIZE, GFP_KERNEL);
 		s->sg = kcalloc(ep->max_pages, sizeof(*s->sg), GFP_KERNEL);
 		if (!s->msg || !s->sg)
@@ -576,6 +625,8 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&ep->lock);
 	init_waitqueue_head(&ep->wait);
+	INIT_LIST_HEAD(&ep->done_list);
+	init_waitqueue_head(&ep->done_wait);
 	init_completion(&ep->cm_done);
 	INIT_WORK(&ep->fail_work, knet_fail_work);
 	ep->cm_id = rdma_create_id(&init_net, knet_cm_handler, ep, RDMA_PS_TCP, IB_QPT_RC);
@@ -688,6 +739,7 @@ out:
 	return s;
 }
 
+/* Give back a slot whose request was never posted, and its credit. */
 static void knet_put_slot(struct knet_ep *ep, struct knet_slot *s)
 {
 	unsigned long flags;
@@ -695,6 +747,7 @@ static void knet_put_slot(struct knet_ep *ep, struct knet_slot *s)
 	spin_lock_irqsave(&ep->lock, flags);
 	s->busy = false;
 	s->rq = NULL;
+	ep->credits++;
 	spin_unlock_irqrestore(&ep->lock, flags);
 	wake_up(&ep->wait);
 }
@@ -720,6 +773,7 @@ static int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, const struct kn
 		}
 	}
 	s->dma_dir = dir == KNET_DIR_TO_SERVER ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	s->sg_orig = m->nr;
 	s->sg_nents = ib_dma_map_sg(ep->dev, s->sg, m->nr, s->dma_dir);
 	if (!s->sg_nents)
 		return -EIO;
@@ -746,22 +800,22 @@ static int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, const struct kn
 }
 
 /**
- * knet_call() - send a request and wait for its answer
+ * knet_submit() - send a request; its end is reported later
  * @ep: a connected endpoint
- * @rq: the request; its out fields are filled in
- * @timeout: in jiffies, for a slot and for the answer
+ * @rq: the request; it must stay valid until it is over, which its @done
+ *	callback reports (or knet_ep_wait_any() returns it)
  *
  * The data of @rq->mem travels inline when small enough, else the server
  * moves it by RDMA through a registration valid for this request only,
- * invalidated before this function returns.
+ * invalidated before the request is reported over.
  *
- * Context: process context, may sleep; killable.
- * Return: 0 when the server answered (its answer in @rq->status), or a
- * transport error: -ETIMEDOUT, -EINTR (fatal signal), -ECONNRESET or
- * -ENOTCONN (the connection is gone), -EPROTO (the server lied), -EINVAL.
- * After a time-out or a signal the endpoint is disconnected.
+ * Context: any; never sleeps.
+ * Return: 0 when sent; -EAGAIN when no slot or credit is free now (retry
+ * after another request of @ep is over); -ENOTCONN when the connection is
+ * gone; -EINVAL for a malformed request; -EIO. On an error return the
+ * request was not sent and will not be reported.
  */
-int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout)
+int knet_submit(struct knet_ep *ep, struct knet_request *rq)
 {
 	const struct knet_mem *m = rq->mem;
 	struct knet_hdr hdr = {};
@@ -769,32 +823,27 @@ int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout
 	struct knet_seg seg;
 	struct ib_send_wr send = {};
 	struct ib_sge sge;
-	struct knet_slot *s = NULL;
+	struct knet_slot *s;
 	u32 len = sizeof(hdr) + rq->body_len;
 	bool inline_out = false;
-	long left;
 	int ret;
 
 	if (m && (!m->len || m->len > ep->lim.max_io || rq->dir == KNET_DIR_NONE))
 		return -EINVAL;
 	if (len + sizeof(seg) > KNET_MSG_SIZE)
 		return -EINVAL;
+	s = knet_get_slot(ep);
+	if (!s)
+		return READ_ONCE(ep->dead) ? -ENOTCONN : -EAGAIN;
 	rq->status = 0;
 	rq->reply_len = 0;
 	rq->inline_len = 0;
-
-	left = wait_event_killable_timeout(ep->wait, ep->dead || (s = knet_get_slot(ep)), timeout);
-	if (left < 0)
-		return -EINTR;
-	if (!s)
-		return ep->dead ? -ENOTCONN : -ETIMEDOUT;
-
+	rq->error = 0;
 	s->rq = rq;
 	s->err = 0;
 	s->mr_used = false;
 	s->inline_in = false;
 	s->sg_nents = 0;
-	reinit_completion(&s->done);
 
 	hdr.magic = cpu_to_le32(KNET_PROTO_MAGIC);
 	hdr.version = KNET_PROTO_VERSION;
@@ -839,25 +888,96 @@ int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout
 	if (ret) {
 		s->need = 0;
 		knet_ep_fail(ep, -EIO);
+		ret = -EIO;
 		goto unmap;
 	}
+	return 0;
 
-	left = wait_for_completion_killable_timeout(&s->done, timeout);
-	if (left <= 0) {
-		/*
-		 * No answer in time, or killed: disconnect, which fences the
-		 * memory, and wait for the flush before giving it back.
-		 */
-		pr_warn("request %u timed out or was killed: disconnecting\n", rq->opcode);
-		knet_ep_fail(ep, left ? -EINTR : -ETIMEDOUT);
-		wait_for_completion(&s->done);
-	}
-	ret = s->err;
 unmap:
 	if (s->sg_nents)
-		ib_dma_unmap_sg(ep->dev, s->sg, m->nr, s->dma_dir);
+		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
+	s->sg_nents = 0;
 release:
 	knet_put_slot(ep, s);
 	return ret;
 }
+EXPORT_SYMBOL_GPL(knet_submit);
+
+struct knet_sync {
+	struct completion	done;
+};
+
+static void knet_sync_done(struct knet_request *rq)
+{
+	struct knet_sync *sync = rq->priv;
+
+	complete(&sync->done);
+}
+
+/**
+ * knet_call() - send a request and wait for its answer
+ * @ep: a connected endpoint
+ * @rq: the request; its out fields are filled in; @done and @priv are used
+ * @timeout: in jiffies, for a slot and for the answer
+ *
+ * Context: process context, may sleep; killable.
+ * Return: 0 when the server answered (its answer in @rq->status), or a
+ * transport error: -ETIMEDOUT, -EINTR (fatal signal), -ECONNRESET or
+ * -ENOTCONN (the connection is gone), -EPROTO (the server lied), -EINVAL.
+ * After a time-out or a signal the endpoint is disconnected, and this
+ * returns only once the server cannot reach @rq's memory any more.
+ */
+int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout)
+{
+	struct knet_sync sync;
+	long left;
+	int ret = -EAGAIN;
+
+	init_completion(&sync.done);
+	rq->done = knet_sync_done;
+	rq->priv = &sync;
+	left = wait_event_killable_timeout(ep->wait, (ret = knet_submit(ep, rq)) != -EAGAIN,
+					   timeout);
+	if (left < 0)
+		return -EINTR;
+	if (ret == -EAGAIN)
+		return -ETIMEDOUT;
+	if (ret)
+		return ret;
+	left = wait_for_completion_killable_timeout(&sync.done, timeout);
+	if (left <= 0) {
+		pr_warn("request %u timed out or was killed: disconnecting\n", rq->opcode);
+		knet_ep_fail(ep, left ? -EINTR : -ETIMEDOUT);
+		wait_for_completion(&sync.done);
+	}
+	return rq->error;
+}
 EXPORT_SYMBOL_GPL(knet_call);
+
+/**
+ * knet_ep_wait_any() - the next request of @ep that is over
+ * @ep: the endpoint
+ * @timeout: in jiffies
+ *
+ * Collects requests submitted without a @done callback, in the order they
+ * ended: the server-style loop of one thread over many requests.
+ *
+ * Context: process context, may sleep; killable.
+ * Return: a request (its @error and out fields set), or NULL when none
+ * ended within @timeout or a fatal signal came.
+ */
+struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout)
+{
+	struct knet_request *rq = NULL;
+	unsigned long flags;
+
+	wait_event_killable_timeout(ep->done_wait, !list_empty_careful(&ep->done_list), timeout);
+	spin_lock_irqsave(&ep->lock, flags);
+	if (!list_empty(&ep->done_list)) {
+		rq = list_first_entry(&ep->done_list, struct knet_request, node);
+		list_del(&rq->node);
+	}
+	spin_unlock_irqrestore(&ep->lock, flags);
+	return rq;
+}
+EXPORT_SYMBOL_GPL(knet_ep_wait_any);

@@ -18,6 +18,7 @@
 #include <linux/uaccess.h>
 
 #include "knet.h"
+#include "../mxbd/uapi/mxbd_proto.h"
 #include "uapi/knet_test.h"
 
 #define KNET_TEST_MAX_DATA	SZ_1M
@@ -215,6 +216,222 @@ out:
 	return ret;
 }
 
+#define KNET_TEST_MAX_DEPTH	32
+
+struct knet_test_slot {
+	struct knet_request	rq;
+	struct knet_test_data	d;
+	struct mxbd_io		io;
+	u64			block;
+	bool			in_use;
+	int			over;		/* callback mode: set by knet_test_cb() */
+};
+
+struct knet_test_run {
+	struct knet_test_batch	b;
+	struct knet_test_slot	*slots;
+	atomic_t		ended;		/* callback mode: requests over */
+	wait_queue_head_t	wait;
+	bool			reading;
+};
+
+static u8 knet_test_byte(u64 block, u32 i)
+{
+	return (u8)(i * 131 + block * 7 + 1);
+}
+
+static void knet_test_fill(struct knet_test_slot *t, u32 bs, bool check, u32 *bad)
+{
+	u32 i, done = 0;
+	unsigned int k;
+
+	for (k = 0; k < t->d.mem.nr; k++) {
+		const struct bio_vec *bv = &t->d.bv[k];
+		u8 *p = kmap_local_page(bv->bv_page) + bv->bv_offset;
+
+		for (i = 0; i < bv->bv_len && done + i < bs; i++) {
+			if (!check)
+				p[i] = knet_test_byte(t->block, done + i);
+			else if (p[i] != knet_test_byte(t->block, done + i))
+				break;
+		}
+		kunmap_local(p);
+		if (check && i < bv->bv_len) {
+			(*bad)++;
+			return;
+		}
+		done += bv->bv_len;
+	}
+}
+
+static void knet_test_cb(struct knet_request *rq)
+{
+	struct knet_test_slot *t = container_of(rq, struct knet_test_slot, rq);
+	struct knet_test_run *run = rq->priv;
+
+	smp_store_release(&t->over, 1);
+	atomic_inc(&run->ended);
+	wake_up(&run->wait);
+}
+
+/* The next slot whose request is over, by the chosen strategy. */
+static struct knet_test_slot *knet_test_reap(struct knet_ep *ep, struct knet_test_run *run)
+{
+	unsigned int i;
+
+	if (!run->b.mode) {
+		struct knet_request *rq = knet_ep_wait_any(ep, msecs_to_jiffies(30000));
+
+		return rq ? container_of(rq, struct knet_test_slot, rq) : NULL;
+	}
+	if (!wait_event_timeout(run->wait, atomic_read(&run->ended) > 0, msecs_to_jiffies(30000)))
+		return NULL;
+	atomic_dec(&run->ended);
+	/* Any slot whose callback ran: its request no longer belongs to knet. */
+	for (i = 0; i < run->b.depth; i++) {
+		struct knet_test_slot *t = &run->slots[i];
+
+		if (t->in_use && smp_load_acquire(&t->over)) {
+			t->over = 0;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+static void knet_test_retire(struct knet_test_run *run, struct knet_test_slot *t)
+{
+	if (t->rq.error || t->rq.status)
+		run->b.errors++;
+	else if (run->reading)
+		knet_test_fill(t, run->b.bs, true, &run->b.mismatches);
+	t->in_use = false;
+}
+
+static int knet_test_pass(struct knet_ep *ep, struct knet_test_run *run)
+{
+	struct knet_test_batch *b = &run->b;
+	unsigned int i, busy_slot;
+	u64 next = 0, ended = 0;
+
+	while (ended < b->count) {
+		struct knet_test_slot *t = NULL;
+
+		for (i = 0; i < b->depth && next < b->count; i++)
+			if (!run->slots[i].in_use)
+				break;
+		if (i < b->depth && next < b->count) {
+			t = &run->slots[i];
+			t->block = next;
+			t->io.offset = cpu_to_le64(b->offset + next * b->bs);
+			t->io.length = cpu_to_le32(b->bs);
+			t->io.flags = 0;
+			if (!run->reading)
+				knet_test_fill(t, b->bs, false, NULL);
+			t->rq.opcode = run->reading ? MXBD_OP_READ : MXBD_OP_WRITE;
+			t->rq.dir = run->reading ? KNET_DIR_FROM_SERVER : KNET_DIR_TO_SERVER;
+			t->over = 0;
+			t->in_use = true;
+			busy_slot = knet_submit(ep, &t->rq);
+			if (!busy_slot) {
+				next++;
+				continue;
+			}
+			t->in_use = false;
+			if (busy_slot != -EAGAIN)
+				return busy_slot;
+			b->busy++;
+		}
+		/* All in flight, or no credit: wait for one to end. */
+		t = knet_test_reap(ep, run);
+		if (!t)
+			return -ETIMEDOUT;
+		knet_test_retire(run, t);
+		ended++;
+	}
+	return 0;
+}
+
+static long knet_test_batch(struct knet_test_file *tf, void __user *arg)
+{
+	struct knet_test_run *run;
+	struct knet_ep *ep;
+	unsigned int i, n;
+	u64 t0;
+	int ret = 0;
+
+	mutex_lock(&tf->lock);
+	ep = tf->ep;
+	mutex_unlock(&tf->lock);
+	if (!ep)
+		return -ENOTCONN;
+	run = kzalloc(sizeof(*run), GFP_KERNEL);
+	if (!run)
+		return -ENOMEM;
+	if (copy_from_user(&run->b, arg, sizeof(run->b))) {
+		ret = -EFAULT;
+		goto free_run;
+	}
+	if (!run->b.depth || run->b.depth > KNET_TEST_MAX_DEPTH || !run->b.bs ||
+	    run->b.bs > KNET_TEST_MAX_DATA || run->b.bs % 512 || run->b.mode > 1 ||
+	    run->b.page_offset >= PAGE_SIZE || run->b.offset % 512) {
+		ret = -EINVAL;
+		goto free_run;
+	}
+	init_waitqueue_head(&run->wait);
+	run->slots = kcalloc(run->b.depth, sizeof(*run->slots), GFP_KERNEL);
+	if (!run->slots) {
+		ret = -ENOMEM;
+		goto free_run;
+	}
+	for (i = 0; i < run->b.depth && !ret; i++) {
+		struct knet_test_slot *t = &run->slots[i];
+
+		ret = knet_test_data_alloc(&t->d, KNET_TEST_MEM_PAGES, run->b.bs,
+					   run->b.page_offset);
+		t->rq.body = &t->io;
+		t->rq.body_len = sizeof(t->io);
+		t->rq.mem = &t->d.mem;
+		t->rq.done = run->b.mode ? knet_test_cb : NULL;
+		t->rq.priv = run;
+	}
+	run->b.errors = 0;
+	run->b.mismatches = 0;
+	run->b.busy = 0;
+	t0 = ktime_get_ns();
+	if (!ret)
+		ret = knet_test_pass(ep, run);
+	run->reading = true;
+	if (!ret)
+		ret = knet_test_pass(ep, run);
+	run->b.elapsed_ns = ktime_get_ns() - t0;
+	/* Nothing may still be in flight when the memory goes. */
+	for (i = 0, n = 0; i < run->b.depth; i++)
+		n += run->slots[i].in_use;
+	while (n) {
+		struct knet_test_slot *t = knet_test_reap(ep, run);
+
+		if (!t) {
+			/*
+			 * Still reachable by the server, and their callbacks
+			 * still to come: better leaked than reused.
+			 */
+			pr_err("%u requests never ended; leaking their memory\n", n);
+			return -EIO;
+		}
+		t->in_use = false;
+		n--;
+	}
+	if (!ret && copy_to_user(arg, &run->b, sizeof(run->b)))
+		ret = -EFAULT;
+	for (i = 0; i < run->b.depth; i++)
+		knet_test_data_free(&run->slots[i].d);
+	kfree(run->slots);
+free_run:
+	kfree(run);
+	return ret;
+}
+
 static long knet_test_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	struct knet_test_file *tf = f->private_data;
@@ -224,6 +441,8 @@ static long knet_test_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		return knet_test_connect(tf, (void __user *)arg);
 	case KNET_TEST_CALL:
 		return knet_test_call(tf, (void __user *)arg);
+	case KNET_TEST_BATCH:
+		return knet_test_batch(tf, (void __user *)arg);
 	default:
 		return -ENOTTY;
 	}

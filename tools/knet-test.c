@@ -7,6 +7,7 @@
  *   knet-test -a ADDR -n NAME [-s file|block] -w connect
  *   knet-test -a ADDR -n VOLUME -s block -w nop -N COUNT
  *   knet-test -a ADDR -n VOLUME -s block -w verify -b BYTES -N COUNT [-m kvec|pages] [-o OFFSET]
+ *   knet-test -a ADDR -n VOLUME -s block -w batch|batch-cb -b BYTES -N COUNT -q DEPTH [-o OFFSET]
  *
  * Exit status: 0 as expected, 1 failure, 2 usage, 3 connection refused.
  */
@@ -68,10 +69,10 @@ int main(int argc, char **argv)
 	const char *addr = NULL, *name = NULL, *what = "connect";
 	struct knet_test_connect cn = { 0 };
 	int opt, fd, mem = KNET_TEST_MEM_PAGES, service = KNET_SVC_BLOCK;
-	unsigned long count = 1, bs = 65536, page_off = 0;
+	unsigned long count = 1, bs = 65536, page_off = 0, depth = 4;
 	struct in_addr in;
 
-	while ((opt = getopt(argc, argv, "a:n:s:w:N:b:m:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, "a:n:s:w:N:b:m:o:q:h")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'n': name = optarg; break;
@@ -81,6 +82,7 @@ int main(int argc, char **argv)
 		case 'b': bs = strtoul(optarg, NULL, 0); break;
 		case 'm': mem = !strcmp(optarg, "kvec") ? KNET_TEST_MEM_KVEC : KNET_TEST_MEM_PAGES; break;
 		case 'o': page_off = strtoul(optarg, NULL, 0); break;
+		case 'q': depth = strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: knet-test -a ADDR -n NAME [-s file|block] [-w connect|nop|verify]\n"
 				"                 [-N COUNT] [-b BYTES] [-m kvec|pages] [-o PAGE_OFFSET]\n");
@@ -158,6 +160,23 @@ int main(int argc, char **argv)
 		       count, bs, mem == KNET_TEST_MEM_KVEC ? "kvec" : "pages", page_off, inl,
 		       2.0 * (double)count * (double)bs / (now_us() - t0));
 		return 0;
+	}
+	if (!strcmp(what, "batch") || !strcmp(what, "batch-cb")) {
+		struct knet_test_batch b = {
+			.bs = (uint32_t)bs, .count = (uint32_t)count, .depth = (uint32_t)depth,
+			.mem_type = (uint16_t)mem, .mode = !strcmp(what, "batch-cb"),
+			.page_offset = (uint32_t)page_off,
+		};
+
+		if (ioctl(fd, KNET_TEST_BATCH, &b)) {
+			fprintf(stderr, "knet-test: batch: %s\n", strerror(errno));
+			return 1;
+		}
+		printf("batch %s: %u blocks of %u bytes, depth %u: %.1f MB/s, %u errors, %u mismatches, %u credit waits\n",
+		       b.mode ? "callbacks" : "wait-any", b.count, b.bs, b.depth,
+		       2.0 * b.count * (double)b.bs / ((double)b.elapsed_ns / 1e3), b.errors,
+		       b.mismatches, b.busy);
+		return b.errors || b.mismatches ? 1 : 0;
 	}
 	fprintf(stderr, "knet-test: unknown -w %s\n", what);
 	return 2;

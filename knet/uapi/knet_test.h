@@ -43,7 +43,30 @@ struct knet_test_call {
 	__u32	inline_len;	/* out */
 };
 
+/*
+ * A batch of block requests kept DEPTH deep with knet_submit(): writes a
+ * pattern over COUNT blocks from OFFSET on (MXBD volumes), then reads them
+ * back and compares in the kernel. MODE 0 collects the ends with
+ * knet_ep_wait_any(), mode 1 with callbacks.
+ */
+struct knet_test_batch {
+	__u32	bs;
+	__u32	count;
+	__u32	depth;
+	__u16	mem_type;
+	__u16	mode;
+	__u32	page_offset;
+	__u32	reserved;
+	__u64	offset;
+	__u64	elapsed_ns;	/* out */
+	__u32	errors;		/* out: requests that failed */
+	__u32	mismatches;	/* out: blocks read back wrong */
+	__u32	busy;		/* out: times knet said -EAGAIN (no credit) */
+	__u32	reserved2;
+};
+
 #define KNET_TEST_CONNECT	_IOWR('k', 1, struct knet_test_connect)
 #define KNET_TEST_CALL		_IOWR('k', 2, struct knet_test_call)
+#define KNET_TEST_BATCH		_IOWR('k', 3, struct knet_test_batch)
 
 #endif /* _UAPI_KNET_TEST_H */

@@ -40,6 +40,14 @@ for args in "-b 2048 -N 16 -m kvec" "-b 65536 -N 16 -m kvec" "-b 65536 -N 16 -m 
 done
 expect_grep 'kvec, page offset 0\): 16 read inline' <(kt -n kvol -w verify -b 2048 -N 16 -m kvec)
 
+step "asynchronous requests, many in flight, beyond the credits: both completion strategies"
+kt -n kvol -w batch -b 65536 -N 200 -q 24 | tee /tmp/out
+expect_grep '^batch wait-any: 200 blocks .* 0 errors, 0 mismatches, [1-9][0-9]* credit waits$' /tmp/out
+kt -n kvol -w batch-cb -b 16384 -N 300 -q 8 -o 512 | tee /tmp/out
+expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
+kt -n kvol -w batch-cb -b 1024 -N 300 -q 16 | tee /tmp/out
+expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
+
 step "the server dies: requests fail, nothing hangs, the module unloads"
 kt -n kvol -w verify -b 1048576 -N 400 -m pages > /tmp/bg.out 2>&1 &
 bg=$!
