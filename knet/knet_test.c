@@ -269,6 +269,7 @@ static void knet_test_cb(struct knet_request *rq)
 	struct knet_test_slot *t = container_of(rq, struct knet_test_slot, rq);
 	struct knet_test_run *run = rq->priv;
 
+	/* Pairs with the acquire in knet_test_reap(): the results before the flag. */
 	smp_store_release(&t->over, 1);
 	atomic_inc(&run->ended);
 	wake_up(&run->wait);
@@ -291,6 +292,7 @@ static struct knet_test_slot *knet_test_reap(struct knet_ep *ep, struct knet_tes
 	for (i = 0; i < run->b.depth; i++) {
 		struct knet_test_slot *t = &run->slots[i];
 
+		/* Pairs with the release in knet_test_cb(). */
 		if (t->in_use && smp_load_acquire(&t->over)) {
 			t->over = 0;
 			return t;
