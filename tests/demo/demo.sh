@@ -60,11 +60,18 @@ say "A user may not write where the permissions say no (uid 1000 in a root 0755 
 say "Moving verified data to the volume: 4 streams of 64 KiB blocks, every byte read back"
 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -n vol0 -w verify -S 4 -q 2 -b 65536 -N 32 | grep -v '^result'
 
+say "From the kernel: knet connects to the volume and moves pages through per-request FRWR"
+insmod "$ORFS_KMOD/knet/knet_test.ko"
+on_exit "rmmod knet_test"
+"$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n vol0 -w verify -b 1048576 -N 4 -m pages -o 100
+"$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n vol0 -w batch -b 65536 -N 128 -q 24
+dmesg | grep 'knet: connected' | tail -n 1
+
 say "Stopping the server (SIGTERM)"
 stop_server
 tail -n 4 "$ORFS_SERVER_LOG"
 
-say "Not in this build yet: knet's data path, 'mount -t orfs' and attaching /dev/mxbd0"
+say "Not in this build yet: user memory through regcache, 'mount -t orfs' and /dev/mxbd0"
 if mount -t orfs "$ORFS_ADDR:/demo" /tmp 2>/dev/null; then fail "mount unexpectedly worked"; fi
 dmesg | grep 'orfs: this build' | tail -n 1
 
