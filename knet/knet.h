@@ -130,6 +130,9 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason);
 void knet_ep_destroy(struct knet_ep *ep);
 void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l);
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
+
+/* knet_main.c: where endpoints publish their counters */
+struct dentry *knet_debugfs_endpoints(void);
 int knet_submit(struct knet_ep *ep, struct knet_request *rq);
 struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout);
 

@@ -22,7 +22,11 @@
  */
 #define pr_fmt(fmt) "knet: " fmt
 
+#include <linux/atomic.h>
 #include <linux/completion.h>
+#include <linux/debugfs.h>
+#include <linux/ktime.h>
+#include <linux/seq_file.h>
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>
 #include <linux/sizes.h>
@@ -39,6 +43,8 @@
 #define KNET_MSG_SIZE		8192
 #define KNET_MAX_PAGES		(SZ_1M / PAGE_SIZE + 1)
 #define KNET_CM_TIMEOUT_MS	5000
+
+#define KNET_LAT_BUCKETS	12	/* <16us, <32us, ... <16ms, more */
 
 #define EV_SEND		0x1
 #define EV_REPLY	0x2
@@ -72,6 +78,7 @@ struct knet_slot {
 	int			sg_nents;
 	enum dma_data_direction	dma_dir;
 	struct knet_request	*rq;
+	u64			t0;		/* when it was posted, ns */
 };
 
 struct knet_ep {
@@ -94,7 +101,18 @@ struct knet_ep {
 	struct knet_rx		rx[KNET_RECV_DEPTH];
 	struct knet_slot	slot[KNET_SLOTS];
 	unsigned int		max_pages;
+	/* Counters, in debugfs knet/endpoints/<id>/stats. */
+	unsigned int		id;
+	struct dentry		*dir;
+	atomic64_t		requests;
+	atomic64_t		bytes_inline;
+	atomic64_t		bytes_rdma;
+	atomic64_t		credit_stalls;
+	atomic64_t		errors;
+	atomic64_t		lat_hist[KNET_LAT_BUCKETS];	/* request latency */
 };
+
+static atomic_t knet_ep_ids = ATOMIC_INIT(0);
 
 static void knet_ep_fail(struct knet_ep *ep, int err);
 
@@ -121,6 +139,15 @@ static void knet_slot_finish(struct knet_slot *s)
 		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
 	s->sg_nents = 0;
 	rq->error = s->err;
+	if (s->err) {
+		atomic64_inc(&ep->errors);
+	} else {
+		u64 us = div_u64(ktime_get_ns() - s->t0, NSEC_PER_USEC);
+		unsigned int b = us < 16 ? 0 : min_t(unsigned int, ilog2(us) - 3,
+						     KNET_LAT_BUCKETS - 1);
+
+		atomic64_inc(&ep->lat_hist[b]);
+	}
 	spin_lock_irqsave(&ep->lock, flags);
 	s->busy = false;
 	s->finishing = false;
@@ -372,6 +399,41 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		knet_ep_fail(ep, -EIO);
 }
 
+/* ---- counters --------------------------------------------------------- */
+
+static int knet_ep_stats_show(struct seq_file *m, void *v)
+{
+	struct knet_ep *ep = m->private;
+	unsigned int i;
+
+	seq_printf(m, "peer %pISpc\n", &ep->cm_id->route.addr.dst_addr);
+	seq_printf(m, "state %s\n", READ_ONCE(ep->dead) ? "dead" : "connected");
+	seq_printf(m, "credits %d of %u\n", READ_ONCE(ep->credits), ep->lim.credits);
+	seq_printf(m, "requests %lld\n", atomic64_read(&ep->requests));
+	seq_printf(m, "bytes_inline %lld\n", atomic64_read(&ep->bytes_inline));
+	seq_printf(m, "bytes_rdma %lld\n", atomic64_read(&ep->bytes_rdma));
+	seq_printf(m, "credit_stalls %lld\n", atomic64_read(&ep->credit_stalls));
+	seq_printf(m, "errors %lld\n", atomic64_read(&ep->errors));
+	seq_puts(m, "latency_us");
+	for (i = 0; i < KNET_LAT_BUCKETS - 1; i++)
+		seq_printf(m, " <%u:%lld", 16U << i, atomic64_read(&ep->lat_hist[i]));
+	seq_printf(m, " >=%u:%lld", 16U << (KNET_LAT_BUCKETS - 2),
+		   atomic64_read(&ep->lat_hist[KNET_LAT_BUCKETS - 1]));
+	seq_putc(m, '\n');
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(knet_ep_stats);
+
+static void knet_ep_debugfs_add(struct knet_ep *ep)
+{
+	char name[16];
+
+	ep->id = atomic_inc_return(&knet_ep_ids);
+	snprintf(name, sizeof(name), "%u", ep->id);
+	ep->dir = debugfs_create_dir(name, knet_debugfs_endpoints());
+	debugfs_create_file("stats", 0444, ep->dir, ep, &knet_ep_stats_fops);
+}
+
 /* ---- connection ------------------------------------------------------ */
 
 static int knet_parse_rep(struct knet_ep *ep, const u8 *data, u8 len)
@@ -434,7 +496,8 @@ static int knet_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-		if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
+		/* Our own disconnect (destroy, or a failure already logged) is quiet. */
+		if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT && !READ_ONCE(ep->dead))
 			pr_info("connection to %pISpc lost (%s)\n", &id->route.addr.dst_addr,
 				rdma_event_msg(ev->event));
 		knet_ep_fail(ep, -ECONNRESET);
@@ -667,6 +730,7 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 		*reason = ep->reject_reason;
 		goto fail;
 	}
+	knet_ep_debugfs_add(ep);
 	pr_info("connected to %pISpc (%s '%s'): %u credits, inline %u, max I/O %u\n",
 		&p->addr, p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
 		ep->lim.credits, ep->lim.inline_max, ep->lim.max_io);
@@ -698,6 +762,7 @@ void knet_ep_destroy(struct knet_ep *ep)
 	ep->connected = false;
 	spin_unlock_irqrestore(&ep->lock, flags);
 	cancel_work_sync(&ep->fail_work);
+	debugfs_remove_recursive(ep->dir);
 	rdma_disconnect(ep->cm_id);
 	knet_teardown(ep, was_connected);
 }
@@ -833,8 +898,12 @@ int knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	if (len + sizeof(seg) > KNET_MSG_SIZE)
 		return -EINVAL;
 	s = knet_get_slot(ep);
-	if (!s)
-		return READ_ONCE(ep->dead) ? -ENOTCONN : -EAGAIN;
+	if (!s) {
+		if (READ_ONCE(ep->dead))
+			return -ENOTCONN;
+		atomic64_inc(&ep->credit_stalls);
+		return -EAGAIN;
+	}
 	rq->status = 0;
 	rq->reply_len = 0;
 	rq->inline_len = 0;
@@ -884,6 +953,7 @@ int knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	if (s->mr_used)
 		reg.wr.next = &send;
 	s->need = EV_SEND | EV_REPLY;
+	s->t0 = ktime_get_ns();
 	ret = ib_post_send(ep->cm_id->qp, s->mr_used ? &reg.wr : &send, NULL);
 	if (ret) {
 		s->need = 0;
@@ -891,6 +961,9 @@ int knet_submit(struct knet_ep *ep, struct knet_request *rq)
 		ret = -EIO;
 		goto unmap;
 	}
+	atomic64_inc(&ep->requests);
+	if (m)
+		atomic64_add(m->len, s->mr_used ? &ep->bytes_rdma : &ep->bytes_inline);
 	return 0;
 
 unmap:

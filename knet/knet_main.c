@@ -37,6 +37,19 @@ static LIST_HEAD(knet_devices);
 static LIST_HEAD(knet_ulps);
 static DEFINE_MUTEX(knet_lock);		/* protects both lists */
 static struct dentry *knet_debugfs;
+static struct dentry *knet_debugfs_eps;
+
+/**
+ * knet_debugfs_endpoints() - the debugfs directory of endpoint counters
+ *
+ * Return: the directory (may be an error pointer when debugfs is off;
+ * debugfs calls accept that).
+ */
+struct dentry *knet_debugfs_endpoints(void)
+{
+	return knet_debugfs_eps;
+}
+
 static struct ib_client knet_ib_client;
 
 static int knet_add_one(struct ib_device *ibdev)
@@ -193,6 +206,7 @@ static int __init knet_init(void)
 	debugfs_create_file("devices", 0444, knet_debugfs, NULL,
 			    &knet_devices_fops);
 	debugfs_create_file("ulps", 0444, knet_debugfs, NULL, &knet_ulps_fops);
+	knet_debugfs_eps = debugfs_create_dir("endpoints", knet_debugfs);
 
 	ret = ib_register_client(&knet_ib_client);
 	if (ret) {

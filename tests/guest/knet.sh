@@ -48,6 +48,28 @@ expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
 kt -n kvol -w batch-cb -b 1024 -N 300 -q 16 | tee /tmp/out
 expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
 
+step "the endpoint's counters: requests, bytes inline and by RDMA, credit stalls, latency"
+# One process keeps an endpoint open while we read its debugfs entry.
+kt -n kvol -w batch -b 65536 -N 400 -q 24 > /tmp/out &
+bg=$!
+on_exit "kill $bg 2>/dev/null; wait $bg 2>/dev/null"
+ep=""
+for ((i = 0; i < 100; i++)); do
+	ep=$(ls -d /sys/kernel/debug/knet/endpoints/* 2>/dev/null | tail -n 1 || true)
+	[ -n "$ep" ] && grep -q 'requests [1-9]' "$ep/stats" && break
+	sleep 0.1
+done
+[ -n "$ep" ] || fail "no endpoint in debugfs"
+cat "$ep/stats" > /tmp/stats
+wait $bg
+cat /tmp/stats
+expect_grep "^peer $ORFS_ADDR:20077$" /tmp/stats
+expect_grep '^requests [1-9][0-9]*$' /tmp/stats
+expect_grep '^bytes_rdma [1-9][0-9]*$' /tmp/stats
+expect_grep '^errors 0$' /tmp/stats
+expect_grep '^latency_us <16:[0-9]+ <32:' /tmp/stats
+[ ! -e "$ep" ] || fail "the endpoint's debugfs entry outlived it"
+
 step "the server dies: requests fail, nothing hangs, the module unloads"
 kt -n kvol -w verify -b 1048576 -N 400 -m pages > /tmp/bg.out 2>&1 &
 bg=$!
