@@ -172,10 +172,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "knet-test: batch: %s\n", strerror(errno));
 			return 1;
 		}
-		printf("batch %s: %u blocks of %u bytes, depth %u: %.1f MB/s, %u errors, %u mismatches, %u credit waits\n",
+		printf("batch %s: %u blocks of %u bytes, depth %u: %.1f MB/s, %.1f us per request, %u errors, %u mismatches, %u credit waits\n",
 		       b.mode ? "callbacks" : "wait-any", b.count, b.bs, b.depth,
-		       2.0 * b.count * (double)b.bs / ((double)b.elapsed_ns / 1e3), b.errors,
-		       b.mismatches, b.busy);
+		       2.0 * b.count * (double)b.bs / ((double)b.elapsed_ns / 1e3),
+		       (double)b.elapsed_ns / 1e3 / (2.0 * b.count), b.errors, b.mismatches, b.busy);
 		return b.errors || b.mismatches ? 1 : 0;
 	}
 	fprintf(stderr, "knet-test: unknown -w %s\n", what);

@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# knet from the kernel against orfs-server, through the test device:
+# latency of a 4 KiB request with each completion strategy (one at a time:
+# the caller sleeping on its request, wait-for-any, callbacks), and the
+# bandwidth of 1 MiB transfers kept 8 deep against perftest's
+# ib_write_bw/ib_read_bw between two processes on the same rxe device.
+# The regcache rows come with regcache.
+# timeout: 600
+. "$(dirname "$0")/../guest/lib.sh"
+out=$ORFS_RESULTS/knet.tsv
+: > "$out"
+kt() { "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" "$@"; }
+row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$out"; echo "$1 $2 ${3:--} $4"; }
+
+load_suite
+insmod "$ORFS_KMOD/knet/knet_test.ko"
+on_exit "rmmod knet_test"
+truncate -s 512M /tmp/bvol
+start_server -b bvol=/tmp/bvol
+
+# One request at a time: NOPs through knet_call(), 4 KiB block requests
+# (inline: under the inline size) with wait-any and with callbacks.
+nop=$(kt -n bvol -w nop -N 2000 | sed -n 's/^2000 NOPs: mean \([0-9.]*\) us/\1/p')
+wa=$(kt -n bvol -w batch -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us per request.*/\1/p')
+cb=$(kt -n bvol -w batch-cb -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us per request.*/\1/p')
+[ -n "$nop" ] && [ -n "$wa" ] && [ -n "$cb" ] || fail "no latency figures"
+row nop_call_lat_us "$nop" "" us
+row req_4k_waitany_lat_us "$wa" "" us
+row req_4k_callback_lat_us "$cb" "" us
+
+# Bandwidth: 1 MiB blocks, 8 in flight, written then read back.
+bw=$(kt -n bvol -w batch -b 1048576 -N 256 -q 8 | sed -n 's/.*depth 8: \([0-9.]*\) MB\/s.*/\1/p')
+stop_server
+port=18700
+perf() {
+	port=$((port + 1))
+	"$1" -d "$ORFS_RDMA_DEV" -R -p $port -s 1048576 -n 200 -F > /tmp/p.srv 2>&1 &
+	sleep 1
+	timeout 120 "$1" -d "$ORFS_RDMA_DEV" -R -p $port -s 1048576 -n 200 -F "$ORFS_ADDR" > /tmp/p.cli 2>&1
+	wait || true
+	awk '$1 == 1048576 { print $4 }' /tmp/p.cli
+}
+wbw=$(perf ib_write_bw)
+rbw=$(perf ib_read_bw)
+[ -n "$bw" ] && [ -n "$wbw" ] && [ -n "$rbw" ] || fail "no bandwidth figures"
+row bw_1M_q8_MBps "$bw" "$(echo "($wbw + $rbw) / 2" | bc -l | xargs printf '%.2f')" MBps
