@@ -67,11 +67,27 @@ insmod "$ORFS_KMOD/knet/knet_test.ko"
 dmesg | grep 'knet: connected' | tail -n 1
 rmmod knet_test
 
+say "MXBD: the volume as /dev/mxbd0, an ext4 file system on it, checked by fsck"
+unload_suite
+modprobe -a ib_core rdma_cm
+insmod "$ORFS_KMOD/regcache/regcache.ko"
+insmod "$ORFS_KMOD/knet/knet.ko"
+insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=vol0
+dmesg | grep 'mxbd0: volume' | tail -n 1
+mkfs.ext4 -q -F /dev/mxbd0
+mkdir -p /tmp/mnt && mount /dev/mxbd0 /tmp/mnt
+cp -a /usr/include/linux /tmp/mnt/ && df -h /tmp/mnt | tail -n 1
+umount /tmp/mnt
+fsck.ext4 -fn /dev/mxbd0 | tail -n 1
+rmmod mxbd
+insmod "$ORFS_KMOD/orfs/orfs.ko"
+insmod "$ORFS_KMOD/mxbd/mxbd.ko"
+
 say "Stopping the server (SIGTERM)"
 stop_server
 tail -n 4 "$ORFS_SERVER_LOG"
 
-say "Not in this build yet: user memory through regcache, 'mount -t orfs' and /dev/mxbd0"
+say "Not in this build yet: user memory through regcache, 'mount -t orfs', MXBD run-time attach"
 if mount -t orfs "$ORFS_ADDR:/demo" /tmp 2>/dev/null; then fail "mount unexpectedly worked"; fi
 dmesg | grep 'orfs: this build' | tail -n 1
 
