@@ -19,7 +19,7 @@
 
 #define MSG_SIZE	8192
 #define DEPTH		8
-#define TIMEOUT_MS	10000
+#define TIMEOUT_MS	30000	/* generous: emulated guests under load are slow */
 
 struct client {
 	struct kc_fabric	f;
