@@ -1,0 +1,79 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# MXBD against NVMe-oF RDMA in the same guest boot, the same fio jobs on
+# /dev/mxbd0 (orfs-server volume) and on /dev/nvme0n1 (nvmet target with
+# nvme_rdma), both over rxe0 and both backed by a file in tmpfs (buffered:
+# tmpfs refuses O_DIRECT on 6.1): 1 MiB sequential read and write at depth
+# 16, 4 KiB random read and write at depth 1 (mean and p99 latency) and at
+# depth 32 (IOPS).
+# timeout: 900
+. "$(dirname "$0")/../guest/lib.sh"
+out=$ORFS_RESULTS/mxbd.tsv
+: > "$out"
+secs=${BENCH_SECONDS:-10}
+size=256M
+
+# MXBD.
+truncate -s 512M /tmp/mx.img
+start_server -b mx=/tmp/mx.img
+modprobe -a ib_core rdma_cm
+insmod "$ORFS_KMOD/regcache/regcache.ko"
+insmod "$ORFS_KMOD/knet/knet.ko"
+insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mx
+on_exit "rmmod mxbd; rmmod knet; rmmod regcache"
+
+# NVMe-oF RDMA, target and host in this guest.
+truncate -s 512M /tmp/nv.img
+modprobe -a nvmet nvmet_rdma nvme_rdma
+cfg=/sys/kernel/config/nvmet
+mkdir $cfg/subsystems/bench
+echo 1 > $cfg/subsystems/bench/attr_allow_any_host
+mkdir $cfg/subsystems/bench/namespaces/1
+echo /tmp/nv.img > $cfg/subsystems/bench/namespaces/1/device_path
+[ -e $cfg/subsystems/bench/namespaces/1/buffered_io ] && echo 1 > $cfg/subsystems/bench/namespaces/1/buffered_io
+echo 1 > $cfg/subsystems/bench/namespaces/1/enable
+mkdir $cfg/ports/1
+echo rdma > $cfg/ports/1/addr_trtype
+echo ipv4 > $cfg/ports/1/addr_adrfam
+echo "$ORFS_ADDR" > $cfg/ports/1/addr_traddr
+echo 4420 > $cfg/ports/1/addr_trsvcid
+ln -s $cfg/subsystems/bench $cfg/ports/1/subsystems/bench
+echo "transport=rdma,traddr=$ORFS_ADDR,trsvcid=4420,nqn=bench" > /dev/nvme-fabrics
+for ((i = 0; i < 100; i++)); do [ -b /dev/nvme0n1 ] && break; sleep 0.1; done
+[ -b /dev/nvme0n1 ] || fail "NVMe-oF namespace did not appear"
+on_exit "echo 1 > /sys/class/nvme/nvme0/delete_controller"
+
+# fio JOB DEVICE: one job, JSON; prints "MBps lat_us p99_us iops".
+run() {
+	local name=$1 dev=$2 rw=$3 bs=$4 qd=$5
+	fio --name="$name" --filename="$dev" --direct=1 --ioengine=libaio --rw="$rw" --bs="$bs" \
+		--iodepth="$qd" --size=$size --time_based --runtime="$secs" --ramp_time=2 \
+		--output-format=json --output="/tmp/$name.json" > /dev/null || fail "fio $name"
+	python3 - "/tmp/$name.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))['jobs'][0]
+d = j['read'] if j['read']['io_bytes'] else j['write']
+lat = d['lat_ns']['mean'] / 1000
+p99 = d['clat_ns']['percentile'].get('99.000000', 0) / 1000
+print('%.2f %.1f %.1f %.0f' % (d['bw_bytes'] / 1e6, lat, p99, d['iops']))
+PY
+}
+
+# Fill both, so that reads read written blocks.
+for dev in /dev/mxbd0 /dev/nvme0n1; do
+	dd if=/dev/zero of=$dev bs=1M count=256 oflag=direct status=none
+done
+
+row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$out"; echo "$1 ours=$2 peer=$3 $4"; }
+for job in "seqread_1M_qd16 read 1M 16" "seqwrite_1M_qd16 write 1M 16" \
+	   "randread_4k_qd1 randread 4k 1" "randwrite_4k_qd1 randwrite 4k 1" \
+	   "randread_4k_qd32 randread 4k 32" "randwrite_4k_qd32 randwrite 4k 32"; do
+	set -- $job
+	read -r m_bw m_lat m_p99 m_iops < <(run "mx-$1" /dev/mxbd0 "$2" "$3" "$4")
+	read -r n_bw n_lat n_p99 n_iops < <(run "nv-$1" /dev/nvme0n1 "$2" "$3" "$4")
+	case $1 in
+	*_1M_*) row "${1}_MBps" "$m_bw" "$n_bw" MBps ;;
+	*_qd1) row "${1}_lat_us" "$m_lat" "$n_lat" us; row "${1%_qd1}_qd1_p99_us" "$m_p99" "$n_p99" us ;;
+	*_qd32) row "${1}_iops" "$m_iops" "$n_iops" IOPS ;;
+	esac
+done
