@@ -31,7 +31,6 @@ struct knet_ulp {
 int knet_register_ulp(struct knet_ulp *ulp);
 void knet_unregister_ulp(struct knet_ulp *ulp);
 unsigned int knet_device_count(void);
-const char *knet_reject_reason(int reason);
 
 /*
  * Typed memory descriptors: what a request's data is, whatever its kind.

@@ -165,34 +165,6 @@ void knet_unregister_ulp(struct knet_ulp *ulp)
 }
 EXPORT_SYMBOL_GPL(knet_unregister_ulp);
 
-/**
- * knet_reject_reason() - text for a server's reason to refuse a connection
- * @reason: an enum knet_cm_reject value, or 0
- *
- * Return: a static string.
- */
-const char *knet_reject_reason(int reason)
-{
-	switch (reason) {
-	case KNET_REJ_VERSION:
-		return "unsupported protocol version";
-	case KNET_REJ_SERVICE:
-		return "unknown service";
-	case KNET_REJ_NOENT:
-		return "no such export or volume";
-	case KNET_REJ_ACCESS:
-		return "client not allowed";
-	case KNET_REJ_BUSY:
-		return "server out of resources";
-	case KNET_REJ_MALFORMED:
-		return "malformed connect data";
-	case 0:
-		return "no reason given";
-	}
-	return "unknown reason";
-}
-EXPORT_SYMBOL_GPL(knet_reject_reason);
-
 static int knet_devices_show(struct seq_file *m, void *v)
 {
 	struct knet_device *kdev;

@@ -265,7 +265,7 @@ static int mxbd_attach(const char *addr, u16 port_nr, const char *name, int inde
 		ret = PTR_ERR(d->ep);
 		if (ret == -ECONNREFUSED)
 			pr_err("cannot attach volume '%s' of %s: refused: %s\n", name, addr,
-			       knet_reject_reason(reason));
+			       knet_reject_str(reason));
 		else
 			pr_err("cannot attach volume '%s' of %s: %d\n", name, addr, ret);
 		goto free_dev;

@@ -121,19 +121,5 @@ const char *proto_hdr_strerror(enum knet_hdr_error e)
 
 const char *proto_reject_str(int reason)
 {
-	switch (reason) {
-	case KNET_REJ_VERSION:
-		return "unsupported protocol version";
-	case KNET_REJ_SERVICE:
-		return "unknown service";
-	case KNET_REJ_NOENT:
-		return "no such export or volume";
-	case KNET_REJ_ACCESS:
-		return "client not allowed";
-	case KNET_REJ_BUSY:
-		return "server out of connection resources";
-	case KNET_REJ_MALFORMED:
-		return "malformed connect data";
-	}
-	return "unknown reason";
+	return knet_reject_str(reason);
 }

@@ -89,6 +89,28 @@ struct knet_cm_rej {
 	__le16	reason;		/* enum knet_cm_reject */
 };
 
+/* Text for a reject reason, the same on both sides of the wire. */
+static inline const char *knet_reject_str(int reason)
+{
+	switch (reason) {
+	case 0:
+		return "no reason given";
+	case KNET_REJ_VERSION:
+		return "unsupported protocol version";
+	case KNET_REJ_SERVICE:
+		return "unknown service";
+	case KNET_REJ_NOENT:
+		return "no such export or volume";
+	case KNET_REJ_ACCESS:
+		return "client not allowed";
+	case KNET_REJ_BUSY:
+		return "server out of connection resources";
+	case KNET_REJ_MALFORMED:
+		return "malformed connect data";
+	}
+	return "unknown reason";
+}
+
 /*
  * Opcodes below KNET_OP_SERVICE_BASE belong to the transport and mean the
  * same for every service; the services number theirs from the base up.

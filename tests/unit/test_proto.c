@@ -188,7 +188,8 @@ static void test_strings(void)
 
 	for (r = KNET_REJ_VERSION; r <= KNET_REJ_MALFORMED; r++)
 		CU_ASSERT_STRING_NOT_EQUAL(proto_reject_str(r), "unknown reason");
-	CU_ASSERT_STRING_EQUAL(proto_reject_str(0), "unknown reason");
+	CU_ASSERT_STRING_EQUAL(proto_reject_str(0), "no reason given");
+	CU_ASSERT_STRING_EQUAL(proto_reject_str(99), "unknown reason");
 	for (r = KNET_HDR_SHORT; r <= KNET_HDR_LENGTH; r++)
 		CU_ASSERT_STRING_NOT_EQUAL(proto_hdr_strerror((enum knet_hdr_error)r),
 					   "unknown framing error");
