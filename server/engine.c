@@ -59,6 +59,34 @@ static uint32_t info_body(struct req *r, struct mxbd_info *info)
 	return sizeof(*info);
 }
 
+/* Make the reply in BUF (N bytes) lie as FAULT says; returns its new length. */
+static size_t inject_fault(int fault, char *buf, size_t n)
+{
+	struct knet_hdr h;
+	size_t extra = 0;
+
+	memcpy(&h, buf, sizeof(h));
+	switch (fault) {
+	case FAULT_TAG:
+		h.tag = htole32(le32toh(h.tag) ^ 0x5a5a00);
+		break;
+	case FAULT_INLINE:
+		extra = 64;
+		h.inline_len = htole32(le32toh(h.inline_len) + (uint32_t)extra);
+		break;
+	case FAULT_BODY:
+		extra = 2048;
+		h.body_len = htole32(le32toh(h.body_len) + (uint32_t)extra);
+		memmove(buf + sizeof(h) + extra, buf + sizeof(h), n - sizeof(h));
+		break;
+	}
+	if (n + extra > SRV_TX_SIZE)
+		return n;
+	memset(buf + n, 0x5a, fault == FAULT_INLINE ? extra : 0);
+	memcpy(buf, &h, sizeof(h));
+	return n + extra;
+}
+
 /* Send R's reply, built from its state; parks R if no reply buffer is free. */
 static void reply(struct req *r)
 {
@@ -109,6 +137,8 @@ static void reply(struct req *r)
 		req_finish(r);
 		return;
 	}
+	if (c->s->fault && c->st.requests > 2)
+		n = inject_fault(c->s->fault, conn_tx_buf(c, t), n);
 	c->bytes_out += ilen;
 	/* The receive goes back before the reply that returns its credit. */
 	if (conn_post_recv(c, r->slot)) {

@@ -887,6 +887,13 @@ int main(int argc, char **argv)
 		goto fail_usage;
 	}
 	umask(0);	/* clients send the modes they mean, their umask applied */
+	if (getenv("ORFS_SERVER_FAULT")) {
+		const char *f = getenv("ORFS_SERVER_FAULT");
+
+		s.fault = !strcmp(f, "tag") ? FAULT_TAG : !strcmp(f, "inline") ? FAULT_INLINE :
+			  !strcmp(f, "body") ? FAULT_BODY : FAULT_NONE;
+		srv_log("ORFS_SERVER_FAULT=%s: replies will lie (a test aid)", f);
+	}
 	replay_init(&s.replay);
 	{
 		struct timespec ts;

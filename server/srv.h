@@ -166,6 +166,18 @@ struct srv {
 	uint8_t			key[16];	/* file handle MAC key, kept in state_dir */
 	uint64_t		boot;		/* this start's identity */
 	struct replay		replay;		/* answers to non-idempotent file operations */
+	int			fault;		/* ORFS_SERVER_FAULT, tests only */
+};
+
+/*
+ * Fault injection for the clients' tests (environment ORFS_SERVER_FAULT):
+ * from the 3rd reply on, replies lie in one way.
+ */
+enum srv_fault {
+	FAULT_NONE,
+	FAULT_TAG,		/* "tag": a tag no request has */
+	FAULT_INLINE,		/* "inline": inline data nobody asked for */
+	FAULT_BODY,		/* "body": a body larger than any request allows */
 };
 
 /* main.c */

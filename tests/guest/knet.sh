@@ -70,6 +70,21 @@ expect_grep '^errors 0$' /tmp/stats
 expect_grep '^latency_us <16:[0-9]+ <32:' /tmp/stats
 [ ! -e "$ep" ] || fail "the endpoint's debugfs entry outlived it"
 
+step "a server that lies: the request fails with EPROTO, the endpoint is dropped, no oops"
+for fault in tag inline body; do
+	stop_server
+	ORFS_SERVER_FAULT=$fault start_server -b kvol=/tmp/kvol
+	set +e
+	kt -n kvol -w verify -b 2048 -N 8 -m kvec > /tmp/out 2>&1; rc=$?
+	set -e
+	cat /tmp/out
+	expect_eq "exit code with a lying server ($fault)" "$rc" 1
+	expect_grep 'Protocol error' /tmp/out
+done
+dmesg | grep -E 'knet: (reply for no request|malformed reply|reply larger)' | tail -n 3
+stop_server
+start_server -b kvol=/tmp/kvol
+
 step "the server dies: requests fail, nothing hangs, the module unloads"
 kt -n kvol -w verify -b 1048576 -N 400 -m pages > /tmp/bg.out 2>&1 &
 bg=$!
