@@ -8,7 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 
 truncate -s 256M /tmp/mvol
-start_server -b mvol=/tmp/mvol
+head -c 8M /dev/urandom > /tmp/mro
+start_server -b mvol=/tmp/mvol -b mro=/tmp/mro,ro
 modprobe -a ib_core rdma_cm
 insmod "$ORFS_KMOD/regcache/regcache.ko"
 insmod "$ORFS_KMOD/knet/knet.ko"
@@ -55,6 +56,28 @@ cmp <(dd if=/dev/mxbd0 bs=1M count=2 skip=200 iflag=direct status=none) <(head -
 	fail "discarded blocks do not read as zeroes"
 
 step "unload detaches the device"
+rmmod mxbd
+[ ! -e /dev/mxbd0 ] || fail "/dev/mxbd0 outlived the module"
+
+step "a read-only volume: reads give its bytes, writes are refused"
+insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mro
+expect_eq "read-only" "$(blockdev --getro /dev/mxbd0)" 1
+cmp <(dd if=/dev/mxbd0 bs=1M iflag=direct status=none) /tmp/mro || fail "read-only volume reads differ"
+if dd if=/dev/zero of=/dev/mxbd0 bs=4k count=1 oflag=direct status=none 2>/tmp/dd.err; then
+	fail "a write to a read-only volume succeeded"
+fi
+cat /tmp/dd.err
+rmmod mxbd
+
+step "a server that answers with garbage gives I/O errors, never a crash"
+stop_server
+ORFS_SERVER_FAULT=tag start_server -b mvol=/tmp/mvol
+insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mvol
+if dd if=/dev/mxbd0 of=/dev/null bs=4k count=64 iflag=direct status=none 2>/tmp/dd.err; then
+	fail "reads from a lying server succeeded"
+fi
+cat /tmp/dd.err
+expect_grep 'Input/output error' /tmp/dd.err
 rmmod mxbd
 [ ! -e /dev/mxbd0 ] || fail "/dev/mxbd0 outlived the module"
 echo ok
