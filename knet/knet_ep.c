@@ -38,8 +38,8 @@
 
 #include "knet.h"
 
-#define KNET_RECV_DEPTH		16
-#define KNET_SLOTS		16
+#define KNET_RECV_DEPTH		32
+#define KNET_SLOTS		32
 #define KNET_MSG_SIZE		8192
 #define KNET_MAX_PAGES		(SZ_1M / PAGE_SIZE + 1)
 #define KNET_CM_TIMEOUT_MS	5000

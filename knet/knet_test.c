@@ -216,7 +216,7 @@ out:
 	return ret;
 }
 
-#define KNET_TEST_MAX_DEPTH	32
+#define KNET_TEST_MAX_DEPTH	64
 
 struct knet_test_slot {
 	struct knet_request	rq;

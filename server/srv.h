@@ -23,7 +23,7 @@
 #define SRV_MSG_SIZE	8192	/* largest message a client may send us */
 #define SRV_INLINE_MAX	4096	/* largest inline payload either way */
 #define SRV_TX_SIZE	(SRV_INLINE_MAX + 256)	/* largest reply */
-#define SRV_CREDITS	16	/* most receives posted per connection */
+#define SRV_CREDITS	32	/* most receives posted per connection */
 #define SRV_MIN_CREDITS	2	/* fewest */
 #define SRV_TX		(2 * SRV_CREDITS)	/* most reply buffers per connection */
 /*

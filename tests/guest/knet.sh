@@ -17,7 +17,7 @@ start_server -b kvol=/tmp/kvol
 
 step "knet connects with the protocol's framing and gets the server's limits"
 kt -n kvol -w connect | tee /tmp/out
-expect_grep '^connected: credits 1[0-9]* inline_max [0-9]+ max_io 1048576$' /tmp/out
+expect_grep '^connected: credits 32 inline_max [0-9]+ max_io 1048576$' /tmp/out
 expect_grep "connected to $ORFS_ADDR:20077 \(volume 'kvol'\)" <(dmesg)
 
 step "a refused connection reports the server's reason"
@@ -40,8 +40,8 @@ for args in "-b 2048 -N 16 -m kvec" "-b 65536 -N 16 -m kvec" "-b 65536 -N 16 -m 
 done
 expect_grep 'kvec, page offset 0\): 16 read inline' <(kt -n kvol -w verify -b 2048 -N 16 -m kvec)
 
-step "asynchronous requests, many in flight, beyond the credits: both completion strategies"
-kt -n kvol -w batch -b 65536 -N 200 -q 24 | tee /tmp/out
+step "asynchronous requests, 48 in flight over 32 credits: both completion strategies"
+kt -n kvol -w batch -b 65536 -N 200 -q 48 | tee /tmp/out
 expect_grep '^batch wait-any: 200 blocks .* 0 errors, 0 mismatches, [1-9][0-9]* credit waits$' /tmp/out
 kt -n kvol -w batch-cb -b 16384 -N 300 -q 8 -o 512 | tee /tmp/out
 expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
