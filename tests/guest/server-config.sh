@@ -89,14 +89,16 @@ stop_server
 cat "$ORFS_SERVER_LOG"
 
 step "SIGTERM under load: running requests finish, the volumes are flushed, exit 0"
+rm -f /tmp/v2 && truncate -s 32M /tmp/v2
 start_server -b v2=/tmp/v2
-load -n v2 -w write -S 4 -q 4 -b 65536 -T 30 > /tmp/bg.out 2>&1 &
+load -n v2 -w write -S 4 -q 8 -b 65536 -T 30 > /tmp/bg.out 2>&1 &
 bg=$!
-for ((i = 0; i < 100; i++)); do
-	[ "$(grep -c 'connected to volume' "$ORFS_SERVER_LOG")" -ge 5 ] && break
+# Wait until writes really flow: the sparse volume file gains blocks.
+for ((i = 0; i < 300; i++)); do
+	[ "$(stat -c %b /tmp/v2)" -gt 2048 ] && break
 	sleep 0.1
 done
-sleep 1
+[ "$(stat -c %b /tmp/v2)" -gt 2048 ] || fail "the load never started"
 stop_server
 wait $bg || true
 cat "$ORFS_SERVER_LOG" | tail -n 8
