@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "server/block.h"
+#include "server/proto.h"
 
 int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_io)
 {
@@ -101,7 +102,7 @@ int block_decode(const struct volume *v, const void *msg, uint32_t len,
 {
 	struct knet_hdr h;
 	struct mxbd_io io;
-	uint32_t body_len, i, total = 0;
+	uint32_t body_len;
 
 	(void)len;	/* knet_hdr_check() tied every length to it already */
 	memcpy(&h, msg, sizeof(h));
@@ -153,25 +154,8 @@ int block_decode(const struct volume *v, const void *msg, uint32_t len,
 
 	if (out->length > v->max_io)
 		return EINVAL;
-	if (!out->nsegs) {
-		/* Inline: a WRITE carries its data, a READ asks for it back. */
-		if (out->length > inline_max)
-			return EINVAL;
-		if (out->opcode == MXBD_OP_WRITE ? out->inl_len != out->length : out->inl_len != 0)
-			return EINVAL;
-		return 0;
-	}
-	if (out->inl_len)
-		return EINVAL;
-	for (i = 0; i < out->nsegs; i++) {
-		struct knet_seg s;
-
-		memcpy(&s, (const char *)msg + out->seg_off + i * sizeof(s), sizeof(s));
-		if (!le32toh(s.len) || le32toh(s.len) > out->length - total)
-			return EINVAL;
-		total += le32toh(s.len);
-	}
-	return total == out->length ? 0 : EINVAL;
+	return proto_check_data(msg, out->seg_off, out->nsegs, out->inl_len, out->length,
+				inline_max, out->opcode == MXBD_OP_WRITE);
 }
 
 int block_map_segments(const void *msg, const struct block_req *br, uint32_t off,

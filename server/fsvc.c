@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "server/fsvc.h"
+#include "server/proto.h"
 #include "server/siphash.h"
 
 #define NOBODY		65534
@@ -270,7 +271,7 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 	struct knet_hdr h;
 	struct orfs_req base;
 	struct cursor c;
-	uint32_t body_len, i, total = 0;
+	uint32_t body_len, i;
 	int err = 0;
 
 	(void)len;	/* knet_hdr_check() tied every length to it already */
@@ -410,28 +411,8 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 			err = EINVAL;
 			break;
 		}
-		if (!rq->nsegs) {
-			if (length > inline_max ||
-			    (rq->op == ORFS_OP_WRITE ? rq->inl_len != length : rq->inl_len != 0))
-				err = EINVAL;
-			break;
-		}
-		if (rq->inl_len) {
-			err = EINVAL;
-			break;
-		}
-		for (i = 0; i < rq->nsegs; i++) {
-			struct knet_seg sg;
-
-			memcpy(&sg, (const uint8_t *)msg + rq->seg_off + i * sizeof(sg), sizeof(sg));
-			if (!le32toh(sg.len) || le32toh(sg.len) > length - total) {
-				err = EINVAL;
-				break;
-			}
-			total += le32toh(sg.len);
-		}
-		if (!err && total != length)
-			err = EINVAL;
+		err = proto_check_data(msg, rq->seg_off, rq->nsegs, rq->inl_len, length, inline_max,
+				       rq->op == ORFS_OP_WRITE);
 		break;
 	}
 	}
@@ -488,19 +469,19 @@ static int child_open(int dirfd, const char *name, int *fd)
 	return *fd < 0 ? errno : 0;
 }
 
+static void proc_path(int fd, char *path, size_t len)
+{
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+}
+
 /* Reopen the O_PATH descriptor FD as a real one, with the caller's rights. */
 static int reopen(int fd, int flags, int *out)
 {
 	char path[32];
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	proc_path(fd, path, sizeof(path));
 	*out = open(path, flags | O_CLOEXEC | O_NONBLOCK);
 	return *out < 0 ? errno : 0;
-}
-
-static void proc_path(int fd, char *path, size_t len)
-{
-	snprintf(path, len, "/proc/self/fd/%d", fd);
 }
 
 static mode_t fd_type(int fd)

@@ -86,6 +86,29 @@ size_t proto_put_blob(uint8_t *p, const void *data, uint32_t len)
 	return sizeof(n) + len;
 }
 
+int proto_check_data(const void *msg, uint32_t seg_off, uint16_t nsegs, uint32_t inl_len,
+		     uint32_t length, uint32_t inline_max, int is_write)
+{
+	uint32_t i, total = 0;
+
+	if (!nsegs) {
+		if (length > inline_max || inl_len != (is_write ? length : 0))
+			return EINVAL;
+		return 0;
+	}
+	if (inl_len)
+		return EINVAL;
+	for (i = 0; i < nsegs; i++) {
+		struct knet_seg s;
+
+		memcpy(&s, (const char *)msg + seg_off + i * sizeof(s), sizeof(s));
+		if (!le32toh(s.len) || le32toh(s.len) > length - total)
+			return EINVAL;
+		total += le32toh(s.len);
+	}
+	return total == length ? 0 : EINVAL;
+}
+
 int proto_hdr_errno(enum knet_hdr_error e)
 {
 	switch (e) {

@@ -44,6 +44,16 @@ void proto_hdr_init(struct knet_hdr *h, uint16_t opcode, uint32_t tag, uint8_t f
 size_t proto_put_name(uint8_t *p, const char *s);
 size_t proto_put_blob(uint8_t *p, const void *data, uint32_t len);
 
+/*
+ * Where a READ's or WRITE's LENGTH bytes of data are, the same rule for
+ * every service: in the NSEGS segments at SEG_OFF of MSG (each non-empty,
+ * adding up to LENGTH exactly, no inline data), or, without segments,
+ * inline (at most INLINE_MAX bytes, carried by a WRITE, none in a READ).
+ * Returns 0 or EINVAL.
+ */
+int proto_check_data(const void *msg, uint32_t seg_off, uint16_t nsegs, uint32_t inl_len,
+		     uint32_t length, uint32_t inline_max, int is_write);
+
 /* The errno value a framing error is answered with (EPROTO or EBADMSG). */
 int proto_hdr_errno(enum knet_hdr_error e);
 
