@@ -8,24 +8,11 @@
 
 out=$ORFS_RESULTS/bed.tsv
 : > "$out"
-port=18600
-
 # perf NAME UNIT COLUMN TOOL ARGS...: run a perftest pair, record one figure
 perf() {
-	local metric=$1 unit=$2 col=$3 tool=$4
-	shift 4
-	port=$((port + 1))
-	"$tool" -d "$ORFS_RDMA_DEV" -R -p "$port" "$@" > "/tmp/$metric.srv" 2>&1 &
-	local srv=$!
-	sleep 1
-	timeout 120 "$tool" -d "$ORFS_RDMA_DEV" -R -p "$port" "$@" "$ORFS_ADDR" > "/tmp/$metric.cli" 2>&1 ||
-		{ cat "/tmp/$metric.cli" "/tmp/$metric.srv"; fail "$tool $* failed"; }
-	wait "$srv" || true
-	# The result row is the one line starting with the message size.
-	local v
-	v=$(awk -v c="$col" '$1 ~ /^[0-9]+$/ && NF >= c { v = $c } END { print v }' "/tmp/$metric.cli")
-	[ -n "$v" ] || { cat "/tmp/$metric.cli"; fail "no figure in $tool output"; }
-	grep -A1 '#bytes' "/tmp/$metric.cli"
+	local metric=$1 unit=$2 v
+	shift 2
+	v=$(perftest "$@") || fail "$2 failed"
 	printf '%s\t%s\t\t%s\n' "$metric" "$v" "$unit" >> "$out"
 	echo "$metric $v $unit"
 }

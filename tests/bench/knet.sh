@@ -32,16 +32,7 @@ row req_4k_callback_lat_us "$cb" "" us
 # Bandwidth: 1 MiB blocks, 8 in flight, written then read back.
 bw=$(kt -n bvol -w batch -b 1048576 -N 256 -q 8 | sed -n 's/.*depth 8: \([0-9.]*\) MB\/s.*/\1/p')
 stop_server
-port=18700
-perf() {
-	port=$((port + 1))
-	"$1" -d "$ORFS_RDMA_DEV" -R -p $port -s 1048576 -n 200 -F > /tmp/p.srv 2>&1 &
-	sleep 1
-	timeout 120 "$1" -d "$ORFS_RDMA_DEV" -R -p $port -s 1048576 -n 200 -F "$ORFS_ADDR" > /tmp/p.cli 2>&1
-	wait || true
-	awk '$1 == 1048576 { print $4 }' /tmp/p.cli
-}
-wbw=$(perf ib_write_bw)
-rbw=$(perf ib_read_bw)
+wbw=$(perftest 4 ib_write_bw -s 1048576 -n 200 -F) || fail "ib_write_bw failed"
+rbw=$(perftest 4 ib_read_bw -s 1048576 -n 200 -F) || fail "ib_read_bw failed"
 [ -n "$bw" ] && [ -n "$wbw" ] && [ -n "$rbw" ] || fail "no bandwidth figures"
 row bw_1M_q8_MBps "$bw" "$(echo "($wbw + $rbw) / 2" | bc -l | xargs printf '%.2f')" MBps

@@ -90,3 +90,28 @@ stop_server() {
 	ORFS_SERVER_PID=
 	[ "$rc" -eq 0 ] || { cat "$ORFS_SERVER_LOG" >&2; fail "orfs-server exited with $rc"; }
 }
+
+# perftest COLUMN TOOL ARGS...: run a perftest client/server pair over rdma_cm
+# on ORFS_RDMA_DEV and print the figure in COLUMN of its result row
+# (bandwidth tools: 4 is the average; latency tools: 6 is the mean). Its
+# table goes to stderr; a failure prints the tool's output and prints nothing.
+# Called as $(perftest ...), so a fresh port comes from the subshell's PID.
+perftest() {
+	local col=$1 tool=$2 port=$((18600 + BASHPID % 2000)) srv v
+	shift 2
+	"$tool" -d "$ORFS_RDMA_DEV" -R -p "$port" "$@" > /tmp/perftest.srv 2>&1 &
+	srv=$!
+	sleep 1
+	if ! timeout 120 "$tool" -d "$ORFS_RDMA_DEV" -R -p "$port" "$@" "$ORFS_ADDR" \
+		> /tmp/perftest.cli 2>&1; then
+		cat /tmp/perftest.cli /tmp/perftest.srv >&2
+		wait "$srv" || true
+		return 1
+	fi
+	wait "$srv" || true
+	# The result row is the one line starting with the message size.
+	v=$(awk -v c="$col" '$1 ~ /^[0-9]+$/ && NF >= c { v = $c } END { print v }' /tmp/perftest.cli)
+	grep -A1 '#bytes' /tmp/perftest.cli >&2
+	[ -n "$v" ] || { cat /tmp/perftest.cli >&2; return 1; }
+	echo "$v"
+}
