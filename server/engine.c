@@ -653,13 +653,14 @@ void eng_on_jobs(struct srv *s)
 	while (j) {
 		struct job *next = j->next;
 
-		if (j->tag == JOB_TAG_FSVC || j->tag == JOB_TAG_FOPEN) {
+		if (j->tag != JOB_TAG_CHUNK) {
+			/* A whole request's job: block, file operation, or file open. */
 			struct req *r = j->owner;
 			struct conn *c = r->c;
 
 			conn_get(c);
 			r->inflight--;
-			if (j->result)
+			if (j->result && !r->status)
 				r->status = -j->result;
 			if (j->tag == JOB_TAG_FSVC && r->replay) {
 				/* Recorded even if the link died: the retry gets it. */
@@ -671,19 +672,6 @@ void eng_on_jobs(struct srv *s)
 				req_finish(r);
 			else if (j->tag == JOB_TAG_FOPEN && !r->status)
 				start(r, conn_rx_buf(c, r->slot));
-			else
-				reply(r);
-			conn_put(c);
-		} else if (j->tag == JOB_TAG_REQ) {
-			struct req *r = j->owner;
-			struct conn *c = r->c;
-
-			conn_get(c);
-			r->inflight--;
-			if (j->result && !r->status)
-				r->status = -j->result;
-			if (c->closing)
-				req_finish(r);
 			else
 				reply(r);
 			conn_put(c);
