@@ -313,7 +313,8 @@ static void knet_test_retire(struct knet_test_run *run, struct knet_test_slot *t
 static int knet_test_pass(struct knet_ep *ep, struct knet_test_run *run)
 {
 	struct knet_test_batch *b = &run->b;
-	unsigned int i, busy_slot;
+	unsigned int i;
+	int ret;
 	u64 next = 0, ended = 0;
 
 	while (ended < b->count) {
@@ -334,14 +335,14 @@ static int knet_test_pass(struct knet_ep *ep, struct knet_test_run *run)
 			t->rq.dir = run->reading ? KNET_DIR_FROM_SERVER : KNET_DIR_TO_SERVER;
 			t->over = 0;
 			t->in_use = true;
-			busy_slot = knet_submit(ep, &t->rq);
-			if (!busy_slot) {
+			ret = knet_submit(ep, &t->rq);
+			if (!ret) {
 				next++;
 				continue;
 			}
 			t->in_use = false;
-			if (busy_slot != -EAGAIN)
-				return busy_slot;
+			if (ret != -EAGAIN)
+				return ret;
 			b->busy++;
 		}
 		/* All in flight, or no credit: wait for one to end. */

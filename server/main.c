@@ -158,8 +158,6 @@ static int export_add(struct srv *s, const struct cfg_export *cfg)
 		return -1;
 	}
 	ex->used = 1;
-	if (i > s->nex)
-		s->nex = i;
 	return 0;
 }
 

@@ -144,7 +144,6 @@ struct srv {
 	size_t			chunk_size;
 	uint32_t		nchunks;
 	struct export		ex[SRV_MAX_EXPORTS];
-	int			nex;
 	struct fi_info		*info;
 	struct fid_fabric	*fabric;
 	struct fid_eq		*eq;
