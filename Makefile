@@ -62,7 +62,7 @@ modules-all:
 	done
 
 userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load $(BIN)/knet-fs \
-	$(BIN)/knet-test
+	$(BIN)/knet-test $(BIN)/regcache-test
 
 SERVER_SRC := server/main.c server/engine.c server/workers.c
 
@@ -80,9 +80,13 @@ $(BIN)/knet-fs: tools/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tools/knet-fs.c $(KCLIENT_SRC) -lfabric
 
-$(BIN)/knet-test: tools/knet-test.c server/proto.c $(USER_HDR)
+$(BIN)/knet-test: tools/knet-test.c tools/ktest.c tools/ktest.h server/proto.c $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-test.c server/proto.c
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-test.c tools/ktest.c server/proto.c
+
+$(BIN)/regcache-test: tools/regcache-test.c tools/ktest.c tools/ktest.h server/proto.c $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tools/regcache-test.c tools/ktest.c server/proto.c -lpthread
 
 $(BIN)/knet-load: tools/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)

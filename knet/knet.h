@@ -35,23 +35,57 @@ unsigned int knet_device_count(void);
 /*
  * Typed memory descriptors: what a request's data is, whatever its kind.
  * Kernel-virtual memory must be directly mapped (kmalloc, not vmalloc);
- * pages can be any (page cache, bio pages). User-virtual memory comes with
- * regcache.
+ * pages can be any (page cache, bio pages); user-virtual memory is the
+ * calling process's, pinned and mapped through regcache. The same call
+ * sends any of them; knet_mem_from_iter() builds one from an iov_iter.
  */
 enum knet_mem_type {
 	KNET_MEM_KVEC,		/* kernel-virtual, directly mapped */
 	KNET_MEM_BVEC,		/* pages */
+	KNET_MEM_UVEC,		/* user-virtual, of the submitting process */
 };
 
+/* knet_mem flags */
+#define KNET_MEM_NOCACHE	0x1	/* user memory: pin for this request only */
+
+/* Entries of a user-virtual descriptor, at most. */
+#define KNET_UVEC_MAX		16
+
+/**
+ * struct knet_mem - a typed memory descriptor
+ * @type: which of @kvec, @bvec, @iov holds the entries
+ * @flags: KNET_MEM_*
+ * @nr: entries
+ * @skip: bytes of the first entry before the data starts
+ * @len: bytes of data in all, from @skip on (entries past it are unused)
+ * @kvec: kernel-virtual entries
+ * @bvec: page entries
+ * @iov: user-virtual entries
+ * @one: storage for a single user entry built by knet_mem_from_iter();
+ *	such a descriptor must not be copied
+ *
+ * A descriptor whose data does not fit one registration (a gap inside a
+ * page between two entries) is refused with -EINVAL when it must go by
+ * RDMA: entries after the first must start on a page boundary and
+ * entries before the last must end on one.
+ */
 struct knet_mem {
 	enum knet_mem_type	type;
-	unsigned int		nr;		/* entries */
-	size_t			len;		/* bytes in all */
+	unsigned int		flags;
+	unsigned int		nr;
+	size_t			skip;
+	size_t			len;
 	union {
 		const struct kvec	*kvec;
 		const struct bio_vec	*bvec;
+		const struct iovec	*iov;
 	};
+	struct iovec		one;
 };
+
+int knet_mem_from_iter(struct knet_mem *m, const struct iov_iter *it, size_t len);
+
+struct regcache_entry;
 
 /* Which way a request's data goes. */
 enum knet_dir {
@@ -78,6 +112,8 @@ enum knet_dir {
  *	sleep. NULL to collect it with knet_ep_wait_any() instead.
  * @priv: the caller's
  * @node: private to knet
+ * @pin: private to knet: regcache entries of user memory
+ * @npin: private to knet
  */
 struct knet_request {
 	u16			opcode;
@@ -94,6 +130,8 @@ struct knet_request {
 	void			(*done)(struct knet_request *rq);
 	void			*priv;
 	struct list_head	node;
+	struct regcache_entry	*pin[KNET_UVEC_MAX];
+	unsigned int		npin;
 };
 
 struct knet_ep;
@@ -131,8 +169,10 @@ void knet_ep_destroy(struct knet_ep *ep);
 void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l);
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
 
-/* knet_main.c: where endpoints publish their counters */
+/* knet_main.c: where endpoints publish their counters, and device caches */
 struct dentry *knet_debugfs_endpoints(void);
+struct ib_device;
+struct regcache *knet_device_regcache(struct ib_device *dev);
 int knet_submit(struct knet_ep *ep, struct knet_request *rq);
 struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout);
 

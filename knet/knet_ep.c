@@ -28,6 +28,7 @@
 #include <linux/ktime.h>
 #include <linux/seq_file.h>
 #include <linux/highmem.h>
+#include <linux/uio.h>
 #include <linux/scatterlist.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -37,6 +38,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "knet.h"
+#include "regcache.h"
 
 #define KNET_RECV_DEPTH		32
 #define KNET_SLOTS		32
@@ -76,6 +78,7 @@ struct knet_slot {
 	struct scatterlist	*sg;
 	unsigned int		sg_orig;	/* entries mapped */
 	int			sg_nents;
+	unsigned int		usg;		/* entries over cached user pages */
 	enum dma_data_direction	dma_dir;
 	struct knet_request	*rq;
 	u64			t0;		/* when it was posted, ns */
@@ -86,6 +89,7 @@ struct knet_ep {
 	struct ib_device	*dev;
 	struct ib_pd		*pd;
 	struct ib_cq		*cq;
+	struct regcache		*rc;		/* the device's, for user memory */
 	spinlock_t		lock;		/* slots, credits, dead, done_list */
 	wait_queue_head_t	wait;		/* for a free slot and a credit */
 	struct list_head	done_list;	/* finished requests without callback */
@@ -128,16 +132,30 @@ static bool knet_slot_over(struct knet_slot *s)
 	return true;
 }
 
+/* Give back the regcache entries of a request's user memory. */
+static void knet_unpin(struct knet_request *rq)
+{
+	while (rq->npin)
+		regcache_put(rq->pin[--rq->npin]);
+}
+
 /* The request of S is over: give back its memory and tell its owner. */
 static void knet_slot_finish(struct knet_slot *s)
 {
 	struct knet_ep *ep = s->ep;
 	struct knet_request *rq = s->rq;
 	unsigned long flags;
+	unsigned int i;
 
 	if (s->sg_nents)
 		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
 	s->sg_nents = 0;
+	if (s->dma_dir == DMA_FROM_DEVICE)
+		for (i = 0; i < s->usg; i++)
+			ib_dma_sync_single_for_cpu(ep->dev, sg_dma_address(&s->sg[i]),
+						   sg_dma_len(&s->sg[i]), DMA_BIDIRECTIONAL);
+	s->usg = 0;
+	knet_unpin(rq);
 	rq->error = s->err;
 	if (s->err) {
 		atomic64_inc(&ep->errors);
@@ -272,33 +290,151 @@ static int knet_post_recv(struct knet_ep *ep, struct knet_rx *rx)
 	return ib_post_recv(ep->cm_id->qp, &wr, NULL);
 }
 
-/* Copy between a descriptor and a linear buffer. */
-static void knet_mem_copy(const struct knet_mem *m, void *buf, size_t len, bool to_mem)
+/* Bytes of entry I of M, before the descriptor's skip and length apply. */
+static size_t knet_mem_entry_len(const struct knet_mem *m, unsigned int i)
+{
+	switch (m->type) {
+	case KNET_MEM_KVEC:
+		return m->kvec[i].iov_len;
+	case KNET_MEM_BVEC:
+		return m->bvec[i].bv_len;
+	default:
+		return m->iov[i].iov_len;
+	}
+}
+
+/*
+ * Walk the data of M: for each non-empty piece, FN(M, entry, offset in the
+ * entry, bytes, ARG). Stops at the first non-zero return, which it returns;
+ * -EINVAL when the entries hold less than M->len bytes.
+ */
+static int knet_mem_walk(const struct knet_mem *m,
+			 int (*fn)(const struct knet_mem *m, unsigned int i, size_t off,
+				   size_t n, void *arg),
+			 void *arg)
 {
 	size_t done = 0;
 	unsigned int i;
+	int ret;
 
-	for (i = 0; i < m->nr && done < len; i++) {
+	for (i = 0; i < m->nr && done < m->len; i++) {
+		size_t off = i ? 0 : m->skip;
+		size_t raw = knet_mem_entry_len(m, i);
 		size_t n;
 
-		if (m->type == KNET_MEM_KVEC) {
-			n = min(len - done, m->kvec[i].iov_len);
-			if (to_mem)
-				memcpy(m->kvec[i].iov_base, buf + done, n);
-			else
-				memcpy(buf + done, m->kvec[i].iov_base, n);
-		} else {
-			const struct bio_vec *bv = &m->bvec[i];
-
-			n = min_t(size_t, len - done, bv->bv_len);
-			if (to_mem)
-				memcpy_to_page(bv->bv_page, bv->bv_offset, buf + done, n);
-			else
-				memcpy_from_page(buf + done, bv->bv_page, bv->bv_offset, n);
-		}
+		if (off >= raw)
+			continue;
+		n = min(raw - off, m->len - done);
+		ret = fn(m, i, off, n, arg);
+		if (ret)
+			return ret;
 		done += n;
 	}
+	return done == m->len ? 0 : -EINVAL;
 }
+
+struct knet_copy {
+	u8	*buf;
+	bool	to_mem;
+};
+
+static int knet_copy_piece(const struct knet_mem *m, unsigned int i, size_t off, size_t n,
+			   void *arg)
+{
+	struct knet_copy *c = arg;
+
+	if (m->type == KNET_MEM_KVEC) {
+		void *p = m->kvec[i].iov_base + off;
+
+		if (c->to_mem)
+			memcpy(p, c->buf, n);
+		else
+			memcpy(c->buf, p, n);
+	} else if (m->type == KNET_MEM_BVEC) {
+		size_t pos = m->bvec[i].bv_offset + off, left = n;
+		struct page *page = m->bvec[i].bv_page;
+
+		/* A bvec may span pages: copy page by page. */
+		while (left) {
+			struct page *pg = nth_page(page, pos >> PAGE_SHIFT);
+			size_t po = offset_in_page(pos);
+			size_t k = min(left, PAGE_SIZE - po);
+
+			if (c->to_mem)
+				memcpy_to_page(pg, po, c->buf + (n - left), k);
+			else
+				memcpy_from_page(c->buf + (n - left), pg, po, k);
+			pos += k;
+			left -= k;
+		}
+	} else {
+		/* User memory is copied only at submission, by its owner. */
+		if (c->to_mem ||
+		    copy_from_user(c->buf, (const u8 __user *)m->iov[i].iov_base + off, n))
+			return -EFAULT;
+	}
+	c->buf += n;
+	return 0;
+}
+
+/* Copy between the data of a descriptor and a linear buffer. */
+static int knet_mem_copy(const struct knet_mem *m, void *buf, size_t len, bool to_mem)
+{
+	struct knet_mem part = *m;
+	struct knet_copy c = { .buf = buf, .to_mem = to_mem };
+
+	if (m->type == KNET_MEM_UVEC && m->iov == &m->one)
+		part.iov = &part.one;
+	part.len = min(len, m->len);
+	return knet_mem_walk(&part, knet_copy_piece, &c);
+}
+
+/**
+ * knet_mem_from_iter() - describe the data of an iov_iter
+ * @m: the descriptor to fill; it refers to @it's arrays, which must stay
+ *	valid while @m is used, and must not be copied (it may refer to
+ *	itself)
+ * @it: user (ubuf, iovec), kernel (kvec) or page (bvec) memory; not
+ *	advanced
+ * @len: bytes wanted from @it's position on; less when @it holds less
+ *
+ * User memory is taken as the calling process's.
+ *
+ * Return: 0, or -EINVAL for an iterator of another kind or without data.
+ */
+int knet_mem_from_iter(struct knet_mem *m, const struct iov_iter *it, size_t len)
+{
+	memset(m, 0, sizeof(*m));
+	m->len = min(len, iov_iter_count(it));
+	m->skip = it->iov_offset;
+	m->nr = it->nr_segs;
+	if (!m->len)
+		return -EINVAL;
+	if (iter_is_ubuf(it)) {
+		m->type = KNET_MEM_UVEC;
+		m->one.iov_base = it->ubuf;
+		m->one.iov_len = it->iov_offset + iov_iter_count(it);
+		m->iov = &m->one;
+		m->nr = 1;
+	} else if (iter_is_iovec(it)) {
+		m->type = KNET_MEM_UVEC;
+#ifdef KNET_HAVE_ITER_IOV
+		m->iov = iter_iov(it);
+#else
+		m->iov = it->iov;
+#endif
+	} else if (iov_iter_is_kvec(it)) {
+		m->type = KNET_MEM_KVEC;
+		m->kvec = it->kvec;
+	} else if (iov_iter_is_bvec(it)) {
+		m->type = KNET_MEM_BVEC;
+		m->bvec = it->bvec;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(knet_mem_from_iter);
 
 static struct knet_slot *knet_find_slot(struct knet_ep *ep, u32 tag)
 {
@@ -360,7 +496,8 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (ilen && (!s->inline_in || ilen > rq->mem->len)) {
 		err = -EPROTO;
 	} else if (ilen) {
-		knet_mem_copy(rq->mem, (u8 *)h + sizeof(*h) + blen, ilen, true);
+		if (knet_mem_copy(rq->mem, (u8 *)h + sizeof(*h) + blen, ilen, true))
+			err = -EPROTO;
 		rq->inline_len = ilen;
 	}
 	ep->credits = min(ep->credits + le16_to_cpu(h->credits), KNET_SLOTS);
@@ -605,6 +742,7 @@ static int knet_setup_qp(struct knet_ep *ep)
 		pr_err("%s cannot do fast memory registration\n", dev_name(&ep->dev->dev));
 		return -EOPNOTSUPP;
 	}
+	ep->rc = knet_device_regcache(ep->dev);
 	ep->max_pages = min_t(unsigned int, KNET_MAX_PAGES,
 			      ep->dev->attrs.max_fast_reg_page_list_len);
 	/* No unsafe global rkey: every exposure is a per-request FRWR. */
@@ -817,45 +955,104 @@ static void knet_put_slot(struct knet_ep *ep, struct knet_slot *s)
 	wake_up(&ep->wait);
 }
 
-/* Map the request's memory and register it; fills SEG. */
-static int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, const struct knet_mem *m,
-			enum knet_dir dir, struct ib_reg_wr *reg, struct knet_seg *seg)
-{
-	unsigned int i;
-	int n;
+struct knet_sg_build {
+	struct knet_ep		*ep;
+	struct knet_slot	*s;
+	struct knet_request	*rq;
+	unsigned int		n;	/* scatterlist entries used */
+	unsigned int		pin;	/* next entry of rq->pin */
+};
 
-	if (m->nr > ep->max_pages)
+/* Kernel memory and pages: one scatterlist entry per piece, mapped later. */
+static int knet_sg_piece(const struct knet_mem *m, unsigned int i, size_t off, size_t n,
+			 void *arg)
+{
+	struct knet_sg_build *b = arg;
+	struct scatterlist *sg;
+
+	if (b->n == b->ep->max_pages)
 		return -EINVAL;
-	sg_init_table(s->sg, m->nr);
-	for (i = 0; i < m->nr; i++) {
-		if (m->type == KNET_MEM_KVEC) {
-			if (!virt_addr_valid(m->kvec[i].iov_base))
-				return -EINVAL;
-			sg_set_buf(&s->sg[i], m->kvec[i].iov_base, m->kvec[i].iov_len);
-		} else {
-			sg_set_page(&s->sg[i], m->bvec[i].bv_page, m->bvec[i].bv_len,
-				    m->bvec[i].bv_offset);
-		}
+	sg = &b->s->sg[b->n++];
+	if (m->type == KNET_MEM_KVEC) {
+		void *p = m->kvec[i].iov_base + off;
+
+		if (!virt_addr_valid(p))
+			return -EINVAL;
+		sg_set_buf(sg, p, n);
+	} else {
+		sg_set_page(sg, m->bvec[i].bv_page, n, m->bvec[i].bv_offset + off);
 	}
-	s->dma_dir = dir == KNET_DIR_TO_SERVER ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
-	s->sg_orig = m->nr;
-	s->sg_nents = ib_dma_map_sg(ep->dev, s->sg, m->nr, s->dma_dir);
-	if (!s->sg_nents)
-		return -EIO;
+	return 0;
+}
+
+/* User memory: the cached DMA addresses of its pinned pages, page by page. */
+static int knet_user_piece(const struct knet_mem *m, unsigned int i, size_t off, size_t n,
+			   void *arg)
+{
+	struct knet_sg_build *b = arg;
+	unsigned long addr = (unsigned long)m->iov[i].iov_base + off;
+	unsigned long end = addr + n;
+	struct regcache_entry *e;
+
+	if (b->pin >= b->rq->npin)
+		return -EINVAL;
+	e = b->rq->pin[b->pin++];
+	while (addr < end) {
+		size_t k = min_t(size_t, end - addr, PAGE_SIZE - offset_in_page(addr));
+		struct scatterlist *sg;
+
+		if (b->n == b->ep->max_pages)
+			return -EINVAL;
+		sg = &b->s->sg[b->n++];
+		sg_dma_address(sg) = regcache_dma(e, addr);
+		sg_dma_len(sg) = k;
+		ib_dma_sync_single_for_device(b->ep->dev, sg_dma_address(sg), k,
+					      DMA_BIDIRECTIONAL);
+		addr += k;
+	}
+	return 0;
+}
+
+/* Map the request's memory and register it; fills SEG. */
+static int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, struct knet_request *rq,
+			struct ib_reg_wr *reg, struct knet_seg *seg)
+{
+	const struct knet_mem *m = rq->mem;
+	struct knet_sg_build b = { .ep = ep, .s = s, .rq = rq };
+	int n, ret;
+
+	/* A new key for each request: an old one never reaches this memory. */
 	ib_update_fast_reg_key(s->mr, ib_inc_rkey(s->mr->rkey));
-	n = ib_map_mr_sg(s->mr, s->sg, s->sg_nents, NULL, PAGE_SIZE);
-	if (n != s->sg_nents) {
-		/* Gaps in the middle of the memory: not one registration. */
-		ib_dma_unmap_sg(ep->dev, s->sg, m->nr, s->dma_dir);
-		s->sg_nents = 0;
-		return n < 0 ? n : -EINVAL;
+	sg_init_table(s->sg, ep->max_pages);
+	s->dma_dir = rq->dir == KNET_DIR_TO_SERVER ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	if (m->type == KNET_MEM_UVEC) {
+		ret = knet_mem_walk(m, knet_user_piece, &b);
+		s->usg = b.n;
+		if (ret)
+			return ret;
+		n = ib_map_mr_sg(s->mr, s->sg, b.n, NULL, PAGE_SIZE);
+		if (n != b.n)
+			return n < 0 ? n : -EINVAL;
+	} else {
+		ret = knet_mem_walk(m, knet_sg_piece, &b);
+		if (ret)
+			return ret;
+		sg_mark_end(&s->sg[b.n - 1]);
+		s->sg_orig = b.n;
+		s->sg_nents = ib_dma_map_sg(ep->dev, s->sg, b.n, s->dma_dir);
+		if (!s->sg_nents)
+			return -EIO;
+		n = ib_map_mr_sg(s->mr, s->sg, s->sg_nents, NULL, PAGE_SIZE);
+		if (n != s->sg_nents)
+			/* A gap inside a page between entries: not one registration. */
+			return n < 0 ? n : -EINVAL;
 	}
 	reg->wr.opcode = IB_WR_REG_MR;
 	reg->wr.wr_cqe = &s->reg_cqe;
 	reg->wr.send_flags = 0;
 	reg->mr = s->mr;
 	reg->key = s->mr->rkey;
-	reg->access = dir == KNET_DIR_TO_SERVER ? IB_ACCESS_REMOTE_READ :
+	reg->access = rq->dir == KNET_DIR_TO_SERVER ? IB_ACCESS_REMOTE_READ :
 		      IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE;
 	seg->addr = cpu_to_le64(s->mr->iova);
 	seg->rkey = cpu_to_le32(s->mr->rkey);
@@ -864,23 +1061,66 @@ static int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, const struct kn
 	return 0;
 }
 
-/**
- * knet_submit() - send a request; its end is reported later
- * @ep: a connected endpoint
- * @rq: the request; it must stay valid until it is over, which its @done
- *	callback reports (or knet_ep_wait_any() returns it)
- *
- * The data of @rq->mem travels inline when small enough, else the server
- * moves it by RDMA through a registration valid for this request only,
- * invalidated before the request is reported over.
- *
- * Context: any; never sleeps.
- * Return: 0 when sent; -EAGAIN when no slot or credit is free now (retry
- * after another request of @ep is over); -ENOTCONN when the connection is
- * gone; -EINVAL for a malformed request; -EIO. On an error return the
- * request was not sent and will not be reported.
- */
-int knet_submit(struct knet_ep *ep, struct knet_request *rq)
+struct knet_pinner {
+	struct knet_ep		*ep;
+	struct knet_request	*rq;
+	unsigned int		flags;
+};
+
+static int knet_pin_piece(const struct knet_mem *m, unsigned int i, size_t off, size_t n,
+			  void *arg)
+{
+	struct knet_pinner *p = arg;
+	struct regcache_entry *e;
+
+	if (p->rq->npin == KNET_UVEC_MAX)
+		return -EINVAL;
+	e = regcache_get(p->ep->rc, (unsigned long)m->iov[i].iov_base + off, n, p->flags);
+	if (IS_ERR(e))
+		return PTR_ERR(e);
+	p->rq->pin[p->rq->npin++] = e;
+	return 0;
+}
+
+/* Does the data of RQ travel inside the request message? */
+static bool knet_inline_out(struct knet_ep *ep, const struct knet_request *rq)
+{
+	return rq->mem && rq->dir == KNET_DIR_TO_SERVER && rq->mem->len <= ep->lim.inline_max &&
+	       sizeof(struct knet_hdr) + rq->body_len + rq->mem->len <= KNET_MSG_SIZE;
+}
+
+/* Does the server send the data of RQ inside its reply? */
+static bool knet_inline_in(struct knet_ep *ep, const struct knet_request *rq)
+{
+	/* The reply is handled in softirq context, where user memory is out of reach. */
+	return rq->mem && rq->dir == KNET_DIR_FROM_SERVER && rq->mem->len <= ep->lim.inline_max &&
+	       rq->mem->type != KNET_MEM_UVEC;
+}
+
+/* Pin the user memory of RQ when the server will reach it by RDMA. */
+static int knet_pin(struct knet_ep *ep, struct knet_request *rq)
+{
+	const struct knet_mem *m = rq->mem;
+	struct knet_pinner p = { .ep = ep, .rq = rq };
+	int ret;
+
+	rq->npin = 0;
+	if (!m || m->type != KNET_MEM_UVEC || knet_inline_out(ep, rq))
+		return 0;
+	if (!ep->rc)
+		return -EOPNOTSUPP;
+	if (rq->dir == KNET_DIR_FROM_SERVER)
+		p.flags |= REGCACHE_WRITE;
+	if (m->flags & KNET_MEM_NOCACHE)
+		p.flags |= REGCACHE_NOCACHE;
+	ret = knet_mem_walk(m, knet_pin_piece, &p);
+	if (ret)
+		knet_unpin(rq);
+	return ret;
+}
+
+/* Post RQ, its user memory already pinned. Never sleeps but for copying user data. */
+static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 {
 	const struct knet_mem *m = rq->mem;
 	struct knet_hdr hdr = {};
@@ -890,13 +1130,9 @@ int knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	struct ib_sge sge;
 	struct knet_slot *s;
 	u32 len = sizeof(hdr) + rq->body_len;
-	bool inline_out = false;
+	bool inline_out = knet_inline_out(ep, rq);
 	int ret;
 
-	if (m && (!m->len || m->len > ep->lim.max_io || rq->dir == KNET_DIR_NONE))
-		return -EINVAL;
-	if (len + sizeof(seg) > KNET_MSG_SIZE)
-		return -EINVAL;
 	s = knet_get_slot(ep);
 	if (!s) {
 		if (READ_ONCE(ep->dead))
@@ -911,30 +1147,26 @@ int knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	s->rq = rq;
 	s->err = 0;
 	s->mr_used = false;
-	s->inline_in = false;
+	s->inline_in = knet_inline_in(ep, rq);
 	s->sg_nents = 0;
+	s->usg = 0;
 
 	hdr.magic = cpu_to_le32(KNET_PROTO_MAGIC);
 	hdr.version = KNET_PROTO_VERSION;
 	hdr.opcode = cpu_to_le16(rq->opcode);
 	hdr.tag = cpu_to_le32(s->idx | (s->gen << 8));
 	hdr.body_len = cpu_to_le32(rq->body_len);
-	if (m) {
-		if (rq->dir == KNET_DIR_TO_SERVER && m->len <= ep->lim.inline_max &&
-		    len + m->len <= KNET_MSG_SIZE)
-			inline_out = true;
-		else if (rq->dir == KNET_DIR_FROM_SERVER && m->len <= ep->lim.inline_max)
-			s->inline_in = true;
-	}
 	memcpy(s->msg + sizeof(hdr), rq->body, rq->body_len);
 	if (inline_out) {
-		knet_mem_copy(m, s->msg + len, m->len, false);
+		ret = knet_mem_copy(m, s->msg + len, m->len, false);
+		if (ret)
+			goto release;
 		hdr.inline_len = cpu_to_le32(m->len);
 		len += m->len;
 	} else if (m && !s->inline_in) {
-		ret = knet_map_mem(ep, s, m, rq->dir, &reg, &seg);
+		ret = knet_map_mem(ep, s, rq, &reg, &seg);
 		if (ret)
-			goto release;
+			goto unmap;
 		memcpy(s->msg + len, &seg, sizeof(seg));
 		hdr.nsegs = cpu_to_le16(1);
 		len += sizeof(seg);
@@ -970,11 +1202,77 @@ unmap:
 	if (s->sg_nents)
 		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
 	s->sg_nents = 0;
+	s->usg = 0;
 release:
 	knet_put_slot(ep, s);
 	return ret;
 }
+
+static int knet_check_request(struct knet_ep *ep, const struct knet_request *rq)
+{
+	const struct knet_mem *m = rq->mem;
+
+	if (m && (!m->len || m->len > ep->lim.max_io || rq->dir == KNET_DIR_NONE))
+		return -EINVAL;
+	if (sizeof(struct knet_hdr) + rq->body_len + sizeof(struct knet_seg) > KNET_MSG_SIZE)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * knet_submit() - send a request; its end is reported later
+ * @ep: a connected endpoint
+ * @rq: the request; it must stay valid until it is over, which its @done
+ *	callback reports (or knet_ep_wait_any() returns it)
+ *
+ * The data of @rq->mem travels inline when small enough, else the server
+ * moves it by RDMA through a registration valid for this request only,
+ * invalidated before the request is reported over. User memory is pinned
+ * through the device's registration cache (which may sleep).
+ *
+ * Context: any for kernel memory and pages: never sleeps then. Process
+ * context of the memory's owner for user memory (KNET_MEM_UVEC).
+ * Return: 0 when sent; -EAGAIN when no slot or credit is free now (retry
+ * after another request of @ep is over); -ENOTCONN when the connection is
+ * gone; -EINVAL for a malformed request or memory that does not fit one
+ * registration; -EFAULT or -ENOMEM for user memory that cannot be pinned
+ * (RLIMIT_MEMLOCK included); -EIO. On an error return the request was
+ * not sent and will not be reported.
+ */
+int knet_submit(struct knet_ep *ep, struct knet_request *rq)
+{
+	int ret;
+
+	ret = knet_check_request(ep, rq);
+	if (ret)
+		return ret;
+	ret = knet_pin(ep, rq);
+	if (ret)
+		return ret;
+	ret = __knet_submit(ep, rq);
+	if (ret)
+		knet_unpin(rq);
+	return ret;
+}
 EXPORT_SYMBOL_GPL(knet_submit);
+
+/* Could a request be sent now (or has the endpoint died)? */
+static bool knet_can_submit(struct knet_ep *ep)
+{
+	unsigned long flags;
+	unsigned int i;
+	bool ok = false;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	if (ep->dead) {
+		ok = true;
+	} else if (ep->credits > 0) {
+		for (i = 0; i < KNET_SLOTS && !ok; i++)
+			ok = !ep->slot[i].busy;
+	}
+	spin_unlock_irqrestore(&ep->lock, flags);
+	return ok;
+}
 
 struct knet_sync {
 	struct completion	done;
@@ -994,29 +1292,38 @@ static void knet_sync_done(struct knet_request *rq)
  * @timeout: in jiffies, for a slot and for the answer
  *
  * Context: process context, may sleep; killable.
- * Return: 0 when the server answered (its answer in @rq->status), or a
- * transport error: -ETIMEDOUT, -EINTR (fatal signal), -ECONNRESET or
- * -ENOTCONN (the connection is gone), -EPROTO (the server lied), -EINVAL.
+ * Return: 0 when the server answered (its answer in @rq->status), or an
+ * error: -ETIMEDOUT, -EINTR (fatal signal), -ECONNRESET or -ENOTCONN (the
+ * connection is gone), -EPROTO (the server lied), and knet_submit()'s.
  * After a time-out or a signal the endpoint is disconnected, and this
  * returns only once the server cannot reach @rq's memory any more.
  */
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout)
 {
 	struct knet_sync sync;
-	long left;
-	int ret = -EAGAIN;
+	long left = timeout;
+	int ret;
 
+	ret = knet_check_request(ep, rq);
+	if (ret)
+		return ret;
 	init_completion(&sync.done);
 	rq->done = knet_sync_done;
 	rq->priv = &sync;
-	left = wait_event_killable_timeout(ep->wait, (ret = knet_submit(ep, rq)) != -EAGAIN,
-					   timeout);
-	if (left < 0)
-		return -EINTR;
-	if (ret == -EAGAIN)
-		return -ETIMEDOUT;
+	ret = knet_pin(ep, rq);
 	if (ret)
 		return ret;
+	while ((ret = __knet_submit(ep, rq)) == -EAGAIN) {
+		left = wait_event_killable_timeout(ep->wait, knet_can_submit(ep), left);
+		if (left <= 0) {
+			ret = left ? -EINTR : -ETIMEDOUT;
+			break;
+		}
+	}
+	if (ret) {
+		knet_unpin(rq);
+		return ret;
+	}
 	left = wait_for_completion_killable_timeout(&sync.done, timeout);
 	if (left <= 0) {
 		pr_warn("request %u timed out or was killed: disconnecting\n", rq->opcode);

@@ -52,6 +52,20 @@ struct dentry *knet_debugfs_endpoints(void)
 
 static struct ib_client knet_ib_client;
 
+/**
+ * knet_device_regcache() - the registration cache of an RDMA device
+ * @dev: the device
+ *
+ * Return: the cache, or NULL when knet does not use @dev. It lives until
+ * the device goes away, after the endpoints on it.
+ */
+struct regcache *knet_device_regcache(struct ib_device *dev)
+{
+	struct knet_device *kdev = ib_get_client_data(dev, &knet_ib_client);
+
+	return kdev ? kdev->rc : NULL;
+}
+
 static int knet_add_one(struct ib_device *ibdev)
 {
 	struct knet_device *kdev;
@@ -61,7 +75,7 @@ static int knet_add_one(struct ib_device *ibdev)
 	if (!kdev)
 		return -ENOMEM;
 	kdev->ibdev = ibdev;
-	kdev->rc = regcache_create(dev_name(&ibdev->dev));
+	kdev->rc = regcache_create(ibdev);
 	if (IS_ERR(kdev->rc)) {
 		ret = PTR_ERR(kdev->rc);
 		goto free_kdev;

@@ -16,6 +16,7 @@
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
 
 #include "knet.h"
 #include "../mxbd/uapi/mxbd_proto.h"
@@ -108,6 +109,55 @@ static int knet_test_data_copy(struct knet_test_data *d, u64 ubuf, bool to_user)
 	return left ? -EFAULT : 0;
 }
 
+/*
+ * The caller's own memory, described through an iov_iter as a file system
+ * would for direct I/O: one buffer (ubuf) or NR_IOV iovecs, advanced by
+ * PAGE_OFFSET bytes. *IOV is the imported vector, to free.
+ */
+static int knet_test_user_mem(struct knet_test_call *c, struct knet_test_data *d,
+			      struct iovec **iov)
+{
+	int dir = c->dir == KNET_DIR_TO_SERVER ? ITER_SOURCE : ITER_DEST;
+	struct iov_iter it;
+	struct iovec *fast;
+	ssize_t n;
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	if (c->nr_iov) {
+		struct iovec *big;
+
+		fast = kmalloc_array(UIO_FASTIOV, sizeof(*fast), GFP_KERNEL);
+		if (!fast)
+			return -ENOMEM;
+		big = fast;
+		/* Uses FAST (and sets BIG to NULL) when it is large enough. */
+		n = import_iovec(dir, u64_to_user_ptr(c->data), c->nr_iov, UIO_FASTIOV, &big, &it);
+		if (n < 0) {
+			kfree(fast);
+			return n;
+		}
+		if (big) {
+			kfree(fast);
+			*iov = big;
+		} else {
+			*iov = fast;
+		}
+	} else {
+		iov_iter_ubuf(&it, dir, u64_to_user_ptr(c->data),
+			      (size_t)c->page_offset + c->data_len);
+	}
+	if (iov_iter_count(&it) < (size_t)c->page_offset + c->data_len)
+		return -EINVAL;
+	iov_iter_advance(&it, c->page_offset);
+	ret = knet_mem_from_iter(&d->mem, &it, c->data_len);
+	if (ret)
+		return ret;
+	if (c->mem_type == KNET_TEST_MEM_USER_NOCACHE)
+		d->mem.flags |= KNET_MEM_NOCACHE;
+	return 0;
+}
+
 static long knet_test_connect(struct knet_test_file *tf, void __user *arg)
 {
 	struct knet_test_connect c;
@@ -156,13 +206,14 @@ static long knet_test_call(struct knet_test_file *tf, void __user *arg)
 	struct knet_test_call c;
 	struct knet_ep *ep;
 	void *body = NULL, *reply = NULL;
+	struct iovec *iov = NULL;
 	int ret;
 
 	if (copy_from_user(&c, arg, sizeof(c)))
 		return -EFAULT;
 	if (c.body_len > KNET_TEST_MAX_BODY || c.reply_max > KNET_TEST_MAX_BODY ||
 	    c.data_len > KNET_TEST_MAX_DATA || c.dir > KNET_DIR_FROM_SERVER ||
-	    c.mem_type > KNET_TEST_MEM_PAGES || c.page_offset >= PAGE_SIZE ||
+	    c.mem_type > KNET_TEST_MEM_USER_NOCACHE || c.page_offset >= PAGE_SIZE ||
 	    (c.data_len && c.dir == KNET_DIR_NONE))
 		return -EINVAL;
 	mutex_lock(&tf->lock);
@@ -181,7 +232,12 @@ static long knet_test_call(struct knet_test_file *tf, void __user *arg)
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (c.data_len) {
+	if (c.data_len && c.mem_type >= KNET_TEST_MEM_USER) {
+		ret = knet_test_user_mem(&c, &d, &iov);
+		if (ret)
+			goto out;
+		rq.mem = &d.mem;
+	} else if (c.data_len) {
 		ret = knet_test_data_alloc(&d, c.mem_type, c.data_len, c.page_offset);
 		if (!ret && c.dir == KNET_DIR_TO_SERVER)
 			ret = knet_test_data_copy(&d, c.data, false);
@@ -198,7 +254,8 @@ static long knet_test_call(struct knet_test_file *tf, void __user *arg)
 	ret = knet_call(ep, &rq, msecs_to_jiffies(c.timeout_ms ?: 30000));
 	if (ret)
 		goto out;
-	if (c.data_len && c.dir == KNET_DIR_FROM_SERVER && !rq.status) {
+	if (c.data_len && c.mem_type < KNET_TEST_MEM_USER && c.dir == KNET_DIR_FROM_SERVER &&
+	    !rq.status) {
 		ret = knet_test_data_copy(&d, c.data, true);
 		if (ret)
 			goto out;
@@ -211,6 +268,7 @@ static long knet_test_call(struct knet_test_file *tf, void __user *arg)
 		ret = -EFAULT;
 out:
 	knet_test_data_free(&d);
+	kfree(iov);
 	kfree(reply);
 	kfree(body);
 	return ret;

@@ -154,6 +154,8 @@ static blk_status_t mxbd_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_m
 			cmd->bv[n++] = bv;
 		}
 		cmd->mem.type = KNET_MEM_BVEC;
+		cmd->mem.flags = 0;
+		cmd->mem.skip = 0;
 		cmd->mem.nr = n;
 		cmd->mem.len = blk_rq_bytes(req);
 		cmd->mem.bvec = cmd->bv;

@@ -2,11 +2,13 @@
 /*
  * knet-test: drives the kernel's knet through /dev/knet_test (the test-only
  * knet_test.ko) against orfs-server: connect, NOP round trips, and verified
- * block I/O whose data knet moves from kernel memory of a chosen kind.
+ * block I/O whose data knet moves from kernel memory of a chosen kind or
+ * straight from this program's memory (one buffer or scattered pieces).
  *
  *   knet-test -a ADDR -n NAME [-s file|block] -w connect
  *   knet-test -a ADDR -n VOLUME -s block -w nop -N COUNT
- *   knet-test -a ADDR -n VOLUME -s block -w verify -b BYTES -N COUNT [-m kvec|pages] [-o OFFSET]
+ *   knet-test -a ADDR -n VOLUME -s block -w verify -b BYTES -N COUNT
+ *             [-m kvec|pages|user|user-nocache] [-o OFFSET] [-V PIECES]
  *   knet-test -a ADDR -n VOLUME -s block -w batch|batch-cb -b BYTES -N COUNT -q DEPTH [-o OFFSET]
  *
  * Exit status: 0 as expected, 1 failure, 2 usage, 3 connection refused.
@@ -22,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "knet/uapi/knet_test.h"
+#include "ktest.h"
 #include "mxbd/uapi/mxbd_proto.h"
 #include "server/proto.h"
 
@@ -34,45 +36,107 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static int call(int fd, struct knet_test_call *c)
+static const char *mem_name(int mem)
 {
-	if (ioctl(fd, KNET_TEST_CALL, c)) {
-		fprintf(stderr, "knet-test: request %u: %s\n", c->opcode, strerror(errno));
+	static const char *const names[] = { "kvec", "pages", "user", "user-nocache" };
+
+	return names[mem];
+}
+
+static int parse_mem(const char *s)
+{
+	int i;
+
+	for (i = 0; i <= KNET_TEST_MEM_USER_NOCACHE; i++)
+		if (!strcmp(s, mem_name(i)))
+			return i;
+	return -1;
+}
+
+/*
+ * The data of a verified transfer: one buffer, or for user memory NR
+ * pieces in separate page-aligned allocations (the first starting SKIP
+ * bytes into its allocation, the others on a page boundary), as a
+ * scattered direct I/O would be.
+ */
+struct vbuf {
+	struct iovec	iov[16];
+	unsigned int	nr;
+	uint8_t		*flat;		/* the data as one buffer */
+	uint32_t	skip;
+};
+
+static int vbuf_init(struct vbuf *v, unsigned long bs, unsigned int pieces, uint32_t skip)
+{
+	unsigned long per = ((bs / pieces + 4095) / 4096) * 4096, left = bs;
+
+	memset(v, 0, sizeof(*v));
+	v->skip = skip;
+	v->flat = aligned_alloc(4096, ((bs + skip) / 4096 + 1) * 4096);
+	if (!v->flat)
 		return -1;
+	if (pieces <= 1)
+		return 0;
+	while (left && v->nr < 16) {
+		unsigned long n = v->nr ? per : per - skip;
+		uint32_t lead = v->nr ? 0 : skip;
+
+		if (n > left || v->nr == 15)
+			n = left;
+		v->iov[v->nr].iov_base = aligned_alloc(4096, ((n + lead) / 4096 + 1) * 4096);
+		if (!v->iov[v->nr].iov_base)
+			return -1;
+		v->iov[v->nr].iov_len = n + lead;
+		v->nr++;
+		left -= n;
 	}
 	return 0;
 }
 
-static int block_io(int fd, uint16_t op, uint64_t off, void *buf, uint32_t len, int mem,
-		    uint32_t page_off)
+/* Copy between the flat buffer and the pieces. */
+static void vbuf_sync(struct vbuf *v, int to_pieces)
 {
-	struct mxbd_io io = { htole64(off), htole32(len), 0 };
-	struct knet_test_call c = {
-		.opcode = op, .mem_type = (uint16_t)mem,
-		.dir = op == MXBD_OP_WRITE ? 1 : 2,
-		.body = (uintptr_t)&io, .body_len = sizeof(io),
-		.data = (uintptr_t)buf, .data_len = len, .page_offset = page_off,
-	};
+	size_t done = 0;
+	unsigned int i;
 
-	if (call(fd, &c))
-		return -1;
-	if (c.status) {
-		fprintf(stderr, "knet-test: %s at %llu: %s\n", op == MXBD_OP_WRITE ? "write" : "read",
-			(unsigned long long)off, strerror((int)c.status));
-		return -1;
+	for (i = 0; i < v->nr; i++) {
+		uint8_t *p = (uint8_t *)v->iov[i].iov_base + (i ? 0 : v->skip);
+		size_t n = v->iov[i].iov_len - (i ? 0 : v->skip);
+
+		if (to_pieces)
+			memcpy(p, v->flat + v->skip + done, n);
+		else
+			memcpy(v->flat + v->skip + done, p, n);
+		done += n;
 	}
-	return (int)c.inline_len;
+}
+
+static int vbuf_io(int fd, struct vbuf *v, uint16_t op, uint64_t off, uint32_t len, int mem)
+{
+	int n;
+
+	if (mem < KNET_TEST_MEM_USER)
+		n = ktest_block_io(fd, op, off, v->flat + v->skip, len, mem, v->skip, NULL, 0);
+	else
+		n = ktest_block_io(fd, op, off, v->nr ? NULL : v->flat, len, mem, v->skip,
+				   v->iov, v->nr);
+	if (n == -1)
+		fprintf(stderr, "knet-test: %s at %llu: %s\n", op == MXBD_OP_WRITE ? "write" : "read",
+			(unsigned long long)off, strerror(errno));
+	else if (n == -2)
+		fprintf(stderr, "knet-test: server: %s at %llu: %s\n",
+			op == MXBD_OP_WRITE ? "write" : "read", (unsigned long long)off, strerror(errno));
+	return n;
 }
 
 int main(int argc, char **argv)
 {
 	const char *addr = NULL, *name = NULL, *what = "connect";
-	struct knet_test_connect cn = { 0 };
-	int opt, fd, mem = KNET_TEST_MEM_PAGES, service = KNET_SVC_BLOCK;
-	unsigned long count = 1, bs = 65536, page_off = 0, depth = 4;
-	struct in_addr in;
+	struct knet_test_connect cn;
+	int opt, fd, mem = KNET_TEST_MEM_PAGES, service = KNET_SVC_BLOCK, refused;
+	unsigned long count = 1, bs = 65536, page_off = 0, depth = 4, pieces = 1;
 
-	while ((opt = getopt(argc, argv, "a:n:s:w:N:b:m:o:q:h")) != -1) {
+	while ((opt = getopt(argc, argv, "a:n:s:w:N:b:m:o:q:V:h")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'n': name = optarg; break;
@@ -80,34 +144,23 @@ int main(int argc, char **argv)
 		case 'w': what = optarg; break;
 		case 'N': count = strtoul(optarg, NULL, 0); break;
 		case 'b': bs = strtoul(optarg, NULL, 0); break;
-		case 'm': mem = !strcmp(optarg, "kvec") ? KNET_TEST_MEM_KVEC : KNET_TEST_MEM_PAGES; break;
+		case 'm': mem = parse_mem(optarg); break;
 		case 'o': page_off = strtoul(optarg, NULL, 0); break;
 		case 'q': depth = strtoul(optarg, NULL, 0); break;
+		case 'V': pieces = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: knet-test -a ADDR -n NAME [-s file|block] [-w connect|nop|verify]\n"
-				"                 [-N COUNT] [-b BYTES] [-m kvec|pages] [-o PAGE_OFFSET]\n");
+			fprintf(stderr, "usage: knet-test -a ADDR -n NAME [-s file|block] [-w connect|nop|verify|batch|batch-cb]\n"
+				"                 [-N COUNT] [-b BYTES] [-m kvec|pages|user|user-nocache]\n"
+				"                 [-o OFFSET] [-V PIECES] [-q DEPTH]\n");
 			return 2;
 		}
 	}
-	if (!addr || !name || strlen(name) >= sizeof(cn.name) || inet_pton(AF_INET, addr, &in) != 1 ||
-	    !bs || bs % 512 || bs > (1UL << 20))
+	if (!addr || !name || mem < 0 || !bs || bs % 512 || bs > (1UL << 20) || page_off >= 4096 ||
+	    !pieces || pieces > 16 || (pieces > 1 && mem < KNET_TEST_MEM_USER))
 		return fprintf(stderr, "knet-test: bad arguments\n"), 2;
-	fd = open("/dev/knet_test", O_RDWR | O_CLOEXEC);
+	fd = ktest_connect(addr, name, service, &cn, &refused);
 	if (fd < 0)
-		return fprintf(stderr, "knet-test: /dev/knet_test: %s (is knet_test.ko loaded?)\n",
-			       strerror(errno)), 1;
-	cn.addr = in.s_addr;
-	cn.service = (uint8_t)service;
-	strcpy(cn.name, name);
-	if (ioctl(fd, KNET_TEST_CONNECT, &cn)) {
-		int e = errno;
-
-		printf("connect: %s", strerror(e));
-		if (cn.reason)
-			printf(", rejected: %s", proto_reject_str(cn.reason));
-		printf("\n");
-		return e == ECONNREFUSED ? 3 : 1;
-	}
+		return refused ? 3 : 1;
 	printf("connected: credits %u inline_max %u max_io %u\n", cn.credits, cn.inline_max,
 	       cn.max_io);
 	if (!strcmp(what, "connect"))
@@ -120,44 +173,49 @@ int main(int argc, char **argv)
 		for (i = 0; i < count; i++) {
 			struct knet_test_call c = { .opcode = KNET_OP_NOP };
 
-			if (call(fd, &c) || c.status)
+			if (ioctl(fd, KNET_TEST_CALL, &c) || c.status) {
+				fprintf(stderr, "knet-test: NOP: %s\n",
+					c.status ? strerror((int)c.status) : strerror(errno));
 				return 1;
+			}
 		}
 		printf("%lu NOPs: mean %.1f us\n", count, (now_us() - t0) / (double)count);
 		return 0;
 	}
 
 	if (!strcmp(what, "verify")) {
-		uint8_t *w = malloc(bs), *r = malloc(bs);
-		unsigned long i, j, inl = 0;
+		struct vbuf w, r;
+		unsigned long i, inl = 0;
+		size_t bad;
 		double t0;
 
-		if (!w || !r)
-			return 1;
+		if (vbuf_init(&w, bs, (unsigned int)pieces, (uint32_t)page_off) ||
+		    vbuf_init(&r, bs, (unsigned int)pieces, (uint32_t)page_off))
+			return fprintf(stderr, "knet-test: out of memory\n"), 1;
 		t0 = now_us();
 		for (i = 0; i < count; i++) {
 			uint64_t off = (uint64_t)i * bs;
 			int n;
 
-			for (j = 0; j < bs; j++)
-				w[j] = (uint8_t)(j * 131 + i * 7 + 1);
-			memset(r, 0, bs);
-			n = block_io(fd, MXBD_OP_WRITE, off, w, (uint32_t)bs, mem, (uint32_t)page_off);
+			ktest_fill(w.flat + w.skip, bs, i);
+			vbuf_sync(&w, 1);
+			memset(r.flat, 0, bs + r.skip);
+			vbuf_sync(&r, 1);
+			n = vbuf_io(fd, &w, MXBD_OP_WRITE, off, (uint32_t)bs, mem);
 			if (n >= 0)
-				n = block_io(fd, MXBD_OP_READ, off, r, (uint32_t)bs, mem,
-					     (uint32_t)page_off);
+				n = vbuf_io(fd, &r, MXBD_OP_READ, off, (uint32_t)bs, mem);
 			if (n < 0)
 				return 1;
 			inl += n > 0;
-			if (memcmp(w, r, bs)) {
-				for (j = 0; j < bs && w[j] == r[j]; j++)
-					;
-				fprintf(stderr, "knet-test: block %lu differs at byte %lu\n", i, j);
+			vbuf_sync(&r, 0);
+			bad = ktest_check(r.flat + r.skip, bs, i);
+			if (bad != bs) {
+				fprintf(stderr, "knet-test: block %lu differs at byte %zu\n", i, bad);
 				return 1;
 			}
 		}
-		printf("verified %lu blocks of %lu bytes (%s, page offset %lu): %lu read inline, %.1f MB/s\n",
-		       count, bs, mem == KNET_TEST_MEM_KVEC ? "kvec" : "pages", page_off, inl,
+		printf("verified %lu blocks of %lu bytes (%s, page offset %lu, %lu pieces): %lu read inline, %.1f MB/s\n",
+		       count, bs, mem_name(mem), page_off, pieces, inl,
 		       2.0 * (double)count * (double)bs / (now_us() - t0));
 		return 0;
 	}

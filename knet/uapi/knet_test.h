@@ -3,7 +3,8 @@
  * /dev/knet_test: a test-only device (knet_test.ko, loaded by the tests
  * alone) through which a userspace program drives knet against a real
  * server: connect an endpoint, and send requests whose data is kernel
- * memory (a kmalloc buffer) or pages, copied from and to the caller.
+ * memory (a kmalloc buffer) or pages, copied from and to the caller, or
+ * the caller's own memory, which knet pins through regcache (zero copy).
  */
 #ifndef _UAPI_KNET_TEST_H
 #define _UAPI_KNET_TEST_H
@@ -25,6 +26,8 @@ struct knet_test_connect {
 
 #define KNET_TEST_MEM_KVEC	0
 #define KNET_TEST_MEM_PAGES	1
+#define KNET_TEST_MEM_USER	2	/* the caller's memory, cached registration */
+#define KNET_TEST_MEM_USER_NOCACHE 3	/* the caller's memory, pinned per request */
 
 struct knet_test_call {
 	__u16	opcode;
@@ -34,13 +37,16 @@ struct knet_test_call {
 	__u32	body_len;
 	__u32	data_len;
 	__u64	data;		/* user pointer */
-	__u32	page_offset;	/* pages: where the data starts in the first page */
+	/* pages: where the data starts in the first page; user memory: bytes skipped */
+	__u32	page_offset;
 	__u32	timeout_ms;
 	__u64	reply;		/* user pointer */
 	__u32	reply_max;
 	__u32	reply_len;	/* out */
 	__u32	status;		/* out: the server's answer */
 	__u32	inline_len;	/* out */
+	__u32	nr_iov;		/* user memory: DATA is an array of NR_IOV iovecs */
+	__u32	reserved;
 };
 
 /*

@@ -38,7 +38,7 @@ for args in "-b 2048 -N 16 -m kvec" "-b 65536 -N 16 -m kvec" "-b 65536 -N 16 -m 
 	kt -n kvol -w verify $args | tee /tmp/out
 	expect_grep '^verified ' /tmp/out
 done
-expect_grep 'kvec, page offset 0\): 16 read inline' <(kt -n kvol -w verify -b 2048 -N 16 -m kvec)
+expect_grep 'kvec, page offset 0, 1 pieces\): 16 read inline' <(kt -n kvol -w verify -b 2048 -N 16 -m kvec)
 
 step "asynchronous requests, 48 in flight over 32 credits: both completion strategies"
 kt -n kvol -w batch -b 65536 -N 200 -q 48 | tee /tmp/out

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Helpers of the programs that drive knet through /dev/knet_test. */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "ktest.h"
+#include "mxbd/uapi/mxbd_proto.h"
+#include "server/proto.h"
+
+int ktest_connect(const char *addr, const char *name, int service,
+		  struct knet_test_connect *cn, int *refused)
+{
+	struct in_addr in;
+	int fd, e;
+
+	*refused = 0;
+	memset(cn, 0, sizeof(*cn));
+	if (inet_pton(AF_INET, addr, &in) != 1 || strlen(name) >= sizeof(cn->name)) {
+		fprintf(stderr, "ktest: bad address or name\n");
+		return -1;
+	}
+	fd = open("/dev/knet_test", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "ktest: /dev/knet_test: %s (is knet_test.ko loaded?)\n",
+			strerror(errno));
+		return -1;
+	}
+	cn->addr = in.s_addr;
+	cn->service = (uint8_t)service;
+	strcpy(cn->name, name);
+	if (ioctl(fd, KNET_TEST_CONNECT, cn)) {
+		e = errno;
+		printf("connect: %s", strerror(e));
+		if (cn->reason)
+			printf(", rejected: %s", proto_reject_str(cn->reason));
+		printf("\n");
+		close(fd);
+		*refused = e == ECONNREFUSED;
+		return -1;
+	}
+	return fd;
+}
+
+int ktest_block_io(int fd, uint16_t op, uint64_t off, void *buf, uint32_t len, int mem,
+		   uint32_t skip, const struct iovec *iov, unsigned int nr_iov)
+{
+	struct mxbd_io io = { htole64(off), htole32(len), 0 };
+	struct knet_test_call c = {
+		.opcode = op, .mem_type = (uint16_t)mem,
+		.dir = op == MXBD_OP_WRITE ? 1 : 2,
+		.body = (uintptr_t)&io, .body_len = sizeof(io),
+		.data = nr_iov ? (uintptr_t)iov : (uintptr_t)buf, .data_len = len,
+		.page_offset = skip, .nr_iov = nr_iov,
+	};
+
+	if (ioctl(fd, KNET_TEST_CALL, &c))
+		return -1;
+	if (c.status) {
+		errno = (int)c.status;
+		return -2;
+	}
+	return (int)c.inline_len;
+}
+
+void ktest_fill(void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = ktest_byte(seed, i);
+}
+
+size_t ktest_check(const void *buf, size_t len, uint64_t seed)
+{
+	const uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != ktest_byte(seed, i))
+			break;
+	return i;
+}
