@@ -166,6 +166,7 @@ struct knet_limits {
 
 struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason);
 void knet_ep_destroy(struct knet_ep *ep);
+void knet_ep_abort(struct knet_ep *ep);
 void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l);
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
 

@@ -907,6 +907,22 @@ void knet_ep_destroy(struct knet_ep *ep)
 EXPORT_SYMBOL_GPL(knet_ep_destroy);
 
 /**
+ * knet_ep_abort() - break an endpoint now
+ * @ep: the endpoint
+ *
+ * Every request in flight ends with -ECONNABORTED (once the server can no
+ * longer reach its memory) and new ones fail with -ENOTCONN; the endpoint
+ * must still be destroyed. For a forced unmount of a dead server.
+ *
+ * Context: any; never sleeps.
+ */
+void knet_ep_abort(struct knet_ep *ep)
+{
+	knet_ep_fail(ep, -ECONNABORTED);
+}
+EXPORT_SYMBOL_GPL(knet_ep_abort);
+
+/**
  * knet_ep_limits() - what the server granted at connect
  * @ep: the endpoint
  * @l: filled in

@@ -1,15 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * ORFS: remote file system over RDMA. Module life cycle and the file
- * system type.
+ * ORFS: remote file system over RDMA. The file system type, mount options,
+ * the super block, and the module's life cycle.
+ *
+ *   mount -t orfs 10.0.0.1:/export /mnt -o rsize=262144,acregmax=30,soft
+ *
+ * The source names the server by IPv4 address (mount.orfs resolves host
+ * names and passes addr=) and the export by name.
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
+#include <linux/backing-dev.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/inet.h>
 #include <linux/module.h>
+#include <linux/random.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/statfs.h>
 
-#include "knet.h"
+#include "orfs.h"
+
+#define ORFS_MAGIC		0x4f524653	/* "ORFS" */
+
+static struct kmem_cache *orfs_inode_cachep;
 
 static struct knet_ulp orfs_ulp = {
 	.name		= "orfs",
@@ -17,36 +33,426 @@ static struct knet_ulp orfs_ulp = {
 	.owner		= THIS_MODULE,
 };
 
+/* ---- options ---------------------------------------------------------- */
+
+enum {
+	ORFS_OPT_ADDR, ORFS_OPT_PORT, ORFS_OPT_RSIZE, ORFS_OPT_WSIZE,
+	ORFS_OPT_ACREGMIN, ORFS_OPT_ACREGMAX, ORFS_OPT_ACDIRMIN, ORFS_OPT_ACDIRMAX,
+	ORFS_OPT_ACTIMEO, ORFS_OPT_NOAC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
+	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
+	ORFS_OPT_REGCACHE,
+};
+
+static const struct constant_table orfs_onoff[] = {
+	{ "on",		1 },
+	{ "off",	0 },
+	{}
+};
+
+static const struct fs_parameter_spec orfs_params[] = {
+	fsparam_string("addr",		ORFS_OPT_ADDR),
+	fsparam_u32("port",		ORFS_OPT_PORT),
+	fsparam_u32("rsize",		ORFS_OPT_RSIZE),
+	fsparam_u32("wsize",		ORFS_OPT_WSIZE),
+	fsparam_u32("acregmin",		ORFS_OPT_ACREGMIN),
+	fsparam_u32("acregmax",		ORFS_OPT_ACREGMAX),
+	fsparam_u32("acdirmin",		ORFS_OPT_ACDIRMIN),
+	fsparam_u32("acdirmax",		ORFS_OPT_ACDIRMAX),
+	fsparam_u32("actimeo",		ORFS_OPT_ACTIMEO),
+	fsparam_flag("noac",		ORFS_OPT_NOAC),
+	fsparam_flag("hard",		ORFS_OPT_HARD),
+	fsparam_flag("soft",		ORFS_OPT_SOFT),
+	fsparam_u32("timeo",		ORFS_OPT_TIMEO),
+	fsparam_u32("retrans",		ORFS_OPT_RETRANS),
+	fsparam_enum("regcache",	ORFS_OPT_REGCACHE, orfs_onoff),
+	{}
+};
+
+struct orfs_fs_context {
+	struct orfs_opts	opts;
+	bool			have_addr;
+	__be32			addr;
+};
+
+static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct orfs_fs_context *ctx = fc->fs_private;
+	struct orfs_opts *o = &ctx->opts;
+	struct fs_parse_result r;
+	int opt;
+
+	opt = fs_parse(fc, orfs_params, param, &r);
+	if (opt < 0)
+		return opt;
+	switch (opt) {
+	case ORFS_OPT_ADDR:
+		if (!in4_pton(param->string, -1, (u8 *)&ctx->addr, -1, NULL))
+			return invalfc(fc, "addr=%s is not an IPv4 address", param->string);
+		ctx->have_addr = true;
+		break;
+	case ORFS_OPT_PORT:
+		if (!r.uint_32 || r.uint_32 > 65535)
+			return invalfc(fc, "port=%u is out of range", r.uint_32);
+		o->port = r.uint_32;
+		break;
+	case ORFS_OPT_RSIZE:
+	case ORFS_OPT_WSIZE:
+		if (r.uint_32 < PAGE_SIZE || r.uint_32 > SZ_1M || r.uint_32 % PAGE_SIZE)
+			return invalfc(fc, "%s=%u: a multiple of %lu up to 1 MiB", param->key,
+				       r.uint_32, PAGE_SIZE);
+		if (opt == ORFS_OPT_RSIZE)
+			o->rsize = r.uint_32;
+		else
+			o->wsize = r.uint_32;
+		break;
+	case ORFS_OPT_ACREGMIN:
+		o->acregmin = r.uint_32;
+		break;
+	case ORFS_OPT_ACREGMAX:
+		o->acregmax = r.uint_32;
+		break;
+	case ORFS_OPT_ACDIRMIN:
+		o->acdirmin = r.uint_32;
+		break;
+	case ORFS_OPT_ACDIRMAX:
+		o->acdirmax = r.uint_32;
+		break;
+	case ORFS_OPT_ACTIMEO:
+		o->acregmin = r.uint_32;
+		o->acregmax = r.uint_32;
+		o->acdirmin = r.uint_32;
+		o->acdirmax = r.uint_32;
+		break;
+	case ORFS_OPT_NOAC:
+		o->noac = true;
+		break;
+	case ORFS_OPT_HARD:
+		o->soft = false;
+		break;
+	case ORFS_OPT_SOFT:
+		o->soft = true;
+		break;
+	case ORFS_OPT_TIMEO:
+		if (!r.uint_32 || r.uint_32 > 36000)
+			return invalfc(fc, "timeo=%u: tenths of a second, 1 to 36000", r.uint_32);
+		o->timeo = r.uint_32;
+		break;
+	case ORFS_OPT_RETRANS:
+		if (!r.uint_32 || r.uint_32 > 100)
+			return invalfc(fc, "retrans=%u: 1 to 100", r.uint_32);
+		o->retrans = r.uint_32;
+		break;
+	case ORFS_OPT_REGCACHE:
+		o->regcache = r.uint_32;
+		break;
+	}
+	return 0;
+}
+
+/* "10.0.0.1:/export": the address (unless addr= gave it) and the export's name. */
+static int orfs_parse_source(struct fs_context *fc, struct orfs_sb *sbi)
+{
+	struct orfs_fs_context *ctx = fc->fs_private;
+	const char *src = fc->source, *colon, *name;
+	size_t hlen, nlen;
+
+	if (!src)
+		return invalfc(fc, "no source: mount -t orfs SERVER:/EXPORT DIR");
+	colon = strrchr(src, ':');
+	if (!colon || colon[1] != '/')
+		return invalfc(fc, "source %s: expected SERVER:/EXPORT", src);
+	hlen = colon - src;
+	name = colon + 2;
+	nlen = strlen(name);
+	while (nlen && name[nlen - 1] == '/')
+		nlen--;
+	if (!nlen || nlen > KNET_NAME_MAX || memchr(name, '/', nlen))
+		return invalfc(fc, "source %s: the export must be one name of 1 to %d bytes",
+			       src, KNET_NAME_MAX);
+	memcpy(sbi->export, name, nlen);
+	sbi->export[nlen] = 0;
+	sbi->addr.sin_family = AF_INET;
+	sbi->addr.sin_port = htons(ctx->opts.port);
+	if (ctx->have_addr) {
+		sbi->addr.sin_addr.s_addr = ctx->addr;
+		return 0;
+	}
+	if (!hlen || !in4_pton(src, hlen, (u8 *)&sbi->addr.sin_addr.s_addr, ':', NULL))
+		return invalfc(fc, "server in %s: not an IPv4 address (use mount.orfs)", src);
+	return 0;
+}
+
+/* ---- super block ------------------------------------------------------ */
+
+static struct inode *orfs_alloc_inode(struct super_block *sb)
+{
+	struct orfs_inode *ci = alloc_inode_sb(sb, orfs_inode_cachep, GFP_KERNEL);
+
+	if (!ci)
+		return NULL;
+	memset(&ci->fh, 0, sizeof(ci->fh));
+	ci->change = 0;
+	ci->attr_time = 0;
+	ci->attr_timeo = 0;
+	atomic_set(&ci->open_count, 0);
+	ci->silly_name[0] = 0;
+	return &ci->vfs_inode;
+}
+
+static void orfs_free_inode(struct inode *inode)
+{
+	kmem_cache_free(orfs_inode_cachep, ORFS_I(inode));
+}
+
+static void orfs_evict_inode(struct inode *inode)
+{
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+}
+
+static int orfs_statfs(struct dentry *dentry, struct kstatfs *buf)
+{
+	struct orfs_sb *sbi = ORFS_SB(dentry->d_sb);
+	struct orfs_statfs_rep rep;
+	struct orfs_fhop_req *r;
+	struct orfs_msg m;
+	int ret;
+
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
+	if (ret)
+		return ret;
+	r = orfs_msg_put(&m, NULL, sizeof(*r));
+	if (r)
+		r->fh = ORFS_I(d_inode(dentry->d_sb->s_root))->fh;
+	ret = orfs_rpc(sbi, ORFS_OP_STATFS, &m, &rep, sizeof(rep), sizeof(rep), NULL, NULL,
+		       KNET_DIR_NONE);
+	orfs_msg_free(&m);
+	if (ret)
+		return ret;
+	buf->f_type = ORFS_MAGIC;
+	buf->f_bsize = le32_to_cpu(rep.bsize);
+	buf->f_frsize = le32_to_cpu(rep.frsize);
+	buf->f_blocks = le64_to_cpu(rep.blocks);
+	buf->f_bfree = le64_to_cpu(rep.bfree);
+	buf->f_bavail = le64_to_cpu(rep.bavail);
+	buf->f_files = le64_to_cpu(rep.files);
+	buf->f_ffree = le64_to_cpu(rep.ffree);
+	buf->f_namelen = min_t(u32, le32_to_cpu(rep.namelen), ORFS_NAME_MAX);
+	return 0;
+}
+
+static int orfs_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct orfs_sb *sbi = ORFS_SB(root->d_sb);
+	struct orfs_opts *o = &sbi->opts;
+
+	seq_printf(m, ",addr=%pI4,port=%u,rsize=%u,wsize=%u", &sbi->addr.sin_addr,
+		   ntohs(sbi->addr.sin_port), sbi->rsize, sbi->wsize);
+	seq_printf(m, ",acregmin=%u,acregmax=%u,acdirmin=%u,acdirmax=%u", o->acregmin,
+		   o->acregmax, o->acdirmin, o->acdirmax);
+	if (o->noac)
+		seq_puts(m, ",noac");
+	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s", o->soft ? "soft" : "hard",
+		   o->timeo, o->retrans, o->regcache ? "on" : "off");
+	return 0;
+}
+
+/* umount -f: calls in progress and to come fail instead of waiting for the server. */
+static void orfs_umount_begin(struct super_block *sb)
+{
+	struct orfs_sb *sbi = ORFS_SB(sb);
+
+	WRITE_ONCE(sbi->shutdown, true);
+	if (down_read_trylock(&sbi->ep_lock)) {
+		if (sbi->ep)
+			knet_ep_abort(sbi->ep);
+		up_read(&sbi->ep_lock);
+	}
+}
+
+static void orfs_put_super(struct super_block *sb)
+{
+	struct orfs_sb *sbi = ORFS_SB(sb);
+
+	if (sbi->ep)
+		knet_ep_destroy(sbi->ep);
+	sbi->ep = NULL;
+}
+
+static const struct super_operations orfs_sops = {
+	.alloc_inode	= orfs_alloc_inode,
+	.free_inode	= orfs_free_inode,
+	.evict_inode	= orfs_evict_inode,
+	.statfs		= orfs_statfs,
+	.show_options	= orfs_show_options,
+	.umount_begin	= orfs_umount_begin,
+	.put_super	= orfs_put_super,
+};
+
+static int orfs_get_root(struct super_block *sb)
+{
+	struct orfs_sb *sbi = ORFS_SB(sb);
+	struct orfs_entry_rep *rep;
+	struct inode *inode;
+	struct orfs_msg m;
+	int ret;
+
+	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	if (!rep)
+		return -ENOMEM;
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req));
+	if (ret)
+		goto out;
+	ret = orfs_rpc(sbi, ORFS_OP_GETROOT, &m, rep, sizeof(*rep), sizeof(*rep), NULL, NULL,
+		       KNET_DIR_NONE);
+	orfs_msg_free(&m);
+	if (ret)
+		goto out;
+	if (!S_ISDIR(le32_to_cpu(rep->attr.mode))) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	inode = orfs_iget(sb, &rep->fh, &rep->attr);
+	if (IS_ERR(inode)) {
+		ret = PTR_ERR(inode);
+		goto out;
+	}
+	sb->s_root = d_make_root(inode);
+	if (!sb->s_root)
+		ret = -ENOMEM;
+out:
+	kfree(rep);
+	return ret;
+}
+
+static int orfs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct orfs_sb *sbi = sb->s_fs_info;
+	int ret;
+
+	sb->s_magic = ORFS_MAGIC;
+	sb->s_op = &orfs_sops;
+	sb->s_xattr = orfs_xattr_handlers;
+	sb->s_maxbytes = MAX_LFS_FILESIZE;
+	sb->s_blocksize = PAGE_SIZE;
+	sb->s_blocksize_bits = PAGE_SHIFT;
+	sb->s_time_gran = 1;
+	sb->s_flags |= SB_NOSEC;
+
+	ret = orfs_connect(sbi);
+	if (ret) {
+		errorfc(fc, "cannot reach %pI4:%u export '%s': %d", &sbi->addr.sin_addr,
+			ntohs(sbi->addr.sin_port), sbi->export, ret);
+		return ret;
+	}
+	ret = super_setup_bdi(sb);
+	if (ret)
+		return ret;
+	sb->s_bdi->ra_pages = 4 * (sbi->rsize >> PAGE_SHIFT);
+	sb->s_bdi->io_pages = sbi->rsize >> PAGE_SHIFT;
+	ret = orfs_get_root(sb);
+	if (ret)
+		return ret;
+	/* The root is never looked up again; the rest is revalidated. */
+	sb->s_d_op = &orfs_dentry_ops;
+	return 0;
+}
+
 static int orfs_get_tree(struct fs_context *fc)
 {
-	return invalfc(fc, "this build of orfs has no client yet; mounting is not supported");
+	struct orfs_fs_context *ctx = fc->fs_private;
+	struct orfs_sb *sbi;
+	int ret;
+
+	if (!ctx->opts.soft && ctx->opts.retrans != 3)
+		warnfc(fc, "retrans applies to soft mounts only");
+	if (ctx->opts.acregmin > ctx->opts.acregmax || ctx->opts.acdirmin > ctx->opts.acdirmax)
+		return invalfc(fc, "attribute cache minimum above its maximum");
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	init_rwsem(&sbi->ep_lock);
+	sbi->opts = ctx->opts;
+	sbi->client_id = get_random_u64();
+	ret = orfs_parse_source(fc, sbi);
+	if (ret) {
+		kfree(sbi);
+		return ret;
+	}
+	fc->s_fs_info = sbi;
+	return get_tree_nodev(fc, orfs_fill_super);
+}
+
+static void orfs_free_fc(struct fs_context *fc)
+{
+	kfree(fc->s_fs_info);	/* not taken by a super block */
+	kfree(fc->fs_private);
 }
 
 static const struct fs_context_operations orfs_context_ops = {
+	.parse_param	= orfs_parse_param,
 	.get_tree	= orfs_get_tree,
+	.free		= orfs_free_fc,
 };
 
 static int orfs_init_fs_context(struct fs_context *fc)
 {
+	struct orfs_fs_context *ctx;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return -ENOMEM;
+	ctx->opts.port = KNET_DEFAULT_PORT;
+	ctx->opts.acregmin = 3;
+	ctx->opts.acregmax = 60;
+	ctx->opts.acdirmin = 30;
+	ctx->opts.acdirmax = 60;
+	ctx->opts.timeo = 600;
+	ctx->opts.retrans = 3;
+	ctx->opts.regcache = true;
+	fc->fs_private = ctx;
 	fc->ops = &orfs_context_ops;
 	return 0;
+}
+
+static void orfs_kill_sb(struct super_block *sb)
+{
+	struct orfs_sb *sbi = ORFS_SB(sb);
+
+	kill_anon_super(sb);
+	if (sbi && sbi->ep)
+		knet_ep_destroy(sbi->ep);	/* the mount failed before put_super */
+	kfree(sbi);
 }
 
 static struct file_system_type orfs_fs_type = {
 	.owner			= THIS_MODULE,
 	.name			= "orfs",
 	.init_fs_context	= orfs_init_fs_context,
-	.kill_sb		= kill_anon_super,
+	.parameters		= orfs_params,
+	.kill_sb		= orfs_kill_sb,
 };
 MODULE_ALIAS_FS("orfs");
+
+static void orfs_inode_init_once(void *p)
+{
+	struct orfs_inode *ci = p;
+
+	inode_init_once(&ci->vfs_inode);
+}
 
 static int __init orfs_init(void)
 {
 	int ret;
 
+	orfs_inode_cachep = kmem_cache_create("orfs_inode", sizeof(struct orfs_inode), 0,
+					      SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT,
+					      orfs_inode_init_once);
+	if (!orfs_inode_cachep)
+		return -ENOMEM;
 	ret = knet_register_ulp(&orfs_ulp);
 	if (ret)
-		return ret;
+		goto free_cache;
 	ret = register_filesystem(&orfs_fs_type);
 	if (ret) {
 		pr_err("cannot register the file system type: %d\n", ret);
@@ -57,6 +463,8 @@ static int __init orfs_init(void)
 
 unregister_ulp:
 	knet_unregister_ulp(&orfs_ulp);
+free_cache:
+	kmem_cache_destroy(orfs_inode_cachep);
 	return ret;
 }
 
@@ -64,6 +472,9 @@ static void __exit orfs_exit(void)
 {
 	unregister_filesystem(&orfs_fs_type);
 	knet_unregister_ulp(&orfs_ulp);
+	/* Inodes are freed after an RCU grace period. */
+	rcu_barrier();
+	kmem_cache_destroy(orfs_inode_cachep);
 	pr_info("unloaded\n");
 }
 

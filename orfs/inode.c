@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ORFS inodes: identified by the server's handles, attributes cached for
+ * the mount's timeouts (acregmin..acregmax, acdirmin..acdirmax, doubling
+ * while nothing changes), cached pages dropped when the server's change
+ * attribute moves under us. Symlinks, special files and xattrs.
+ */
+#define pr_fmt(fmt) "orfs: " fmt
+
+#include <linux/namei.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/xattr.h>
+
+#include "orfs.h"
+
+#define ORFS_XATTR_REPLY_MAX	4096
+
+/* Times, through accessors where the kernel has them. */
+static struct timespec64 orfs_ts(const struct orfs_time *t)
+{
+	return (struct timespec64){ .tv_sec = le64_to_cpu(t->sec),
+				    .tv_nsec = le32_to_cpu(t->nsec) };
+}
+
+#ifdef ORFS_HAVE_INODE_TIME_ACCESSORS
+static void orfs_set_times(struct inode *inode, const struct orfs_attr *a)
+{
+	inode_set_atime_to_ts(inode, orfs_ts(&a->atime));
+	inode_set_mtime_to_ts(inode, orfs_ts(&a->mtime));
+	inode_set_ctime_to_ts(inode, orfs_ts(&a->ctime));
+}
+#else
+static void orfs_set_times(struct inode *inode, const struct orfs_attr *a)
+{
+	inode->i_atime = orfs_ts(&a->atime);
+	inode->i_mtime = orfs_ts(&a->mtime);
+	inode->i_ctime = orfs_ts(&a->ctime);
+}
+#endif
+
+/**
+ * orfs_check_attr() - are these attributes possible?
+ * @a: attributes from the server
+ *
+ * Return: 0, or -EIO for a file type we do not know or a time past range.
+ */
+int orfs_check_attr(const struct orfs_attr *a)
+{
+	switch (le32_to_cpu(a->mode) & S_IFMT) {
+	case S_IFREG:
+	case S_IFDIR:
+	case S_IFLNK:
+	case S_IFIFO:
+	case S_IFSOCK:
+	case S_IFCHR:
+	case S_IFBLK:
+		break;
+	default:
+		return -EIO;
+	}
+	if (le32_to_cpu(a->mtime.nsec) >= NSEC_PER_SEC ||
+	    le32_to_cpu(a->atime.nsec) >= NSEC_PER_SEC ||
+	    le32_to_cpu(a->ctime.nsec) >= NSEC_PER_SEC || le64_to_cpu(a->size) > MAX_LFS_FILESIZE)
+		return -EIO;
+	return 0;
+}
+
+static unsigned long orfs_timeo_min(struct inode *inode)
+{
+	struct orfs_opts *o = &ORFS_SB(inode->i_sb)->opts;
+
+	return (S_ISDIR(inode->i_mode) ? o->acdirmin : o->acregmin) * HZ;
+}
+
+static unsigned long orfs_timeo_max(struct inode *inode)
+{
+	struct orfs_opts *o = &ORFS_SB(inode->i_sb)->opts;
+
+	return (S_ISDIR(inode->i_mode) ? o->acdirmax : o->acregmax) * HZ;
+}
+
+static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool own)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+	u64 change = le64_to_cpu(a->change);
+	loff_t size = le64_to_cpu(a->size);
+	bool moved;
+
+	spin_lock(&inode->i_lock);
+	inode->i_mode = (inode->i_mode & S_IFMT) | (le32_to_cpu(a->mode) & ~S_IFMT);
+	set_nlink(inode, le32_to_cpu(a->nlink));
+	i_uid_write(inode, le32_to_cpu(a->uid));
+	i_gid_write(inode, le32_to_cpu(a->gid));
+	orfs_set_times(inode, a);
+	inode->i_blocks = le64_to_cpu(a->blocks);
+	/* Our own dirty pages not yet written make the file longer than the server says. */
+	if (!S_ISREG(inode->i_mode) || size >= i_size_read(inode) ||
+	    !mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY))
+		i_size_write(inode, size);
+	moved = ci->change != change;
+	ci->change = change;
+	if (moved)
+		ci->attr_timeo = orfs_timeo_min(inode);
+	else
+		ci->attr_timeo = min(max(ci->attr_timeo * 2, orfs_timeo_min(inode)),
+				     orfs_timeo_max(inode));
+	ci->attr_time = jiffies;
+	spin_unlock(&inode->i_lock);
+
+	/* Someone else changed the file: what we cached of it is stale. */
+	if (moved && !own && S_ISREG(inode->i_mode))
+		invalidate_mapping_pages(inode->i_mapping, 0, -1);
+}
+
+/**
+ * orfs_refresh() - take attributes the server sent
+ * @inode: the inode
+ * @attr: its attributes, checked with orfs_check_attr()
+ *
+ * For attributes that follow a change we made ourselves, the change
+ * attribute moves without our cached pages being dropped.
+ */
+void orfs_refresh(struct inode *inode, const struct orfs_attr *attr)
+{
+	__orfs_refresh(inode, attr, false);
+}
+
+static void orfs_refresh_own(struct inode *inode, const struct orfs_attr *attr)
+{
+	__orfs_refresh(inode, attr, true);
+}
+
+static int orfs_test(struct inode *inode, void *data)
+{
+	return !memcmp(&ORFS_I(inode)->fh, data, sizeof(struct orfs_fh));
+}
+
+static int orfs_set(struct inode *inode, void *data)
+{
+	memcpy(&ORFS_I(inode)->fh, data, sizeof(struct orfs_fh));
+	return 0;
+}
+
+/**
+ * orfs_iget() - the inode of a handle
+ * @sb: the mount
+ * @fh: the server's handle
+ * @attr: its attributes as the server sent them
+ *
+ * Return: the inode (a reference), or an ERR_PTR(): -EIO for attributes
+ * that cannot be, -ESTALE when a known handle changed type, -ENOMEM.
+ */
+struct inode *orfs_iget(struct super_block *sb, const struct orfs_fh *fh,
+			const struct orfs_attr *attr)
+{
+	u32 mode = le32_to_cpu(attr->mode);
+	struct inode *inode;
+
+	if (orfs_check_attr(attr))
+		return ERR_PTR(-EIO);
+	inode = iget5_locked(sb, (unsigned long)le64_to_cpu(attr->ino), orfs_test, orfs_set,
+			     (void *)fh);
+	if (!inode)
+		return ERR_PTR(-ENOMEM);
+	if (!(inode->i_state & I_NEW)) {
+		if ((inode->i_mode ^ mode) & S_IFMT) {
+			iput(inode);
+			return ERR_PTR(-ESTALE);
+		}
+		orfs_refresh(inode, attr);
+		return inode;
+	}
+	inode->i_ino = le64_to_cpu(attr->ino);
+	inode->i_mode = mode & S_IFMT;
+	ORFS_I(inode)->change = le64_to_cpu(attr->change);
+	ORFS_I(inode)->attr_timeo = orfs_timeo_min(inode);
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		inode->i_op = &orfs_file_iops;
+		inode->i_fop = &orfs_file_fops;
+		inode->i_mapping->a_ops = &orfs_aops;
+		break;
+	case S_IFDIR:
+		inode->i_op = &orfs_dir_iops;
+		inode->i_fop = &orfs_dir_fops;
+		break;
+	case S_IFLNK:
+		inode->i_op = &orfs_symlink_iops;
+		inode_nohighmem(inode);
+		break;
+	default:
+		inode->i_op = &orfs_special_iops;
+		init_special_inode(inode, mode & S_IFMT,
+				   new_decode_dev((u32)le64_to_cpu(attr->rdev)));
+		break;
+	}
+	__orfs_refresh(inode, attr, true);
+	unlock_new_inode(inode);
+	return inode;
+}
+
+/**
+ * orfs_revalidate() - make the cached attributes fresh enough
+ * @inode: the inode
+ * @force: ask the server whatever the timeouts say
+ *
+ * Return: 0, or the call's error (-ESTALE: the file is gone).
+ */
+int orfs_revalidate(struct inode *inode, bool force)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_inode *ci = ORFS_I(inode);
+	struct orfs_attr attr;
+	struct orfs_fhop_req *r;
+	struct orfs_msg m;
+	int ret;
+
+	if (!force && !sbi->opts.noac && time_before(jiffies, ci->attr_time + ci->attr_timeo))
+		return 0;
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
+	if (ret)
+		return ret;
+	r = orfs_msg_put(&m, NULL, sizeof(*r));
+	if (r)
+		r->fh = ci->fh;
+	ret = orfs_rpc(sbi, ORFS_OP_GETATTR, &m, &attr, sizeof(attr), sizeof(attr), NULL, NULL,
+		       KNET_DIR_NONE);
+	orfs_msg_free(&m);
+	if (!ret)
+		ret = orfs_check_attr(&attr);
+	if (!ret && ((le32_to_cpu(attr.mode) ^ inode->i_mode) & S_IFMT))
+		ret = -ESTALE;
+	if (!ret)
+		orfs_refresh(inode, &attr);
+	return ret;
+}
+
+int orfs_getattr(orfs_idmap_t *map, const struct path *path, struct kstat *st,
+		 u32 mask, unsigned int flags)
+{
+	struct inode *inode = d_inode(path->dentry);
+	int ret;
+
+	if ((flags & AT_STATX_SYNC_TYPE) != AT_STATX_DONT_SYNC) {
+		/* Sizes and times of data still in our cache are the server's after a flush. */
+		if (S_ISREG(inode->i_mode) && (mask & (STATX_SIZE | STATX_MTIME | STATX_CTIME |
+						       STATX_BLOCKS))) {
+			ret = filemap_write_and_wait(inode->i_mapping);
+			if (ret)
+				return ret;
+		}
+		ret = orfs_revalidate(inode, (flags & AT_STATX_SYNC_TYPE) == AT_STATX_FORCE_SYNC);
+		if (ret)
+			return ret;
+	}
+	orfs_fillattr(map, mask, inode, st);
+	if (S_ISREG(inode->i_mode) && (mask & STATX_DIOALIGN)) {
+		/* The server reaches any byte of the buffer: no alignment needed. */
+		st->result_mask |= STATX_DIOALIGN;
+		st->dio_mem_align = 1;
+		st->dio_offset_align = 1;
+	}
+	return 0;
+}
+
+int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia)
+{
+	struct inode *inode = d_inode(dentry);
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_setattr_req *r;
+	struct orfs_attr attr;
+	struct orfs_msg m;
+	u32 valid = 0;
+	int ret;
+
+	ret = setattr_prepare(map, dentry, ia);
+	if (ret)
+		return ret;
+	if ((ia->ia_valid & ATTR_SIZE) && S_ISREG(inode->i_mode)) {
+		ret = filemap_write_and_wait(inode->i_mapping);
+		if (ret)
+			return ret;
+	}
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
+	if (ret)
+		return ret;
+	r = orfs_msg_put(&m, NULL, sizeof(*r));
+	if (!r)
+		goto out;
+	r->fh = ORFS_I(inode)->fh;
+	if (ia->ia_valid & ATTR_MODE) {
+		valid |= ORFS_SET_MODE;
+		r->mode = cpu_to_le32(ia->ia_mode & S_IALLUGO);
+	}
+	if (ia->ia_valid & ATTR_UID) {
+		valid |= ORFS_SET_UID;
+		r->uid = cpu_to_le32(from_kuid(&init_user_ns, ia->ia_uid));
+	}
+	if (ia->ia_valid & ATTR_GID) {
+		valid |= ORFS_SET_GID;
+		r->gid = cpu_to_le32(from_kgid(&init_user_ns, ia->ia_gid));
+	}
+	if (ia->ia_valid & ATTR_SIZE) {
+		valid |= ORFS_SET_SIZE;
+		r->size = cpu_to_le64(ia->ia_size);
+	}
+	if (ia->ia_valid & ATTR_ATIME) {
+		valid |= ia->ia_valid & ATTR_ATIME_SET ? ORFS_SET_ATIME : ORFS_SET_ATIME_NOW;
+		r->atime.sec = cpu_to_le64(ia->ia_atime.tv_sec);
+		r->atime.nsec = cpu_to_le32(ia->ia_atime.tv_nsec);
+	}
+	if (ia->ia_valid & ATTR_MTIME) {
+		valid |= ia->ia_valid & ATTR_MTIME_SET ? ORFS_SET_MTIME : ORFS_SET_MTIME_NOW;
+		r->mtime.sec = cpu_to_le64(ia->ia_mtime.tv_sec);
+		r->mtime.nsec = cpu_to_le32(ia->ia_mtime.tv_nsec);
+	}
+	r->valid = cpu_to_le32(valid);
+	if (!valid)
+		goto out;
+	ret = orfs_rpc(sbi, ORFS_OP_SETATTR, &m, &attr, sizeof(attr), sizeof(attr), NULL, NULL,
+		       KNET_DIR_NONE);
+	if (!ret)
+		ret = orfs_check_attr(&attr);
+	if (ret)
+		goto out;
+	if (ia->ia_valid & ATTR_SIZE)
+		truncate_setsize(inode, ia->ia_size);
+	orfs_refresh_own(inode, &attr);
+out:
+	ret = ret ?: m.err;
+	orfs_msg_free(&m);
+	return ret;
+}
+
+/* ---- symlinks --------------------------------------------------------- */
+
+static const char *orfs_get_link(struct dentry *dentry, struct inode *inode,
+				 struct delayed_call *done)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_fhop_req *r;
+	struct orfs_msg m;
+	const char *t;
+	char *reply, *link;
+	u32 len, tlen;
+	__le32 l;
+	int ret;
+
+	if (!dentry)
+		return ERR_PTR(-ECHILD);
+	reply = kmalloc(ORFS_PATH_MAX + 8, GFP_KERNEL);
+	if (!reply)
+		return ERR_PTR(-ENOMEM);
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
+	if (ret)
+		goto out;
+	r = orfs_msg_put(&m, NULL, sizeof(*r));
+	if (r)
+		r->fh = ORFS_I(inode)->fh;
+	ret = orfs_rpc(sbi, ORFS_OP_READLINK, &m, reply, sizeof(l), ORFS_PATH_MAX + 8, &len,
+		       NULL, KNET_DIR_NONE);
+	orfs_msg_free(&m);
+	if (ret)
+		goto out;
+	memcpy(&l, reply, sizeof(l));
+	tlen = le32_to_cpu(l);
+	t = reply + sizeof(l);
+	if (!tlen || tlen > ORFS_PATH_MAX || sizeof(l) + tlen > len || memchr(t, 0, tlen)) {
+		ret = -EIO;
+		goto out;
+	}
+	link = kmemdup_nul(t, tlen, GFP_KERNEL);
+	kfree(reply);
+	if (!link)
+		return ERR_PTR(-ENOMEM);
+	set_delayed_call(done, kfree_link, link);
+	return link;
+out:
+	kfree(reply);
+	return ERR_PTR(ret);
+}
+
+/* ---- xattrs ----------------------------------------------------------- */
+
+static int orfs_xattr_get(const struct xattr_handler *h, struct dentry *dentry,
+			  struct inode *inode, const char *name, void *buf, size_t size)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	const char *full = xattr_full_name(h, name);
+	u32 room = min_t(size_t, size, ORFS_XATTR_REPLY_MAX), len, vlen;
+	struct orfs_xattr_rep *rep;
+	struct orfs_fhop_req *r;
+	struct orfs_msg m;
+	int ret;
+
+	rep = kmalloc(sizeof(*rep) + room, GFP_KERNEL);
+	if (!rep)
+		return -ENOMEM;
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r) + 2 + strlen(full));
+	if (ret)
+		goto out;
+	r = orfs_msg_put(&m, NULL, sizeof(*r));
+	if (r) {
+		r->fh = ORFS_I(inode)->fh;
+		r->size = cpu_to_le32(size);
+	}
+	orfs_msg_name(&m, full, strlen(full));
+	ret = orfs_rpc(sbi, ORFS_OP_GETXATTR, &m, rep, sizeof(*rep), sizeof(*rep) + room, &len,
+		       NULL, KNET_DIR_NONE);
+	orfs_msg_free(&m);
+	if (ret)
+		goto out;
+	vlen = le32_to_cpu(rep->size);
+	ret = -EIO;
+	if (vlen > XATTR_SIZE_MAX)
+		goto out;
+	if (size) {
+		if (vlen > size) {
+			ret = -ERANGE;
+			goto out;
+		}
+		if (sizeof(*rep) + vlen > len)
+			goto out;
+		memcpy(buf, rep + 1, vlen);
+	}
+	ret = vlen;
+out:
+	kfree(rep);
+	return ret;
+}
+
+static int orfs_xattr_set(const struct xattr_handler *h, orfs_idmap_t *map,
+			  struct dentry *dentry, struct inode *inode, const char *name,
+			  const void *value, size_t size, int flags)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	const char *full = xattr_full_name(h, name);
+	struct orfs_fhop_req *r;
+	struct orfs_msg m;
+	int ret;
+
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r) + 2 + strlen(full) +
+			    4 + size);
+	if (ret)
+		return ret;
+	r = orfs_msg_put(&m, NULL, sizeof(*r));
+	if (r) {
+		r->fh = ORFS_I(inode)->fh;
+		r->flags = cpu_to_le32(flags & (XATTR_CREATE | XATTR_REPLACE));
+	}
+	orfs_msg_name(&m, full, strlen(full));
+	if (value)
+		orfs_msg_blob(&m, value, size);
+	ret = orfs_rpc(sbi, value ? ORFS_OP_SETXATTR : ORFS_OP_REMOVEXATTR, &m, NULL, 0, 0, NULL,
+		       NULL, KNET_DIR_NONE);
+	orfs_msg_free(&m);
+	/* The ctime moved: fetch the attributes again next time. */
+	if (!ret)
+		ORFS_I(inode)->attr_time = jiffies - ORFS_I(inode)->attr_timeo - 1;
+	return ret;
+}
+
+/**
+ * orfs_listxattr() - the names of a file's extended attributes
+ * @dentry: the file
+ * @list: where the NUL-separated names go, or NULL to ask the size
+ * @size: room at @list
+ *
+ * Return: bytes of names, or a negative errno.
+ */
+ssize_t orfs_listxattr(struct dentry *dentry, char *list, size_t size)
+{
+	struct inode *inode = d_inode(dentry);
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	u32 room = min_t(size_t, size, ORFS_XATTR_REPLY_MAX), len, nlen;
+	struct orfs_xattr_rep *rep;
+	struct orfs_fhop_req *r;
+	struct orfs_msg m;
+	int ret;
+
+	rep = kmalloc(sizeof(*rep) + room, GFP_KERNEL);
+	if (!rep)
+		return -ENOMEM;
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
+	if (ret)
+		goto out;
+	r = orfs_msg_put(&m, NULL, sizeof(*r));
+	if (r) {
+		r->fh = ORFS_I(inode)->fh;
+		r->size = cpu_to_le32(size);
+	}
+	ret = orfs_rpc(sbi, ORFS_OP_LISTXATTR, &m, rep, sizeof(*rep), sizeof(*rep) + room, &len,
+		       NULL, KNET_DIR_NONE);
+	orfs_msg_free(&m);
+	if (ret)
+		goto out;
+	nlen = le32_to_cpu(rep->size);
+	ret = -EIO;
+	if (nlen > XATTR_LIST_MAX)
+		goto out;
+	if (size) {
+		if (nlen > size) {
+			ret = -ERANGE;
+			goto out;
+		}
+		/* The names are NUL-terminated, the last one too. */
+		if (sizeof(*rep) + nlen > len || (nlen && ((char *)(rep + 1))[nlen - 1]))
+			goto out;
+		memcpy(list, rep + 1, nlen);
+	}
+	ret = nlen;
+out:
+	kfree(rep);
+	return ret;
+}
+
+static const struct xattr_handler orfs_xattr_user = {
+	.prefix	= XATTR_USER_PREFIX,
+	.get	= orfs_xattr_get,
+	.set	= orfs_xattr_set,
+};
+
+static const struct xattr_handler orfs_xattr_trusted = {
+	.prefix	= XATTR_TRUSTED_PREFIX,
+	.get	= orfs_xattr_get,
+	.set	= orfs_xattr_set,
+};
+
+const struct xattr_handler *orfs_xattr_handlers[] = {
+	&orfs_xattr_user,
+	&orfs_xattr_trusted,
+	NULL,
+};
+
+const struct inode_operations orfs_file_iops = {
+	.getattr	= orfs_getattr,
+	.setattr	= orfs_setattr,
+	.listxattr	= orfs_listxattr,
+};
+
+const struct inode_operations orfs_symlink_iops = {
+	.get_link	= orfs_get_link,
+	.getattr	= orfs_getattr,
+	.setattr	= orfs_setattr,
+	.listxattr	= orfs_listxattr,
+};
+
+const struct inode_operations orfs_special_iops = {
+	.getattr	= orfs_getattr,
+	.setattr	= orfs_setattr,
+	.listxattr	= orfs_listxattr,
+};

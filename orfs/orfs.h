@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * ORFS client: shared definitions of the file system's parts (super.c,
+ * rpc.c, inode.c, dir.c, file.c).
+ */
+#ifndef _ORFS_H
+#define _ORFS_H
+
+#include <linux/fs.h>
+#include <linux/in.h>
+#include <linux/rwsem.h>
+#include <linux/types.h>
+
+#include "knet.h"
+#include "uapi/orfs_proto.h"
+
+/* Kernel interfaces that changed between the kernels we build for. */
+#ifdef ORFS_HAVE_MNT_IDMAP
+#define orfs_idmap_t			struct mnt_idmap
+#define orfs_fillattr(map, mask, inode, st)	generic_fillattr(map, mask, inode, st)
+#else
+#define orfs_idmap_t			struct user_namespace
+#define orfs_fillattr(map, mask, inode, st)	generic_fillattr(map, inode, st)
+#endif
+
+/* Mount options, as parsed; shown in /proc/mounts. */
+struct orfs_opts {
+	u16		port;
+	u32		rsize;		/* 0: the server's limit */
+	u32		wsize;
+	unsigned int	acregmin;	/* seconds */
+	unsigned int	acregmax;
+	unsigned int	acdirmin;
+	unsigned int	acdirmax;
+	bool		noac;
+	bool		soft;
+	unsigned int	timeo;		/* tenths of a second, per try */
+	unsigned int	retrans;	/* tries of a soft mount */
+	bool		regcache;	/* cache the registrations of O_DIRECT buffers */
+};
+
+/**
+ * struct orfs_sb - one mount
+ * @ep: the connection; replaced on reconnect under @ep_lock (write)
+ * @ep_lock: held for reading by every call, for writing to reconnect
+ * @addr: the server
+ * @export: the export's name
+ * @opts: the options in effect
+ * @client_id: names this mount to the server's replay cache
+ * @xid: transaction ids
+ * @server_boot: the server's boot id, from SESSION
+ * @rsize: bytes of one READ
+ * @wsize: bytes of one WRITE
+ * @inline_max: the connection's inline limit
+ * @reconnects: times the connection was made again
+ * @shutdown: umount -f: calls fail at once
+ */
+struct orfs_sb {
+	struct knet_ep		*ep;
+	struct rw_semaphore	ep_lock;
+	struct sockaddr_in	addr;
+	char			export[KNET_NAME_MAX + 1];
+	struct orfs_opts	opts;
+	u64			client_id;
+	atomic64_t		xid;
+	u64			server_boot;
+	u32			rsize;
+	u32			wsize;
+	u32			inline_max;
+	atomic_t		reconnects;
+	bool			shutdown;
+};
+
+/**
+ * struct orfs_inode - an ORFS inode
+ * @fh: the server's handle
+ * @change: the server's change attribute, as last seen
+ * @attr_time: when the attributes were fetched (jiffies)
+ * @attr_timeo: how long they are trusted
+ * @open_count: open files, for unlinking an open file
+ * @silly_dir: directory handle of the hidden name of an unlinked open file
+ * @silly_name: that hidden name, or empty
+ * @vfs_inode: the VFS inode
+ */
+struct orfs_inode {
+	struct orfs_fh		fh;
+	u64			change;
+	unsigned long		attr_time;
+	unsigned long		attr_timeo;
+	atomic_t		open_count;
+	struct orfs_fh		silly_dir;
+	char			silly_name[40];
+	struct inode		vfs_inode;
+};
+
+static inline struct orfs_inode *ORFS_I(struct inode *inode)
+{
+	return container_of(inode, struct orfs_inode, vfs_inode);
+}
+
+static inline struct orfs_sb *ORFS_SB(struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+/* A request body under construction. */
+struct orfs_msg {
+	u8	*buf;
+	u32	len;
+	u32	cap;
+	int	err;
+};
+
+/* rpc.c */
+int orfs_msg_init(struct orfs_msg *m, struct orfs_sb *sbi, size_t cap);
+void orfs_msg_free(struct orfs_msg *m);
+void *orfs_msg_put(struct orfs_msg *m, const void *p, size_t len);
+void orfs_msg_name(struct orfs_msg *m, const char *name, size_t len);
+void orfs_msg_blob(struct orfs_msg *m, const void *p, size_t len);
+int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 reply_min,
+	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir);
+int orfs_session(struct orfs_sb *sbi);
+int orfs_connect(struct orfs_sb *sbi);
+const char *orfs_reply_name(const void *reply, u32 len, u32 off, u32 *name_len);
+
+/* inode.c */
+extern const struct inode_operations orfs_file_iops;
+extern const struct inode_operations orfs_symlink_iops;
+extern const struct inode_operations orfs_special_iops;
+struct inode *orfs_iget(struct super_block *sb, const struct orfs_fh *fh,
+			const struct orfs_attr *attr);
+void orfs_refresh(struct inode *inode, const struct orfs_attr *attr);
+int orfs_revalidate(struct inode *inode, bool force);
+int orfs_getattr(orfs_idmap_t *map, const struct path *path, struct kstat *st,
+		 u32 mask, unsigned int flags);
+int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia);
+int orfs_check_attr(const struct orfs_attr *attr);
+ssize_t orfs_listxattr(struct dentry *dentry, char *list, size_t size);
+extern const struct xattr_handler *orfs_xattr_handlers[];
+
+/* dir.c */
+extern const struct inode_operations orfs_dir_iops;
+extern const struct file_operations orfs_dir_fops;
+extern const struct dentry_operations orfs_dentry_ops;
+void orfs_silly_unlink(struct inode *inode);
+
+/* file.c */
+extern const struct file_operations orfs_file_fops;
+extern const struct address_space_operations orfs_aops;
+
+#endif /* _ORFS_H */

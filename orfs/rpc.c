@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ORFS calls: building request bodies with the caller's credentials, and
+ * sending them over the mount's knet endpoint with the mount's failure
+ * policy.
+ *
+ * A transport failure (time-out, lost connection, a server that lied)
+ * makes the call reconnect and send the same body again, with the same
+ * transaction id: the server's replay cache answers a non-idempotent
+ * operation that already ran with its first answer. Hard mounts retry
+ * until the server is back (a fatal signal ends the wait); soft mounts
+ * give up with EIO after retrans tries. Reconnecting takes ep_lock for
+ * writing, so no call uses an endpoint while it is replaced; every wait is
+ * killable.
+ */
+#define pr_fmt(fmt) "orfs: " fmt
+
+#include <linux/cred.h>
+#include <linux/delay.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uidgid.h>
+
+#include "orfs.h"
+
+#define ORFS_BACKOFF_MIN_MS	100
+#define ORFS_BACKOFF_MAX_MS	4000
+
+/**
+ * orfs_msg_init() - start a request body: the caller's identity and an xid
+ * @m: the body
+ * @sbi: the mount
+ * @cap: room for the whole body
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int orfs_msg_init(struct orfs_msg *m, struct orfs_sb *sbi, size_t cap)
+{
+	const struct cred *cred = current_cred();
+	struct orfs_req *r;
+	unsigned int i, n;
+
+	m->buf = kzalloc(cap, GFP_KERNEL);
+	if (!m->buf)
+		return -ENOMEM;
+	m->cap = cap;
+	m->len = sizeof(*r);
+	m->err = 0;
+	r = (struct orfs_req *)m->buf;
+	r->xid = cpu_to_le64(atomic64_inc_return(&sbi->xid));
+	r->cred.uid = cpu_to_le32(from_kuid_munged(&init_user_ns, cred->fsuid));
+	r->cred.gid = cpu_to_le32(from_kgid_munged(&init_user_ns, cred->fsgid));
+	n = cred->group_info ? min_t(unsigned int, cred->group_info->ngroups, ORFS_MAX_GROUPS) : 0;
+	for (i = 0; i < n; i++)
+		r->cred.groups[i] = cpu_to_le32(from_kgid_munged(&init_user_ns,
+								 cred->group_info->gid[i]));
+	r->cred.ngroups = cpu_to_le16(n);
+	return 0;
+}
+
+void orfs_msg_free(struct orfs_msg *m)
+{
+	kfree(m->buf);
+	m->buf = NULL;
+}
+
+/* Append LEN bytes (zeroes when P is NULL); returns where they went. */
+void *orfs_msg_put(struct orfs_msg *m, const void *p, size_t len)
+{
+	void *at;
+
+	if (m->err || len > m->cap - m->len) {
+		m->err = m->err ?: -ENAMETOOLONG;
+		return NULL;
+	}
+	at = m->buf + m->len;
+	if (p)
+		memcpy(at, p, len);
+	m->len += len;
+	return at;
+}
+
+/* A name: __le16 length, then the bytes. */
+void orfs_msg_name(struct orfs_msg *m, const char *name, size_t len)
+{
+	__le16 l = cpu_to_le16(len);
+
+	if (!len || len > ORFS_NAME_MAX) {
+		m->err = m->err ?: -ENAMETOOLONG;
+		return;
+	}
+	orfs_msg_put(m, &l, sizeof(l));
+	orfs_msg_put(m, name, len);
+}
+
+/* A symlink target or an xattr value: __le32 length, then the bytes. */
+void orfs_msg_blob(struct orfs_msg *m, const void *p, size_t len)
+{
+	__le32 l = cpu_to_le32(len);
+
+	orfs_msg_put(m, &l, sizeof(l));
+	orfs_msg_put(m, p, len);
+}
+
+/**
+ * orfs_reply_name() - a length-prefixed (__le16) string in a reply
+ * @reply: the reply body
+ * @len: its length
+ * @off: where the string starts
+ * @name_len: out: its length
+ *
+ * Return: the bytes, or NULL when the reply is too short for them.
+ */
+const char *orfs_reply_name(const void *reply, u32 len, u32 off, u32 *name_len)
+{
+	__le16 l;
+
+	if (off + sizeof(l) > len)
+		return NULL;
+	memcpy(&l, reply + off, sizeof(l));
+	*name_len = le16_to_cpu(l);
+	if (off + sizeof(l) + *name_len > len)
+		return NULL;
+	return reply + off + sizeof(l);
+}
+
+static unsigned long orfs_timeout(struct orfs_sb *sbi)
+{
+	return msecs_to_jiffies(sbi->opts.timeo * 100);
+}
+
+/* SESSION on a new endpoint: the same client id, so replays are recognised. */
+static int orfs_session_on(struct orfs_sb *sbi, struct knet_ep *ep)
+{
+	struct orfs_session_rep rep;
+	struct knet_request rq = {};
+	struct orfs_msg m;
+	__le64 id = cpu_to_le64(sbi->client_id);
+	int ret;
+
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(id));
+	if (ret)
+		return ret;
+	orfs_msg_put(&m, &id, sizeof(id));
+	rq.opcode = ORFS_OP_SESSION;
+	rq.body = m.buf;
+	rq.body_len = m.len;
+	rq.reply = &rep;
+	rq.reply_max = sizeof(rep);
+	ret = knet_call(ep, &rq, orfs_timeout(sbi));
+	orfs_msg_free(&m);
+	if (ret)
+		return ret;
+	if (rq.status)
+		return rq.status < MAX_ERRNO ? -(int)rq.status : -EIO;
+	if (rq.reply_len < sizeof(rep))
+		return -EPROTO;
+	if (sbi->server_boot && sbi->server_boot != le64_to_cpu(rep.server_boot))
+		pr_info("server %pI4 restarted\n", &sbi->addr.sin_addr);
+	sbi->server_boot = le64_to_cpu(rep.server_boot);
+	sbi->rsize = min_not_zero(sbi->rsize, le32_to_cpu(rep.max_read));
+	sbi->wsize = min_not_zero(sbi->wsize, le32_to_cpu(rep.max_write));
+	return 0;
+}
+
+/*
+ * Connect to the server and open a session. Called with ep_lock held for
+ * writing (or before the mount is visible).
+ */
+int orfs_connect(struct orfs_sb *sbi)
+{
+	struct knet_ep_params p = {
+		.addr = sbi->addr,
+		.service = KNET_SVC_FILE,
+		.name = sbi->export,
+		.timeout_ms = 5000,
+	};
+	struct knet_limits lim;
+	struct knet_ep *ep;
+	int reason, ret;
+
+	ep = knet_ep_connect(&p, &reason);
+	if (IS_ERR(ep)) {
+		ret = PTR_ERR(ep);
+		if (ret == -ECONNREFUSED && reason)
+			pr_warn_ratelimited("%pI4: export '%s' refused: %s\n", &sbi->addr.sin_addr,
+					    sbi->export, knet_reject_str(reason));
+		if (ret == -ECONNREFUSED && reason == KNET_REJ_NOENT)
+			return -ENOENT;
+		if (ret == -ECONNREFUSED && reason == KNET_REJ_ACCESS)
+			return -EACCES;
+		return ret;
+	}
+	knet_ep_limits(ep, &lim);
+	sbi->rsize = min_not_zero(sbi->opts.rsize, lim.max_io);
+	sbi->wsize = min_not_zero(sbi->opts.wsize, lim.max_io);
+	sbi->inline_max = lim.inline_max;
+	ret = orfs_session_on(sbi, ep);
+	if (ret) {
+		knet_ep_destroy(ep);
+		return ret;
+	}
+	sbi->ep = ep;
+	return 0;
+}
+
+/* Replace the broken endpoint OLD by a new connection (once). */
+static int orfs_reconnect(struct orfs_sb *sbi, struct knet_ep *old)
+{
+	int ret = 0;
+
+	if (down_write_killable(&sbi->ep_lock))
+		return -EINTR;
+	if (sbi->ep == old) {
+		if (old) {
+			knet_ep_destroy(old);
+			sbi->ep = NULL;
+		}
+		ret = orfs_connect(sbi);
+		if (!ret) {
+			atomic_inc(&sbi->reconnects);
+			pr_info("%pI4: reconnected to '%s'\n", &sbi->addr.sin_addr, sbi->export);
+		}
+	}
+	up_write(&sbi->ep_lock);
+	return ret;
+}
+
+static bool orfs_transport_error(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+	case -ENOTCONN:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -EPROTO:
+	case -EIO:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/**
+ * orfs_rpc() - send a request and wait for its answer
+ * @sbi: the mount
+ * @op: the operation
+ * @m: the body, from orfs_msg_init()
+ * @reply: where the reply body goes
+ * @reply_min: bytes the reply must have at least when the call succeeds
+ * @reply_max: room at @reply
+ * @reply_len: out, may be NULL: bytes of reply
+ * @mem: the data, or NULL
+ * @dir: its direction
+ *
+ * Context: process context, may sleep; killable.
+ * Return: 0, the server's error as a negative errno, -EIO (soft mount
+ * out of tries, a reply too short, a forced unmount), -EINTR.
+ */
+int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 reply_min,
+	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir)
+{
+	unsigned int tries = 0, backoff = ORFS_BACKOFF_MIN_MS;
+	struct knet_request rq;
+	struct knet_ep *ep;
+	int ret;
+
+	if (m->err)
+		return m->err;
+	for (;;) {
+		if (READ_ONCE(sbi->shutdown))
+			return -EIO;
+		if (down_read_killable(&sbi->ep_lock))
+			return -EINTR;
+		ep = sbi->ep;
+		if (ep) {
+			memset(&rq, 0, sizeof(rq));
+			rq.opcode = op;
+			rq.body = m->buf;
+			rq.body_len = m->len;
+			rq.mem = mem;
+			rq.dir = dir;
+			rq.reply = reply;
+			rq.reply_max = reply_max;
+			ret = knet_call(ep, &rq, orfs_timeout(sbi));
+		} else {
+			ret = -ENOTCONN;
+		}
+		up_read(&sbi->ep_lock);
+		if (ret && READ_ONCE(sbi->shutdown))
+			return -EIO;
+
+		if (!ret && rq.status == EINPROGRESS) {
+			/* Our first try of this xid still runs on the server. */
+			if (msleep_interruptible(ORFS_BACKOFF_MIN_MS) &&
+			    fatal_signal_pending(current))
+				return -EINTR;
+			continue;
+		}
+		if (!ret)
+			break;
+		if (!orfs_transport_error(ret))
+			return ret;
+		if (ret == -EPROTO)
+			pr_warn_ratelimited("%pI4: the server's answer to %u did not parse\n",
+					    &sbi->addr.sin_addr, op);
+		/* A new connection, then the same request again. */
+		do {
+			if (sbi->opts.soft && ++tries >= sbi->opts.retrans)
+				return -EIO;
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			ret = orfs_reconnect(sbi, ep);
+			if (ret == -EINTR)
+				return ret;
+			if (ret) {
+				if (tries < 2 || !(tries % 16))
+					pr_warn_ratelimited("%pI4: server not responding (%d), %s\n",
+							    &sbi->addr.sin_addr, ret,
+							    sbi->opts.soft ? "timed out" :
+							    "still trying");
+				if (msleep_interruptible(backoff) && fatal_signal_pending(current))
+					return -EINTR;
+				backoff = min(backoff * 2, ORFS_BACKOFF_MAX_MS);
+				if (READ_ONCE(sbi->shutdown))
+					return -EIO;
+				ep = READ_ONCE(sbi->ep);
+			}
+		} while (ret);
+	}
+	if (rq.status)
+		return rq.status < MAX_ERRNO ? -(int)rq.status : -EIO;
+	if (rq.reply_len < reply_min) {
+		pr_warn_ratelimited("%pI4: short answer to %u (%u bytes)\n", &sbi->addr.sin_addr,
+				    op, rq.reply_len);
+		return -EIO;
+	}
+	if (reply_len)
+		*reply_len = rq.reply_len;
+	return 0;
+}
