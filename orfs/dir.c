@@ -401,7 +401,7 @@ static int orfs_readdir(struct file *file, struct dir_context *ctx)
 	struct orfs_msg m;
 	int ret = 0;
 
-	if (!dir_emit_dots(file, ctx))
+	if (!dir_emit_dots(file, ctx) || ctx->pos == LLONG_MAX)
 		return 0;
 	rep = kmalloc(sizeof(*rep) + ORFS_READDIR_BYTES, GFP_KERNEL);
 	if (!rep)
@@ -439,15 +439,19 @@ static int orfs_readdir(struct file *file, struct dir_context *ctx)
 			rec = ALIGN(sizeof(d) + nl, 8);
 			name = (const char *)rep + off + sizeof(d);
 			cookie = le64_to_cpu(d.cookie);
-			if (off + sizeof(d) + nl > len || !orfs_name_ok(name, nl) ||
-			    cookie > (u64)LLONG_MAX - 2)
+			if (off + sizeof(d) + nl > len || !orfs_name_ok(name, nl))
 				goto bad;
 			if (!dir_emit(ctx, name, nl, le64_to_cpu(d.ino), d.type))
 				goto out;
-			ctx->pos = cookie + 2;
+			/*
+			 * Positions are the server's cookies shifted past the
+			 * dots; a cookie too large for that is the end marker
+			 * of hashed directories (ext4's is LLONG_MAX).
+			 */
+			ctx->pos = cookie > (u64)LLONG_MAX - 2 ? LLONG_MAX : cookie + 2;
 			off += rec;
 		}
-		if (eof || !count)
+		if (eof || !count || ctx->pos == LLONG_MAX)
 			break;
 	}
 	goto out;

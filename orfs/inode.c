@@ -85,11 +85,16 @@ static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool 
 	struct orfs_inode *ci = ORFS_I(inode);
 	u64 change = le64_to_cpu(a->change);
 	loff_t size = le64_to_cpu(a->size);
+	unsigned int nlink;
 	bool moved;
 
 	spin_lock(&inode->i_lock);
 	inode->i_mode = (inode->i_mode & S_IFMT) | (le32_to_cpu(a->mode) & ~S_IFMT);
-	set_nlink(inode, le32_to_cpu(a->nlink));
+	nlink = le32_to_cpu(a->nlink);
+	/* The hidden name of an unlinked open file is not a link the user made. */
+	if (ci->silly_name[0] && nlink)
+		nlink--;
+	set_nlink(inode, nlink);
 	i_uid_write(inode, le32_to_cpu(a->uid));
 	i_gid_write(inode, le32_to_cpu(a->gid));
 	orfs_set_times(inode, a);

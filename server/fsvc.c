@@ -704,8 +704,9 @@ static int do_inline_io(const struct fsvc_req *rq, int fd, struct out *o)
 		done += (uint32_t)n;
 	}
 	err = fsvc_io_reply(rq, rfd, done, o->p + o->len, o->cap - o->len, &length);
+	/* Inline READ data follows the reply body: the engine sends it as inline data. */
 	if (!err)
-		o->len += length;
+		o->len += length + (rq->op == ORFS_OP_READ ? done : 0);
 out:
 	close(rfd);
 	return err;

@@ -36,10 +36,16 @@ if grep -q "^$ORFS_RDMA_DEV " $dbg/knet/devices; then fail "knet still lists $OR
 rdma link add "$ORFS_RDMA_DEV" type rxe netdev "$ORFS_DEV"
 expect_grep "^$ORFS_RDMA_DEV " $dbg/knet/devices
 
-step "mounting is refused cleanly while orfs has no client"
+step "a mount with bad options or no server is refused with a clear message"
 mkdir -p /tmp/mnt
-expect_fail mount -t orfs "$ORFS_ADDR:/x" /tmp/mnt 2>/tmp/mount.err
-cat /tmp/mount.err
+expect_fail mount -t orfs -o rsize=100 "$ORFS_ADDR:/x" /tmp/mnt
+expect_grep 'orfs: rsize=100: a multiple of 4096 up to 1 MiB' <(dmesg)
+expect_fail mount -t orfs -o bogus "$ORFS_ADDR:/x" /tmp/mnt
+expect_fail mount -t orfs "nohost/x" /tmp/mnt
+expect_grep 'orfs: source nohost/x: expected SERVER:/EXPORT' <(dmesg)
+expect_fail mount -t orfs "$ORFS_ADDR:/x" /tmp/mnt
+expect_grep "orfs: cannot reach $ORFS_ADDR:20077 export 'x'" <(dmesg)
+if grep -q ' /tmp/mnt ' /proc/mounts; then fail "a refused mount is mounted"; fi
 
 step "knet and regcache cannot be unloaded while used"
 expect_fail rmmod knet

@@ -337,6 +337,7 @@ static void test_attrs_and_io(void)
 	rb_put(&b, &io, sizeof(io));
 	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
 	CU_ASSERT_EQUAL(le32toh(rep->count), 11);	/* short at the end */
+	CU_ASSERT_EQUAL(n, sizeof(*rep) + 11);		/* the data goes with the reply */
 	CU_ASSERT_EQUAL(le32toh(rep->eof), 1);
 	CU_ASSERT_EQUAL(memcmp(out + sizeof(*rep), "hello world", 11), 0);
 	/* Inline data that does not match the length is refused. */

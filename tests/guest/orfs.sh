@@ -1,0 +1,150 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# ORFS against the real server over rxe: mount options, the POSIX checks of
+# orfs-fstest (first on ext4, to check the checks, then on ORFS, as root
+# and as a user), close-to-open consistency with changes made on the
+# server, fio with verification through the page cache and O_DIRECT, a
+# server restarted during a verified run on a hard mount, a soft mount
+# that gives EIO, umount -f with a dead server, and a lying server.
+# timeout: 420
+. "$(dirname "$0")/lib.sh"
+ft="$ORFS_BIN/orfs-fstest"
+exp=/tmp/e4/exp
+state=/tmp/orfs-state
+load_suite
+# The export and the reference are directories of one ext4 file system
+# on a RAM disk (tmpfs of 6.1 has neither user xattrs nor O_DIRECT).
+modprobe brd rd_nr=1 rd_size=$((512 * 1024))
+on_exit "rmmod brd"
+mkfs.ext4 -q -F /dev/ram0
+mkdir -p /tmp/e4 /tmp/mnt
+mount /dev/ram0 /tmp/e4
+on_exit "umount /tmp/e4"
+mkdir /tmp/e4/exp /tmp/e4/ref
+start_server -s $state -e data=$exp
+mnt() { mount -t orfs "$@" "$ORFS_ADDR:/data" /tmp/mnt; }
+umnt() { umount /tmp/mnt; }
+restart_server() {
+	kill -9 "$ORFS_SERVER_PID"
+	wait "$ORFS_SERVER_PID" 2>/dev/null || true
+	ORFS_SERVER_PID=
+	start_server -s $state -e data=$exp
+}
+
+step "mount: the options in effect are in /proc/mounts"
+mnt -o acregmax=10,soft,timeo=50,retrans=2,regcache=off,rsize=262144
+on_exit "umount -f /tmp/mnt 2>/dev/null || true"
+grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off" /tmp/out
+umnt
+expect_fail mnt -o acregmin=20,acregmax=10
+expect_grep 'attribute cache minimum above its maximum' <(dmesg)
+mount -t orfs "$ORFS_ADDR:/nosuch" /tmp/mnt 2>/dev/null && fail "an unknown export mounted"
+expect_grep "export 'nosuch' refused: no such export or volume" <(dmesg)
+mnt -o ro
+expect_fail touch /tmp/mnt/ro-test
+umnt
+
+step "the POSIX checks pass on ext4 (the reference) and on ORFS exporting it, as root and uid 1000"
+"$ft" /tmp/e4/ref 1000 | tee /tmp/ref.out
+mnt
+mkdir /tmp/mnt/fs
+"$ft" /tmp/mnt/fs 1000 | tee /tmp/orfs.out
+expect_eq "checks passed on ORFS" "$(grep -c '^ok ' /tmp/orfs.out)" 12
+expect_eq "checks passed on ext4" "$(grep -c '^ok ' /tmp/ref.out)" 12
+expect_grep '^direct: alignment 1$' /tmp/orfs.out
+rm -rf /tmp/mnt/fs
+[ -z "$(ls -A $exp)" ] || fail "rm -rf left $(ls -A $exp)"
+
+step "what the client writes is on the server; a change on the server shows at the next open"
+echo one > /tmp/mnt/c2o
+expect_eq "on the server" "$(cat $exp/c2o)" one
+expect_eq "through ORFS" "$(cat /tmp/mnt/c2o)" one
+echo "two, longer" > $exp/c2o
+expect_eq "after the server's change" "$(cat /tmp/mnt/c2o)" "two, longer"
+cp /usr/bin/bash /tmp/mnt/bash && cmp /usr/bin/bash $exp/bash
+echo 3 > /proc/sys/vm/drop_caches
+/tmp/mnt/bash -c 'echo executed from ORFS' | tee /tmp/out
+expect_grep '^executed from ORFS$' /tmp/out
+umnt
+
+step "negative dentries: a name created on the server appears once the directory's cache expires"
+mnt -o actimeo=1
+stat /tmp/mnt/late 2>/dev/null && fail "late exists too early"
+touch $exp/late
+sleep 1.5
+stat /tmp/mnt/late > /dev/null || fail "a name created on the server stayed invisible"
+umnt
+
+step "fio with crc32c verification: through the page cache, and O_DIRECT with libaio"
+mnt
+fio --name=buffered --directory=/tmp/mnt --size=32M --rw=randwrite --bsrange=1k-256k \
+	--ioengine=psync --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
+	--output=/tmp/fio1.out || { cat /tmp/fio1.out; fail "fio buffered"; }
+expect_grep 'err= 0' /tmp/fio1.out
+fio --name=direct --directory=/tmp/mnt --size=32M --rw=randwrite --bsrange=4k-1m --direct=1 \
+	--ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fio2.out || { cat /tmp/fio2.out; fail "fio direct"; }
+expect_grep 'err= 0' /tmp/fio2.out
+grep -E 'WRITE:|READ:' /tmp/fio1.out /tmp/fio2.out
+rm -f /tmp/mnt/buffered.* /tmp/mnt/direct.*
+umnt
+
+step "hard mount: the server is killed and restarted during a verified run; fio never sees it"
+mnt -o timeo=20
+fio --name=restart --directory=/tmp/mnt --size=48M --rw=write --bs=64k --ioengine=psync \
+	--fsync=16 --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
+	--output=/tmp/fio3.out &
+fio_pid=$!
+sleep 3
+restart_server
+sleep 2
+restart_server
+wait $fio_pid || { cat /tmp/fio3.out; fail "fio across server restarts"; }
+expect_grep 'err= 0' /tmp/fio3.out
+dmesg | grep -E 'orfs: .*(reconnected|not responding)' | tail -n 4
+expect_grep 'orfs: .*reconnected' <(dmesg)
+umnt
+
+step "soft mount: a dead server gives EIO after timeo x retrans"
+mnt -o soft,timeo=10,retrans=2
+echo data > /tmp/mnt/soft
+kill -9 "$ORFS_SERVER_PID"; wait "$ORFS_SERVER_PID" 2>/dev/null || true; ORFS_SERVER_PID=
+t0=$(date +%s)
+set +e
+stat /tmp/mnt/soft-new > /tmp/out 2>&1; rc=$?
+set -e
+cat /tmp/out
+[ "$rc" -ne 0 ] || fail "stat worked with the server dead"
+expect_grep 'Input/output error' /tmp/out
+echo "gave up after $(($(date +%s) - t0)) s"
+umount -f /tmp/mnt || umount -l /tmp/mnt
+
+step "hard mount, dead server: umount -f ends the waiting calls"
+start_server -s $state -e data=$exp
+mnt
+kill -9 "$ORFS_SERVER_PID"; wait "$ORFS_SERVER_PID" 2>/dev/null || true; ORFS_SERVER_PID=
+stat /tmp/mnt/hard-new > /tmp/out 2>&1 &
+st_pid=$!
+sleep 2
+kill -0 $st_pid || fail "a hard mount gave up"
+umount -f /tmp/mnt || umount -l /tmp/mnt
+for ((i = 0; i < 200; i++)); do kill -0 $st_pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $st_pid 2>/dev/null && fail "a call outlived umount -f"
+grep -q ' /tmp/mnt ' /proc/mounts && fail "still mounted"
+
+step "a server that lies (after the mount): calls fail with EIO, no oops, the mount goes away"
+for fault in tag inline body; do
+	ORFS_SERVER_FAULT=$fault start_server -s $state -e data=$exp
+	mnt -o soft,timeo=10,retrans=1
+	set +e
+	ls -la /tmp/mnt > /tmp/out 2>&1; rc=$?
+	set -e
+	cat /tmp/out
+	[ "$rc" -ne 0 ] || fail "a lying server's listing was taken ($fault)"
+	expect_grep 'Input/output error' /tmp/out
+	umnt
+	stop_server
+done
+dmesg | grep -E 'knet: (reply for no request|malformed reply|reply larger)' | tail -n 3
+echo ok

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * orfs-fstest: POSIX behaviour of a mounted file system, with the errno
+ * values a local file system gives. Run on an ORFS mount (and, to check
+ * the checks, on tmpfs: both must pass).
+ *
+ *   orfs-fstest DIR [UID]
+ *
+ * DIR must be empty and writable by root. With UID, the permission checks
+ * also run as that user (the caller must be root). Prints "ok NAME" per
+ * check and "FAIL NAME: why" on the first failure of a check.
+ * Exit status: 0 all passed, 1 a check failed, 2 usage.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE	(1 << 0)
+#define RENAME_EXCHANGE		(1 << 1)
+#endif
+#ifndef STATX_DIOALIGN
+#define STATX_DIOALIGN		0x00002000U
+#endif
+
+struct ctx {
+	const char	*dir;
+	const char	*check;
+	char		path[4096];
+	int		failed;
+};
+
+#define CHECK(c, cond, ...) do {					\
+	if (!(cond)) {							\
+		fprintf(stderr, "FAIL %s: ", (c)->check);		\
+		fprintf(stderr, __VA_ARGS__);				\
+		fprintf(stderr, " (errno %s)\n", strerror(errno));	\
+		return -1;						\
+	}								\
+} while (0)
+
+#define EXPECT_ERRNO(c, call, err) do {					\
+	errno = 0;							\
+	CHECK(c, (call) < 0 && errno == (err), "%s: want %s", #call, strerror(err)); \
+} while (0)
+
+static const char *P(struct ctx *c, const char *name)
+{
+	snprintf(c->path, sizeof(c->path), "%s/%s", c->dir, name);
+	return c->path;
+}
+
+/* Two paths at once need their own buffers. */
+static char *P2(struct ctx *c, const char *name)
+{
+	static char b[2][4096];
+	static int i;
+
+	i ^= 1;
+	snprintf(b[i], sizeof(b[i]), "%s/%s", c->dir, name);
+	return b[i];
+}
+
+static int put(const char *path, const char *s, int flags)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | flags, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static ssize_t get(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = 0;
+	return n;
+}
+
+static int t_create_flags(struct ctx *c)
+{
+	char buf[64];
+	int fd;
+
+	fd = open(P(c, "excl"), O_CREAT | O_EXCL | O_WRONLY, 0640);
+	CHECK(c, fd >= 0, "O_EXCL create");
+	close(fd);
+	EXPECT_ERRNO(c, open(P(c, "excl"), O_CREAT | O_EXCL | O_WRONLY, 0640), EEXIST);
+	CHECK(c, !put(P(c, "trunc"), "0123456789", 0), "write");
+	CHECK(c, !put(P(c, "trunc"), "ab", O_TRUNC), "O_TRUNC write");
+	CHECK(c, get(P(c, "trunc"), buf, sizeof(buf)) == 2 && !strcmp(buf, "ab"),
+	      "O_TRUNC left '%s'", buf);
+	CHECK(c, !put(P(c, "app"), "a", 0) && !put(P(c, "app"), "b", O_APPEND) &&
+	      !put(P(c, "app"), "c", O_APPEND), "O_APPEND writes");
+	CHECK(c, get(P(c, "app"), buf, sizeof(buf)) == 3 && !strcmp(buf, "abc"),
+	      "O_APPEND gave '%s'", buf);
+	EXPECT_ERRNO(c, open(P(c, "nosuch"), O_RDONLY), ENOENT);
+	EXPECT_ERRNO(c, open(P(c, "trunc/x"), O_RDONLY), ENOTDIR);
+	return 0;
+}
+
+static int t_unlink_open(struct ctx *c)
+{
+	char buf[64];
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	int fd;
+
+	CHECK(c, !put(P(c, "gone"), "still here", 0), "write");
+	fd = open(P(c, "gone"), O_RDWR);
+	CHECK(c, fd >= 0, "open");
+	CHECK(c, !unlink(P(c, "gone")), "unlink");
+	EXPECT_ERRNO(c, stat(P(c, "gone"), &st), ENOENT);
+	CHECK(c, pread(fd, buf, 10, 0) == 10 && !memcmp(buf, "still here", 10),
+	      "read after unlink");
+	CHECK(c, pwrite(fd, "STILL", 5, 0) == 5, "write after unlink");
+	CHECK(c, pread(fd, buf, 10, 0) == 10 && !memcmp(buf, "STILL here", 10),
+	      "read back after unlink");
+	CHECK(c, !fstat(fd, &st) && st.st_nlink == 0, "nlink %lu after unlink",
+	      (unsigned long)st.st_nlink);
+	close(fd);
+	d = opendir(c->dir);
+	CHECK(c, d, "opendir");
+	while ((e = readdir(d)))
+		CHECK(c, strncmp(e->d_name, ".orfs-", 6), "hidden %s left after close", e->d_name);
+	closedir(d);
+	return 0;
+}
+
+static int t_dirs(struct ctx *c)
+{
+	struct stat st;
+
+	CHECK(c, !mkdir(P(c, "d"), 0750), "mkdir");
+	EXPECT_ERRNO(c, mkdir(P(c, "d"), 0750), EEXIST);
+	CHECK(c, !stat(P(c, "d"), &st) && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0750,
+	      "mode %o", st.st_mode);
+	CHECK(c, !put(P(c, "d/f"), "x", 0), "file in dir");
+	EXPECT_ERRNO(c, rmdir(P(c, "d")), ENOTEMPTY);
+	EXPECT_ERRNO(c, rmdir(P(c, "d/f")), ENOTDIR);
+	EXPECT_ERRNO(c, unlink(P(c, "d")), EISDIR);
+	CHECK(c, !unlink(P(c, "d/f")) && !rmdir(P(c, "d")), "empty and remove");
+	EXPECT_ERRNO(c, stat(P(c, "d"), &st), ENOENT);
+	return 0;
+}
+
+static int t_rename(struct ctx *c)
+{
+	char buf[64];
+
+	CHECK(c, !put(P(c, "r1"), "one", 0) && !put(P(c, "r2"), "two", 0), "write");
+	CHECK(c, !rename(P2(c, "r1"), P2(c, "r3")), "rename");
+	CHECK(c, get(P(c, "r3"), buf, sizeof(buf)) == 3 && !strcmp(buf, "one"), "renamed");
+	errno = 0;
+	CHECK(c, syscall(SYS_renameat2, AT_FDCWD, P2(c, "r3"), AT_FDCWD, P2(c, "r2"),
+			 RENAME_NOREPLACE) < 0 && errno == EEXIST, "RENAME_NOREPLACE");
+	CHECK(c, !syscall(SYS_renameat2, AT_FDCWD, P2(c, "r3"), AT_FDCWD, P2(c, "r2"),
+			  RENAME_EXCHANGE), "RENAME_EXCHANGE");
+	CHECK(c, get(P(c, "r2"), buf, sizeof(buf)) == 3 && !strcmp(buf, "one"), "exchanged 1");
+	CHECK(c, get(P(c, "r3"), buf, sizeof(buf)) == 3 && !strcmp(buf, "two"), "exchanged 2");
+	CHECK(c, !rename(P2(c, "r3"), P2(c, "r2")), "rename over");
+	CHECK(c, get(P(c, "r2"), buf, sizeof(buf)) == 3 && !strcmp(buf, "two"), "replaced");
+	EXPECT_ERRNO(c, access(P(c, "r3"), F_OK), ENOENT);
+	CHECK(c, !mkdir(P(c, "rd"), 0755) && !put(P(c, "rd/x"), "x", 0), "dir");
+	errno = 0;
+	CHECK(c, rename(P2(c, "r2"), P2(c, "rd")) < 0 && errno == EISDIR, "file over dir");
+	return 0;
+}
+
+static int t_readdir(struct ctx *c)
+{
+	int i, n = 0, dots = 0;
+	char name[64];
+	struct dirent *e;
+	DIR *d;
+
+	CHECK(c, !mkdir(P(c, "big"), 0755), "mkdir");
+	for (i = 0; i < 2000; i++) {
+		snprintf(name, sizeof(name), "big/file-with-a-longish-name-%05d", i);
+		CHECK(c, !put(P(c, name), "", 0), "create %s", name);
+	}
+	d = opendir(P(c, "big"));
+	CHECK(c, d, "opendir");
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) {
+			dots++;
+			continue;
+		}
+		CHECK(c, !strncmp(e->d_name, "file-with-a-longish-name-", 25) &&
+		      e->d_type == DT_REG, "entry %s type %d", e->d_name, e->d_type);
+		n++;
+	}
+	closedir(d);
+	CHECK(c, n == 2000 && dots == 2, "%d entries and %d dots", n, dots);
+	return 0;
+}
+
+static int t_links(struct ctx *c)
+{
+	struct stat a, b;
+	char buf[256];
+	ssize_t n;
+
+	CHECK(c, !put(P(c, "target"), "data", 0), "write");
+	CHECK(c, !symlink("target", P(c, "sym")), "symlink");
+	n = readlink(P(c, "sym"), buf, sizeof(buf));
+	CHECK(c, n == 6 && !memcmp(buf, "target", 6), "readlink");
+	CHECK(c, !lstat(P(c, "sym"), &a) && S_ISLNK(a.st_mode), "lstat symlink");
+	CHECK(c, !stat(P(c, "sym"), &a) && S_ISREG(a.st_mode) && a.st_size == 4, "stat follows");
+	CHECK(c, !symlink("/etc/passwd", P(c, "abs")), "absolute symlink");
+	n = readlink(P(c, "abs"), buf, sizeof(buf));
+	CHECK(c, n == 11 && !memcmp(buf, "/etc/passwd", 11), "absolute readlink");
+	CHECK(c, !link(P2(c, "target"), P2(c, "hard")), "link");
+	CHECK(c, !stat(P(c, "target"), &a) && !stat(P(c, "hard"), &b) && a.st_ino == b.st_ino &&
+	      a.st_nlink == 2, "hard link ino %lu/%lu nlink %lu", (unsigned long)a.st_ino,
+	      (unsigned long)b.st_ino, (unsigned long)a.st_nlink);
+	CHECK(c, !unlink(P(c, "hard")) && !stat(P(c, "target"), &a) && a.st_nlink == 1,
+	      "nlink after unlink");
+	CHECK(c, !mknod(P(c, "fifo"), S_IFIFO | 0644, 0) && !lstat(P(c, "fifo"), &a) &&
+	      S_ISFIFO(a.st_mode), "fifo");
+	CHECK(c, !mknod(P(c, "sock"), S_IFSOCK | 0644, 0) && !lstat(P(c, "sock"), &a) &&
+	      S_ISSOCK(a.st_mode), "socket");
+	return 0;
+}
+
+static int t_attrs(struct ctx *c)
+{
+	struct timespec ts[2] = { { 1000000000, 123456789 }, { 1200000000, 987654321 } };
+	struct statx sx;
+	struct stat st;
+	char buf[64];
+
+	CHECK(c, !put(P(c, "attr"), "0123456789", 0), "write");
+	CHECK(c, !chmod(P(c, "attr"), 0604) && !stat(P(c, "attr"), &st) &&
+	      (st.st_mode & 07777) == 0604, "chmod: %o", st.st_mode);
+	CHECK(c, !chown(P(c, "attr"), 1234, 5678) && !stat(P(c, "attr"), &st) &&
+	      st.st_uid == 1234 && st.st_gid == 5678, "chown");
+	CHECK(c, !truncate(P(c, "attr"), 4) && !stat(P(c, "attr"), &st) && st.st_size == 4,
+	      "shrink");
+	CHECK(c, !truncate(P(c, "attr"), 8) && get(P(c, "attr"), buf, sizeof(buf)) == 8 &&
+	      !memcmp(buf, "0123\0\0\0\0", 8), "extend with zeroes");
+	CHECK(c, !utimensat(AT_FDCWD, P(c, "attr"), ts, 0) && !stat(P(c, "attr"), &st) &&
+	      st.st_mtim.tv_sec == 1200000000 && st.st_mtim.tv_nsec == 987654321 &&
+	      st.st_atim.tv_sec == 1000000000, "utimensat");
+	CHECK(c, !statx(AT_FDCWD, P(c, "attr"), 0, STATX_BASIC_STATS, &sx) &&
+	      sx.stx_size == 8 && sx.stx_mtime.tv_nsec == 987654321, "statx");
+	return 0;
+}
+
+static int t_xattr(struct ctx *c)
+{
+	char buf[256];
+	ssize_t n;
+
+	CHECK(c, !put(P(c, "xa"), "x", 0), "write");
+	CHECK(c, !setxattr(P(c, "xa"), "user.color", "blue", 4, XATTR_CREATE), "setxattr");
+	errno = 0;
+	CHECK(c, setxattr(P(c, "xa"), "user.color", "red", 3, XATTR_CREATE) < 0 &&
+	      errno == EEXIST, "XATTR_CREATE twice");
+	n = getxattr(P(c, "xa"), "user.color", buf, sizeof(buf));
+	CHECK(c, n == 4 && !memcmp(buf, "blue", 4), "getxattr");
+	CHECK(c, getxattr(P(c, "xa"), "user.color", NULL, 0) == 4, "getxattr size");
+	errno = 0;
+	CHECK(c, getxattr(P(c, "xa"), "user.color", buf, 2) < 0 && errno == ERANGE, "ERANGE");
+	n = listxattr(P(c, "xa"), buf, sizeof(buf));
+	CHECK(c, n > 0 && memmem(buf, n, "user.color", 11), "listxattr");
+	CHECK(c, !removexattr(P(c, "xa"), "user.color"), "removexattr");
+	errno = 0;
+	CHECK(c, getxattr(P(c, "xa"), "user.color", buf, sizeof(buf)) < 0 && errno == ENODATA,
+	      "removed");
+	return 0;
+}
+
+static int t_sync_statfs(struct ctx *c)
+{
+	struct statfs sf;
+	int fd = open(P(c, "sync"), O_CREAT | O_RDWR, 0644);
+
+	CHECK(c, fd >= 0 && write(fd, "abc", 3) == 3, "write");
+	CHECK(c, !fsync(fd) && !fdatasync(fd), "fsync");
+	close(fd);
+	CHECK(c, !statfs(c->dir, &sf) && sf.f_blocks > 0 && sf.f_namelen == 255, "statfs");
+	return 0;
+}
+
+static int t_mmap(struct ctx *c)
+{
+	size_t len = 3 * 4096 + 100, i;
+	char *p, *back;
+	int fd;
+
+	fd = open(P(c, "mm"), O_CREAT | O_RDWR, 0644);
+	CHECK(c, fd >= 0 && !ftruncate(fd, (off_t)len), "create");
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(c, p != MAP_FAILED, "mmap");
+	for (i = 0; i < len; i++)
+		p[i] = (char)(i * 7 + 3);
+	CHECK(c, !msync(p, len, MS_SYNC), "msync");
+	munmap(p, len);
+	close(fd);
+	back = malloc(len + 1);
+	CHECK(c, back && get(P(c, "mm"), back, len + 1) == (ssize_t)len, "read back");
+	for (i = 0; i < len; i++)
+		CHECK(c, back[i] == (char)(i * 7 + 3), "byte %zu", i);
+	free(back);
+	return 0;
+}
+
+/* O_DIRECT at the alignment statx advertises (ORFS: none, so odd offsets). */
+static int t_direct(struct ctx *c)
+{
+	size_t len = 300000, i, al = 4096;
+	struct statx sx;
+	char *raw, *w, *r;
+	off_t off;
+	int fd;
+
+	fd = open(P(c, "dio"), O_CREAT | O_RDWR | O_DIRECT, 0644);
+	CHECK(c, fd >= 0, "open O_DIRECT");
+	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) && (sx.stx_mask & STATX_DIOALIGN) &&
+	    sx.stx_dio_mem_align)
+		al = sx.stx_dio_mem_align > sx.stx_dio_offset_align ? sx.stx_dio_mem_align :
+								       sx.stx_dio_offset_align;
+	if (al == 1)
+		len = 300001;
+	else
+		len = (len / al) * al;
+	raw = aligned_alloc(4096, len + 8192);
+	r = aligned_alloc(4096, len + 8192);
+	CHECK(c, raw && r, "malloc");
+	w = raw + (al == 1 ? 4097 : al);
+	off = al == 1 ? 1001 : (off_t)al;
+	for (i = 0; i < len; i++)
+		w[i] = (char)(i * 13 + 1);
+	CHECK(c, pwrite(fd, w, len, off) == (ssize_t)len, "O_DIRECT write aligned to %zu", al);
+	CHECK(c, pread(fd, r + (al == 1 ? 3 : 0), len, off) == (ssize_t)len, "O_DIRECT read");
+	CHECK(c, !memcmp(w, r + (al == 1 ? 3 : 0), len), "O_DIRECT data");
+	CHECK(c, pread(fd, r, al == 1 ? 100 : al, off + (off_t)len) == 0,
+	      "O_DIRECT read at end of file");
+	close(fd);
+	free(raw);
+	free(r);
+	printf("direct: alignment %zu\n", al);
+	return 0;
+}
+
+/* As UID: the server applies the caller's credentials, and so do we. */
+static int t_perms(struct ctx *c, uid_t uid)
+{
+	pid_t pid;
+	int st;
+
+	/* In a root-owned 0755 directory (the test's own may be sticky 1777). */
+	CHECK(c, !mkdir(P(c, "p"), 0755) && !chmod(P(c, "p"), 0755), "setup");
+	CHECK(c, !put(P(c, "p/rootfile"), "secret", 0) && !chmod(P(c, "p/rootfile"), 0600),
+	      "setup");
+	CHECK(c, !put(P(c, "p/public"), "hello", 0) && !chmod(P(c, "p/public"), 0644), "setup");
+	CHECK(c, !mkdir(P(c, "p/mine"), 0755) && !chown(P(c, "p/mine"), uid, uid), "setup");
+	pid = fork();
+	CHECK(c, pid >= 0, "fork");
+	if (!pid) {
+		char buf[64];
+
+		if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+			_exit(3);
+		if (get(P(c, "p/public"), buf, sizeof(buf)) != 5)
+			_exit(4);
+		errno = 0;
+		if (open(P(c, "p/rootfile"), O_RDONLY) >= 0 || errno != EACCES)
+			_exit(5);
+		errno = 0;
+		if (open(P(c, "p/public"), O_WRONLY) >= 0 || errno != EACCES)
+			_exit(6);
+		errno = 0;
+		if (open(P(c, "p/newfile"), O_CREAT | O_WRONLY, 0644) >= 0 || errno != EACCES)
+			_exit(7);
+		errno = 0;
+		if (unlink(P(c, "p/public")) == 0 || errno != EACCES)
+			_exit(8);
+		if (put(P(c, "p/mine/ok"), "mine", 0))
+			_exit(9);
+		errno = 0;
+		if (chmod(P(c, "p/public"), 0666) == 0 || errno != EPERM)
+			_exit(10);
+		_exit(0);
+	}
+	CHECK(c, waitpid(pid, &st, 0) == pid && WIFEXITED(st), "wait");
+	CHECK(c, WEXITSTATUS(st) == 0, "as uid %u: check %d failed", uid, WEXITSTATUS(st));
+	{
+		struct stat s;
+
+		CHECK(c, !stat(P(c, "p/mine/ok"), &s) && s.st_uid == uid, "owner of a user's file");
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(struct ctx *c);
+	} checks[] = {
+		{ "create-flags", t_create_flags }, { "unlink-open", t_unlink_open },
+		{ "dirs", t_dirs }, { "rename", t_rename }, { "readdir", t_readdir },
+		{ "links", t_links }, { "attrs", t_attrs }, { "xattr", t_xattr },
+		{ "sync-statfs", t_sync_statfs }, { "mmap", t_mmap }, { "direct", t_direct },
+	};
+	struct ctx c = { 0 };
+	size_t i;
+
+	if (argc < 2 || argc > 3)
+		return fprintf(stderr, "usage: orfs-fstest DIR [UID]\n"), 2;
+	c.dir = argv[1];
+	for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		c.check = checks[i].name;
+		if (checks[i].fn(&c))
+			c.failed = 1;
+		else
+			printf("ok %s\n", c.check);
+		fflush(stdout);
+	}
+	if (argc == 3) {
+		c.check = "permissions";
+		if (t_perms(&c, (uid_t)strtoul(argv[2], NULL, 0)))
+			c.failed = 1;
+		else
+			printf("ok permissions\n");
+	}
+	return c.failed;
+}
