@@ -44,6 +44,13 @@ expect_grep "export 'nosuch' refused: no such export or volume" <(dmesg)
 mnt -o ro
 expect_fail touch /tmp/mnt/ro-test
 umnt
+# The mount helper resolves names (localhost: the kernel is handed 127.0.0.1).
+"$ORFS_PROJ/tools/mount.orfs" "$ORFS_ADDR:/data" /tmp/mnt -o acregmin=1
+expect_grep "addr=$ORFS_ADDR,.*acregmin=1," /proc/mounts
+umnt
+expect_fail "$ORFS_PROJ/tools/mount.orfs" localhost:/data /tmp/mnt
+expect_grep "orfs: cannot reach 127.0.0.1:20077 export 'data'" <(dmesg)
+expect_fail "$ORFS_PROJ/tools/mount.orfs" no-such-host.invalid:/data /tmp/mnt
 
 step "the POSIX checks pass on ext4 (the reference) and on ORFS exporting it, as root and uid 1000"
 "$ft" /tmp/e4/ref 1000 | tee /tmp/ref.out
