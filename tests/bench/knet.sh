@@ -11,7 +11,7 @@
 out=$ORFS_RESULTS/knet.tsv
 : > "$out"
 kt() { "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" "$@"; }
-row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$out"; echo "$1 $2 ${3:--} $4"; }
+row() { bench_row "$out" "$@"; }
 
 load_suite
 insmod "$ORFS_KMOD/knet/knet_test.ko"

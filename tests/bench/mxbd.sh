@@ -43,20 +43,10 @@ for ((i = 0; i < 100; i++)); do [ -b /dev/nvme0n1 ] && break; sleep 0.1; done
 [ -b /dev/nvme0n1 ] || fail "NVMe-oF namespace did not appear"
 on_exit "echo 1 > /sys/class/nvme/nvme0/delete_controller"
 
-# fio JOB DEVICE: one job, JSON; prints "MBps lat_us p99_us iops".
+# run NAME DEVICE RW BS QD: one fio job; prints "MBps lat_us p99_us iops".
 run() {
-	local name=$1 dev=$2 rw=$3 bs=$4 qd=$5
-	fio --name="$name" --filename="$dev" --direct=1 --ioengine=libaio --rw="$rw" --bs="$bs" \
-		--iodepth="$qd" --size=$size --time_based --runtime="$secs" --ramp_time=2 \
-		--output-format=json --output="/tmp/$name.json" > /dev/null || fail "fio $name"
-	python3 - "/tmp/$name.json" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))['jobs'][0]
-d = j['read'] if j['read']['io_bytes'] else j['write']
-lat = d['lat_ns']['mean'] / 1000
-p99 = d['clat_ns']['percentile'].get('99.000000', 0) / 1000
-print('%.2f %.1f %.1f %.0f' % (d['bw_bytes'] / 1e6, lat, p99, d['iops']))
-PY
+	fio_figures "$1" --filename="$2" --direct=1 --ioengine=libaio --rw="$3" --bs="$4" \
+		--iodepth="$5" --size=$size --time_based --runtime="$secs" --ramp_time=2
 }
 
 # Fill both, so that reads read written blocks.
@@ -64,7 +54,7 @@ for dev in /dev/mxbd0 /dev/nvme0n1; do
 	dd if=/dev/zero of=$dev bs=1M count=256 oflag=direct status=none
 done
 
-row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$out"; echo "$1 ours=$2 peer=$3 $4"; }
+row() { bench_row "$out" "$@"; }
 for job in "seqread_1M_qd16 read 1M 16" "seqwrite_1M_qd16 write 1M 16" \
 	   "randread_4k_qd1 randread 4k 1" "randwrite_4k_qd1 randwrite 4k 1" \
 	   "randread_4k_qd32 randread 4k 32" "randwrite_4k_qd32 randwrite 4k 32"; do

@@ -115,3 +115,27 @@ perftest() {
 	[ -n "$v" ] || { cat /tmp/perftest.cli >&2; return 1; }
 	echo "$v"
 }
+
+# fio_figures NAME FIO-ARGS...: run one fio job (JSON output in
+# /tmp/NAME.json) and print "MBps mean_lat_us p99_us iops" of the
+# direction it moved data in. Fails the test if fio fails.
+fio_figures() {
+	local name=$1
+	shift
+	fio --name="$name" "$@" --output-format=json --output="/tmp/$name.json" > /dev/null ||
+		fail "fio $name"
+	python3 - "/tmp/$name.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))['jobs'][0]
+d = j['read'] if j['read']['io_bytes'] else j['write']
+lat = d['lat_ns']['mean'] / 1000
+p99 = d['clat_ns']['percentile'].get('99.000000', 0) / 1000
+print('%.2f %.1f %.1f %.0f' % (d['bw_bytes'] / 1e6, lat, p99, d['iops']))
+PY
+}
+
+# bench_row TSV METRIC OURS PEER UNIT: one figure of a benchmark
+bench_row() {
+	printf '%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" >> "$1"
+	echo "$2 ours=$3 peer=$4 $5"
+}

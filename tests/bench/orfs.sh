@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# ORFS against NFSv3 over RDMA (knfsd, rpcrdma) in the same guest boot,
+# both exporting a tmpfs directory over rxe0: O_DIRECT 1 MiB sequential
+# read and write at depth 16, 4 KiB random read and write at depth 1
+# (mean latency), a buffered sequential write then read of a large file,
+# create/stat/unlink of 1000 files (time per operation), and ORFS's O_DIRECT
+# 64 KiB reads with the registration cache on and off.
+# timeout: 900
+. "$(dirname "$0")/../guest/lib.sh"
+out=$ORFS_RESULTS/orfs.tsv
+: > "$out"
+secs=${BENCH_SECONDS:-10}
+bufmb=${BENCH_BUF_MB:-512}
+row() { bench_row "$out" "$@"; }
+
+# ORFS.
+mkdir -p /tmp/oexp /tmp/omnt
+start_server -e data=/tmp/oexp
+load_suite
+mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt
+on_exit "umount /tmp/omnt"
+
+# NFSv3 over RDMA, server and client in this guest.
+mkdir -p /tmp/nexp /tmp/nmnt /var/lib/nfs/rpc_pipefs /run/rpcbind
+touch /var/lib/nfs/etab /var/lib/nfs/rmtab /var/lib/nfs/xtab
+modprobe -a nfsd rpcrdma
+mountpoint -q /var/lib/nfs/rpc_pipefs || mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs
+mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+rpcbind -w
+exportfs -o rw,no_root_squash,fsid=1,insecure,no_subtree_check "$ORFS_ADDR:/tmp/nexp"
+rpc.mountd --no-nfs-version 4
+rpc.nfsd -N 4 8
+on_exit "rpc.nfsd 0; exportfs -ua; pkill rpc.mountd; pkill rpcbind"
+echo "rdma 20049" > /proc/fs/nfsd/portlist
+mount -t nfs -o vers=3,nolock,proto=rdma,port=20049 "$ORFS_ADDR:/tmp/nexp" /tmp/nmnt
+on_exit "umount /tmp/nmnt"
+grep -E ' /tmp/(o|n)mnt ' /proc/mounts
+
+# dio NAME DIR RW BS QD: an O_DIRECT fio job on a 256 MiB file in DIR.
+dio() {
+	fio_figures "$1" --directory="$2" --filename=f256 --size=256M --direct=1 \
+		--ioengine=libaio --rw="$3" --bs="$4" --iodepth="$5" --time_based \
+		--runtime="$secs" --ramp_time=2
+}
+for d in /tmp/omnt /tmp/nmnt; do
+	dd if=/dev/zero of=$d/f256 bs=1M count=256 status=none
+done
+
+for job in "dio_seqread_1M_qd16 read 1M 16" "dio_seqwrite_1M_qd16 write 1M 16" \
+	   "dio_randread_4k_qd1 randread 4k 1" "dio_randwrite_4k_qd1 randwrite 4k 1"; do
+	set -- $job
+	read -r o_bw o_lat _ _ < <(dio "o-$1" /tmp/omnt "$2" "$3" "$4")
+	read -r n_bw n_lat _ _ < <(dio "n-$1" /tmp/nmnt "$2" "$3" "$4")
+	case $1 in
+	*_1M_*) row "${1}_MBps" "$o_bw" "$n_bw" MBps ;;
+	*) row "${1}_lat_us" "$o_lat" "$n_lat" us ;;
+	esac
+done
+
+# buffered DIR: write then read a BUFMB file through the page cache (the
+# cache dropped in between); prints "write_MBps read_MBps".
+buffered() {
+	local w r
+	w=$(dd if=/dev/zero of="$1/big" bs=1M count="$bufmb" conv=fsync 2>&1 |
+	    awk '/copied/ { print $(NF-1) }')
+	echo 3 > /proc/sys/vm/drop_caches
+	r=$(dd if="$1/big" of=/dev/null bs=1M 2>&1 | awk '/copied/ { print $(NF-1) }')
+	rm -f "$1/big"
+	echo "$w $r"
+}
+read -r o_w o_r < <(buffered /tmp/omnt)
+read -r n_w n_r < <(buffered /tmp/nmnt)
+row buf_seqwrite_MBps "$o_w" "$n_w" MBps
+row buf_seqread_MBps "$o_r" "$n_r" MBps
+
+# meta DIR: microseconds per create, stat and unlink of 1000 files.
+meta() {
+	python3 - "$1" <<'PY'
+import os, sys, time
+d = os.path.join(sys.argv[1], 'meta')
+os.mkdir(d)
+names = [os.path.join(d, 'f%04d' % i) for i in range(1000)]
+t0 = time.perf_counter()
+for n in names:
+    os.close(os.open(n, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+t1 = time.perf_counter()
+for n in names:
+    os.stat(n)
+t2 = time.perf_counter()
+for n in names:
+    os.unlink(n)
+t3 = time.perf_counter()
+os.rmdir(d)
+print('%.1f %.1f %.1f' % ((t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3))
+PY
+}
+read -r o_c o_s o_u < <(meta /tmp/omnt)
+read -r n_c n_s n_u < <(meta /tmp/nmnt)
+row create_us "$o_c" "$n_c" us
+row stat_us "$o_s" "$n_s" us
+row unlink_us "$o_u" "$n_u" us
+
+# The registration cache: the same 64 KiB O_DIRECT reads with it on and off.
+read -r on_bw _ _ _ < <(dio o-rc-on /tmp/omnt read 64k 1)
+umount /tmp/omnt
+mount -t orfs -o regcache=off "$ORFS_ADDR:/data" /tmp/omnt
+grep -q 'regcache=off' /proc/mounts || fail "could not mount with regcache=off"
+read -r off_bw _ _ _ < <(dio o-rc-off /tmp/omnt read 64k 1)
+row dio_64k_regcache_on_MBps "$on_bw" "$off_bw" MBps
+cat "/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"
