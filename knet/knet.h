@@ -169,6 +169,7 @@ void knet_ep_destroy(struct knet_ep *ep);
 void knet_ep_abort(struct knet_ep *ep);
 void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l);
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
+int knet_submit_wait(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
 
 /* knet_main.c: where endpoints publish their counters, and device caches */
 struct dentry *knet_debugfs_endpoints(void);

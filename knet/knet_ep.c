@@ -1302,6 +1302,42 @@ static void knet_sync_done(struct knet_request *rq)
 }
 
 /**
+ * knet_submit_wait() - send a request, waiting for a slot and a credit
+ * @ep: a connected endpoint
+ * @rq: the request, as for knet_submit(); its end is reported by @rq->done
+ *	(or knet_ep_wait_any())
+ * @timeout: in jiffies, for a slot and a credit
+ *
+ * Context: process context, may sleep; killable.
+ * Return: 0 when sent; -ETIMEDOUT or -EINTR when no credit came in time or
+ * a fatal signal did; else as knet_submit(). On an error return the
+ * request was not sent and will not be reported.
+ */
+int knet_submit_wait(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout)
+{
+	long left = timeout;
+	int ret;
+
+	ret = knet_check_request(ep, rq);
+	if (ret)
+		return ret;
+	ret = knet_pin(ep, rq);
+	if (ret)
+		return ret;
+	while ((ret = __knet_submit(ep, rq)) == -EAGAIN) {
+		left = wait_event_killable_timeout(ep->wait, knet_can_submit(ep), left);
+		if (left <= 0) {
+			ret = left ? -EINTR : -ETIMEDOUT;
+			break;
+		}
+	}
+	if (ret)
+		knet_unpin(rq);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(knet_submit_wait);
+
+/**
  * knet_call() - send a request and wait for its answer
  * @ep: a connected endpoint
  * @rq: the request; its out fields are filled in; @done and @priv are used
@@ -1317,29 +1353,15 @@ static void knet_sync_done(struct knet_request *rq)
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout)
 {
 	struct knet_sync sync;
-	long left = timeout;
+	long left;
 	int ret;
 
-	ret = knet_check_request(ep, rq);
-	if (ret)
-		return ret;
 	init_completion(&sync.done);
 	rq->done = knet_sync_done;
 	rq->priv = &sync;
-	ret = knet_pin(ep, rq);
+	ret = knet_submit_wait(ep, rq, timeout);
 	if (ret)
 		return ret;
-	while ((ret = __knet_submit(ep, rq)) == -EAGAIN) {
-		left = wait_event_killable_timeout(ep->wait, knet_can_submit(ep), left);
-		if (left <= 0) {
-			ret = left ? -EINTR : -ETIMEDOUT;
-			break;
-		}
-	}
-	if (ret) {
-		knet_unpin(rq);
-		return ret;
-	}
 	left = wait_for_completion_killable_timeout(&sync.done, timeout);
 	if (left <= 0) {
 		pr_warn("request %u timed out or was killed: disconnecting\n", rq->opcode);

@@ -9,6 +9,7 @@
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
+#include <linux/cred.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
@@ -23,48 +24,6 @@ static void orfs_bvec_folio(struct bio_vec *bv, struct folio *folio, size_t len)
 	bv->bv_page = &folio->page;
 	bv->bv_offset = 0;
 	bv->bv_len = len;
-}
-
-/* READ or WRITE of MEM at POS; *COUNT is what the server did. */
-static int orfs_io(struct inode *inode, u16 op, loff_t pos, const struct knet_mem *mem,
-		   u32 flags, u32 *count)
-{
-	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
-	struct orfs_io_req *r;
-	struct orfs_io_rep rep;
-	struct orfs_msg m;
-	int ret;
-
-	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
-	if (ret)
-		return ret;
-	r = orfs_msg_put(&m, NULL, sizeof(*r));
-	if (r) {
-		r->fh = ORFS_I(inode)->fh;
-		r->offset = cpu_to_le64(pos);
-		r->length = cpu_to_le32(mem->len);
-		r->flags = cpu_to_le32(flags);
-	}
-	ret = orfs_rpc(sbi, op, &m, &rep, sizeof(rep), sizeof(rep), NULL, mem,
-		       op == ORFS_OP_WRITE ? KNET_DIR_TO_SERVER : KNET_DIR_FROM_SERVER);
-	orfs_msg_free(&m);
-	if (ret)
-		return ret;
-	*count = le32_to_cpu(rep.count);
-	if (*count > mem->len || orfs_check_attr(&rep.attr) ||
-	    !S_ISREG(le32_to_cpu(rep.attr.mode))) {
-		pr_warn_ratelimited("the server's answer to an I/O did not add up\n");
-		return -EIO;
-	}
-	if (op == ORFS_OP_WRITE) {
-		/* Our own change: keep our pages. */
-		spin_lock(&inode->i_lock);
-		ORFS_I(inode)->change = le64_to_cpu(rep.attr.change);
-		spin_unlock(&inode->i_lock);
-		if (pos + *count > i_size_read(inode))
-			i_size_write(inode, pos + *count);
-	}
-	return 0;
 }
 
 /*
@@ -119,29 +78,134 @@ static int orfs_read_folio(struct file *file, struct folio *folio)
 	return orfs_read_folios(folio->mapping->host, &folio, 1, true);
 }
 
+/* Remember who writes the file: write-back runs with these credentials. */
+static void orfs_set_wb_cred(struct inode *inode, const struct cred *cred)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+	const struct cred *old;
+
+	if (READ_ONCE(ci->wb_cred) == cred)
+		return;
+	get_cred(cred);
+	spin_lock(&inode->i_lock);
+	old = ci->wb_cred;
+	ci->wb_cred = cred;
+	spin_unlock(&inode->i_lock);
+	if (old)
+		put_cred(old);
+}
+
+static const struct cred *orfs_wb_cred(struct inode *inode)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+	const struct cred *cred;
+
+	spin_lock(&inode->i_lock);
+	cred = ci->wb_cred ? get_cred(ci->wb_cred) : get_current_cred();
+	spin_unlock(&inode->i_lock);
+	return cred;
+}
+
+/*
+ * A batch of consecutive folios moved by one request: read-ahead and
+ * write-back keep several in flight.
+ */
+struct orfs_batch {
+	struct orfs_areq	a;
+	unsigned int		n;
+	size_t			len;
+	struct folio		**folios;
+	struct bio_vec		*bv;
+};
+
+static struct orfs_batch *orfs_batch_alloc(struct inode *inode, u16 op, unsigned int max,
+					   gfp_t gfp)
+{
+	struct orfs_batch *b;
+
+	b = kzalloc(sizeof(*b) + max * (sizeof(*b->folios) + sizeof(*b->bv)), gfp);
+	if (!b)
+		return NULL;
+	b->bv = (struct bio_vec *)(b + 1);
+	b->folios = (struct folio **)(b->bv + max);
+	b->a.inode = inode;
+	b->a.op = op;
+	b->a.priv = b;
+	return b;
+}
+
+static void orfs_batch_add(struct orfs_batch *b, struct folio *folio, size_t len)
+{
+	if (!b->n)
+		b->a.pos = folio_pos(folio);
+	b->folios[b->n] = folio;
+	orfs_bvec_folio(&b->bv[b->n], folio, len);
+	b->n++;
+	b->len += len;
+}
+
+static void orfs_batch_start(struct orfs_batch *b, void (*end)(struct orfs_areq *, int, u32))
+{
+	b->a.mem.type = KNET_MEM_BVEC;
+	b->a.mem.nr = b->n;
+	b->a.mem.len = b->len;
+	b->a.mem.bvec = b->bv;
+	b->a.end = end;
+	orfs_io_start(&b->a, 0);
+}
+
+static void orfs_ra_end(struct orfs_areq *a, int err, u32 count)
+{
+	struct orfs_batch *b = a->priv;
+	size_t done = 0;
+	unsigned int i;
+
+	for (i = 0; i < b->n; i++) {
+		struct folio *folio = b->folios[i];
+		size_t fs = folio_size(folio);
+
+		if (!err) {
+			if (count < done + fs)
+				folio_zero_segment(folio, count > done ? count - done : 0, fs);
+			folio_mark_uptodate(folio);
+		}
+		done += fs;
+		/* On an error the folio stays not up to date: read_folio tries again. */
+		folio_unlock(folio);
+	}
+	kfree(b);
+}
+
 static void orfs_readahead(struct readahead_control *ractl)
 {
 	struct inode *inode = ractl->mapping->host;
 	u32 max = ORFS_SB(inode->i_sb)->rsize;
-	unsigned int n = 0, cap = max / PAGE_SIZE;
-	struct folio **batch, *folio;
-	size_t bytes = 0;
+	unsigned int cap = max / PAGE_SIZE;
+	struct orfs_batch *b = NULL;
+	struct folio *folio;
 
-	batch = kmalloc_array(cap, sizeof(*batch), GFP_KERNEL);
-	if (!batch)
-		return;		/* read_folio will do */
 	while ((folio = readahead_folio(ractl))) {
-		if (n && (n == cap || bytes + folio_size(folio) > max)) {
-			orfs_read_folios(inode, batch, n, true);
-			n = 0;
-			bytes = 0;
+		if (folio_pos(folio) >= i_size_read(inode)) {
+			/* Past the end: zeroes, no request. */
+			folio_zero_segment(folio, 0, folio_size(folio));
+			folio_mark_uptodate(folio);
+			folio_unlock(folio);
+			continue;
 		}
-		batch[n++] = folio;
-		bytes += folio_size(folio);
+		if (b && (b->n == cap || b->len + folio_size(folio) > max)) {
+			orfs_batch_start(b, orfs_ra_end);
+			b = NULL;
+		}
+		if (!b)
+			b = orfs_batch_alloc(inode, ORFS_OP_READ, cap, GFP_KERNEL);
+		if (!b) {
+			folio_unlock(folio);	/* read_folio will do */
+			continue;
+		}
+		orfs_batch_add(b, folio, folio_size(folio));
 	}
-	if (n)
-		orfs_read_folios(inode, batch, n, true);
-	kfree(batch);
+	if (b)
+		orfs_batch_start(b, orfs_ra_end);
 }
 
 static int orfs_writepage(struct page *page, struct writeback_control *wbc)
@@ -150,6 +214,7 @@ static int orfs_writepage(struct page *page, struct writeback_control *wbc)
 	struct inode *inode = folio->mapping->host;
 	struct knet_mem mem = { .type = KNET_MEM_BVEC, .nr = 1 };
 	loff_t pos = folio_pos(folio), isize = i_size_read(inode);
+	const struct cred *old, *cred;
 	struct bio_vec bv;
 	u32 count = 0;
 	int ret;
@@ -164,12 +229,106 @@ static int orfs_writepage(struct page *page, struct writeback_control *wbc)
 	mem.bvec = &bv;
 	folio_start_writeback(folio);
 	folio_unlock(folio);
+	cred = orfs_wb_cred(inode);
+	old = override_creds(cred);
 	ret = orfs_io(inode, ORFS_OP_WRITE, pos, &mem, 0, &count);
+	revert_creds(old);
+	put_cred(cred);
 	if (!ret && count != mem.len)
 		ret = -EIO;
 	if (ret)
 		mapping_set_error(folio->mapping, ret);
 	folio_end_writeback(folio);
+	return ret;
+}
+
+/*
+ * Write-back in large requests: write_cache_pages() hands us the dirty
+ * folios in file order; contiguous ones are gathered (up to wsize) and sent
+ * as one WRITE whose page descriptors the server reads by RDMA, several
+ * WRITEs in flight. The folios stay under write-back until theirs ends.
+ */
+struct orfs_wb {
+	struct inode		*inode;
+	struct orfs_batch	*b;
+	unsigned int		max;
+};
+
+static void orfs_wb_end(struct orfs_areq *a, int err, u32 count)
+{
+	struct orfs_batch *b = a->priv;
+	unsigned int i;
+
+	if (!err && count != b->len)
+		err = -EIO;
+	if (err)
+		mapping_set_error(a->inode->i_mapping, err);
+	for (i = 0; i < b->n; i++)
+		folio_end_writeback(b->folios[i]);
+	kfree(b);
+}
+
+static void orfs_wb_send(struct orfs_wb *wb)
+{
+	if (wb->b)
+		orfs_batch_start(wb->b, orfs_wb_end);
+	wb->b = NULL;
+}
+
+static int orfs_wb_add(struct folio *folio, struct writeback_control *wbc, void *data)
+{
+	struct orfs_wb *wb = data;
+	struct orfs_batch *b = wb->b;
+	loff_t pos = folio_pos(folio), isize = i_size_read(wb->inode);
+	size_t len;
+
+	if (pos >= isize) {
+		/* Past the end (truncated): nothing to write. */
+		folio_unlock(folio);
+		return 0;
+	}
+	len = min_t(loff_t, folio_size(folio), isize - pos);
+	if (b && (pos != b->a.pos + b->len || b->n == wb->max ||
+		  b->len + len > ORFS_SB(wb->inode->i_sb)->wsize || !PAGE_ALIGNED(b->len)))
+		orfs_wb_send(wb);
+	if (!wb->b) {
+		wb->b = orfs_batch_alloc(wb->inode, ORFS_OP_WRITE, wb->max, GFP_NOFS);
+		if (!wb->b)
+			/* Short of memory: this page alone, waiting for it. */
+			return orfs_writepage(&folio->page, wbc);
+	}
+	folio_start_writeback(folio);
+	folio_unlock(folio);
+	orfs_batch_add(wb->b, folio, len);
+	return 0;
+}
+
+#ifdef ORFS_WRITEPAGE_T_FOLIO
+static int orfs_wb_add_cb(struct folio *folio, struct writeback_control *wbc, void *data)
+{
+	return orfs_wb_add(folio, wbc, data);
+}
+#else
+static int orfs_wb_add_cb(struct page *page, struct writeback_control *wbc, void *data)
+{
+	return orfs_wb_add(page_folio(page), wbc, data);
+}
+#endif
+
+static int orfs_writepages(struct address_space *mapping, struct writeback_control *wbc)
+{
+	struct orfs_wb wb = { .inode = mapping->host };
+	const struct cred *old, *cred;
+	int ret;
+
+	wb.max = ORFS_SB(mapping->host->i_sb)->wsize / PAGE_SIZE;
+	/* As the last writer of the file, not as the flusher thread. */
+	cred = orfs_wb_cred(mapping->host);
+	old = override_creds(cred);
+	ret = write_cache_pages(mapping, wbc, orfs_wb_add_cb, &wb);
+	orfs_wb_send(&wb);
+	revert_creds(old);
+	put_cred(cred);
 	return ret;
 }
 
@@ -258,8 +417,141 @@ static int orfs_write_end(struct file *file, struct address_space *mapping, loff
 /*
  * O_DIRECT: the caller's memory goes to knet as it is (user memory through
  * regcache, or the kernel vectors of an internal caller), one request per
- * contiguous piece of at most rsize/wsize bytes. Any alignment works.
+ * contiguous piece of at most rsize/wsize bytes. Any alignment works. A
+ * synchronous call waits for each piece in turn; an asynchronous one (aio,
+ * io_uring) sends them all and completes the kiocb when the last ends.
  */
+struct orfs_dio {
+	struct kiocb	*iocb;
+	atomic_t	pending;	/* pieces in flight, and one for the sender */
+	spinlock_t	lock;
+	loff_t		start;
+	size_t		total;		/* bytes sent for */
+	size_t		limit;		/* where the first short or failed piece stopped */
+	int		err;		/* the error of the first failed piece */
+};
+
+struct orfs_dio_piece {
+	struct orfs_areq	a;
+	struct orfs_dio		*dio;
+};
+
+static void orfs_dio_put(struct orfs_dio *dio)
+{
+	long res;
+
+	if (!atomic_dec_and_test(&dio->pending))
+		return;
+	res = min(dio->total, dio->limit);
+	if (!res && dio->err)
+		res = dio->err;
+	dio->iocb->ki_complete(dio->iocb, res);
+	kfree(dio);
+}
+
+static void orfs_dio_end(struct orfs_areq *a, int err, u32 count)
+{
+	struct orfs_dio_piece *p = a->priv;
+	struct orfs_dio *dio = p->dio;
+	size_t off = a->pos - dio->start;
+
+	spin_lock(&dio->lock);
+	if (err && off <= dio->limit) {
+		dio->limit = off;
+		dio->err = err;
+	} else if (!err && count < a->mem.len && off + count < dio->limit) {
+		dio->limit = off + count;
+	}
+	spin_unlock(&dio->lock);
+	kfree(p);
+	orfs_dio_put(dio);
+}
+
+/* The next piece of ITER: at most MAX bytes, one contiguous user range. */
+static int orfs_dio_piece(struct iov_iter *iter, size_t max, struct knet_mem *mem, bool cache)
+{
+	size_t chunk = min(iov_iter_count(iter), max);
+	int ret;
+
+	if (user_backed_iter(iter))
+		chunk = min(chunk, iov_iter_single_seg_count(iter));
+	ret = knet_mem_from_iter(mem, iter, chunk);
+	if (ret)
+		return ret;
+	if (mem->type == KNET_MEM_UVEC) {
+		/* Our own copy of the range: the caller's iovec array may go away. */
+		mem->one.iov_base = mem->iov[0].iov_base + mem->skip;
+		mem->one.iov_len = mem->len;
+		mem->iov = &mem->one;
+		mem->skip = 0;
+		mem->nr = 1;
+		if (!cache)
+			mem->flags |= KNET_MEM_NOCACHE;
+	}
+	return 0;
+}
+
+static ssize_t orfs_direct_async(struct kiocb *iocb, struct iov_iter *iter, bool write,
+				 u32 flags)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	size_t max = write ? sbi->wsize : sbi->rsize;
+	struct orfs_dio *dio;
+	loff_t pos = iocb->ki_pos;
+	int ret = 0;
+
+	dio = kzalloc(sizeof(*dio), GFP_KERNEL);
+	if (!dio)
+		return -ENOMEM;
+	dio->iocb = iocb;
+	atomic_set(&dio->pending, 1);
+	spin_lock_init(&dio->lock);
+	dio->start = pos;
+	dio->limit = SIZE_MAX;
+	while (iov_iter_count(iter)) {
+		struct orfs_dio_piece *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+		if (!p) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = orfs_dio_piece(iter, max, &p->a.mem, sbi->opts.regcache);
+		if (ret) {
+			kfree(p);
+			break;
+		}
+		p->dio = dio;
+		p->a.inode = inode;
+		p->a.op = write ? ORFS_OP_WRITE : ORFS_OP_READ;
+		p->a.pos = pos;
+		p->a.end = orfs_dio_end;
+		p->a.priv = p;
+		pos += p->a.mem.len;
+		iov_iter_advance(iter, p->a.mem.len);
+		spin_lock(&dio->lock);
+		dio->total += p->a.mem.len;
+		spin_unlock(&dio->lock);
+		atomic_inc(&dio->pending);
+		orfs_io_start(&p->a, flags);
+	}
+	if (ret && !dio->total) {
+		kfree(dio);
+		return ret;
+	}
+	if (ret) {
+		/* What was sent completes; the rest is this error. */
+		spin_lock(&dio->lock);
+		if (dio->total < dio->limit) {
+			dio->limit = dio->total;
+			dio->err = ret;
+		}
+		spin_unlock(&dio->lock);
+	}
+	orfs_dio_put(dio);
+	return -EIOCBQUEUED;
+}
+
 static ssize_t orfs_direct_IO(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
@@ -267,22 +559,21 @@ static ssize_t orfs_direct_IO(struct kiocb *iocb, struct iov_iter *iter)
 	bool write = iov_iter_rw(iter) == WRITE;
 	loff_t pos = iocb->ki_pos;
 	ssize_t total = 0;
+	u32 flags = 0;
 	int ret = 0;
 
+	if (write && (iocb->ki_flags & IOCB_DSYNC))
+		flags = iocb->ki_flags & IOCB_SYNC ? ORFS_WRITE_SYNC : ORFS_WRITE_DSYNC;
+	if (!is_sync_kiocb(iocb))
+		return orfs_direct_async(iocb, iter, write, flags);
 	while (iov_iter_count(iter)) {
-		size_t chunk = min_t(size_t, iov_iter_count(iter), write ? sbi->wsize : sbi->rsize);
 		struct knet_mem mem;
-		u32 flags = 0, count;
+		u32 count;
 
-		if (user_backed_iter(iter))
-			chunk = min(chunk, iov_iter_single_seg_count(iter));
-		ret = knet_mem_from_iter(&mem, iter, chunk);
+		ret = orfs_dio_piece(iter, write ? sbi->wsize : sbi->rsize, &mem,
+				     sbi->opts.regcache);
 		if (ret)
 			break;
-		if (!sbi->opts.regcache)
-			mem.flags |= KNET_MEM_NOCACHE;
-		if (write && (iocb->ki_flags & IOCB_DSYNC))
-			flags = iocb->ki_flags & IOCB_SYNC ? ORFS_WRITE_SYNC : ORFS_WRITE_DSYNC;
 		ret = orfs_io(inode, write ? ORFS_OP_WRITE : ORFS_OP_READ, pos, &mem, flags,
 			      &count);
 		if (ret)
@@ -290,7 +581,7 @@ static ssize_t orfs_direct_IO(struct kiocb *iocb, struct iov_iter *iter)
 		iov_iter_advance(iter, count);
 		pos += count;
 		total += count;
-		if (count < chunk)
+		if (count < mem.len)
 			break;		/* end of file, or the server's disk is full */
 	}
 	return total ?: ret;
@@ -345,6 +636,7 @@ static ssize_t orfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	struct inode *inode = file_inode(iocb->ki_filp);
 	int ret;
 
+	orfs_set_wb_cred(inode, iocb->ki_filp->f_cred);
 	/* Appends go to the end the server knows. */
 	if (iocb->ki_flags & IOCB_APPEND) {
 		ret = orfs_revalidate(inode, true);
@@ -382,6 +674,8 @@ static int orfs_file_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	int ret = orfs_revalidate(file_inode(file), false);
 
+	if ((vma->vm_flags & VM_SHARED) && (vma->vm_flags & VM_MAYWRITE))
+		orfs_set_wb_cred(file_inode(file), file->f_cred);
 	return ret ?: generic_file_mmap(file, vma);
 }
 
@@ -406,6 +700,7 @@ const struct address_space_operations orfs_aops = {
 	.read_folio	= orfs_read_folio,
 	.readahead	= orfs_readahead,
 	.writepage	= orfs_writepage,
+	.writepages	= orfs_writepages,
 	.write_begin	= orfs_write_begin,
 	.write_end	= orfs_write_end,
 	.dirty_folio	= filemap_dirty_folio,

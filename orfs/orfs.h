@@ -10,6 +10,7 @@
 #include <linux/in.h>
 #include <linux/rwsem.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 #include "knet.h"
 #include "uapi/orfs_proto.h"
@@ -80,6 +81,7 @@ struct orfs_sb {
  * @open_count: open files, for unlinking an open file
  * @silly_dir: directory handle of the hidden name of an unlinked open file
  * @silly_name: that hidden name, or empty
+ * @wb_cred: credentials of the last writer, for write-back (under i_lock)
  * @vfs_inode: the VFS inode
  */
 struct orfs_inode {
@@ -90,6 +92,7 @@ struct orfs_inode {
 	atomic_t		open_count;
 	struct orfs_fh		silly_dir;
 	char			silly_name[40];
+	const struct cred	*wb_cred;
 	struct inode		vfs_inode;
 };
 
@@ -122,6 +125,8 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 int orfs_session(struct orfs_sb *sbi);
 int orfs_connect(struct orfs_sb *sbi);
 const char *orfs_reply_name(const void *reply, u32 len, u32 off, u32 *name_len);
+bool orfs_rpc_retryable(int err);
+unsigned long orfs_timeout(struct orfs_sb *sbi);
 
 /* inode.c */
 extern const struct inode_operations orfs_file_iops;
@@ -143,6 +148,41 @@ extern const struct inode_operations orfs_dir_iops;
 extern const struct file_operations orfs_dir_fops;
 extern const struct dentry_operations orfs_dentry_ops;
 void orfs_silly_unlink(struct inode *inode);
+
+/**
+ * struct orfs_areq - an asynchronous READ or WRITE
+ * @rq: the knet request
+ * @mem: the data (its arrays are the submitter's and must live until @end)
+ * @msg: the request body
+ * @rep: the reply body
+ * @inode: the file
+ * @mm: for user memory, the submitter's mm (a retry needs it)
+ * @work: where the request ends
+ * @pos: where in the file
+ * @op: ORFS_OP_READ or ORFS_OP_WRITE
+ * @end: called once when it is over, in process context; owns the request
+ * @priv: the submitter's
+ */
+struct orfs_areq {
+	struct knet_request	rq;
+	struct knet_mem		mem;
+	struct orfs_msg		msg;
+	struct orfs_io_rep	rep;
+	struct inode		*inode;
+	struct mm_struct	*mm;
+	struct work_struct	work;
+	loff_t			pos;
+	u16			op;
+	void			(*end)(struct orfs_areq *a, int err, u32 count);
+	void			*priv;
+};
+
+/* io.c */
+int orfs_io(struct inode *inode, u16 op, loff_t pos, const struct knet_mem *mem, u32 flags,
+	    u32 *count);
+void orfs_io_start(struct orfs_areq *a, u32 flags);
+int orfs_io_init(void);
+void orfs_io_exit(void);
 
 /* file.c */
 extern const struct file_operations orfs_file_fops;

@@ -124,7 +124,8 @@ const char *orfs_reply_name(const void *reply, u32 len, u32 off, u32 *name_len)
 	return reply + off + sizeof(l);
 }
 
-static unsigned long orfs_timeout(struct orfs_sb *sbi)
+/* How long one try of a request may take. */
+unsigned long orfs_timeout(struct orfs_sb *sbi)
 {
 	return msecs_to_jiffies(sbi->opts.timeo * 100);
 }
@@ -226,7 +227,8 @@ static int orfs_reconnect(struct orfs_sb *sbi, struct knet_ep *old)
 	return ret;
 }
 
-static bool orfs_transport_error(int err)
+/* Is ERR a failure of the connection, after which the request is sent again? */
+bool orfs_rpc_retryable(int err)
 {
 	switch (err) {
 	case -ETIMEDOUT:
@@ -301,7 +303,7 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 		}
 		if (!ret)
 			break;
-		if (!orfs_transport_error(ret))
+		if (!orfs_rpc_retryable(ret))
 			return ret;
 		if (ret == -EPROTO)
 			pr_warn_ratelimited("%pI4: the server's answer to %u did not parse\n",

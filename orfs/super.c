@@ -11,6 +11,7 @@
 #define pr_fmt(fmt) "orfs: " fmt
 
 #include <linux/backing-dev.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
@@ -196,6 +197,7 @@ static struct inode *orfs_alloc_inode(struct super_block *sb)
 	ci->attr_timeo = 0;
 	atomic_set(&ci->open_count, 0);
 	ci->silly_name[0] = 0;
+	ci->wb_cred = NULL;
 	return &ci->vfs_inode;
 }
 
@@ -208,6 +210,9 @@ static void orfs_evict_inode(struct inode *inode)
 {
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
+	if (ORFS_I(inode)->wb_cred)
+		put_cred(ORFS_I(inode)->wb_cred);
+	ORFS_I(inode)->wb_cred = NULL;
 }
 
 static int orfs_statfs(struct dentry *dentry, struct kstatfs *buf)
@@ -450,9 +455,12 @@ static int __init orfs_init(void)
 					      orfs_inode_init_once);
 	if (!orfs_inode_cachep)
 		return -ENOMEM;
-	ret = knet_register_ulp(&orfs_ulp);
+	ret = orfs_io_init();
 	if (ret)
 		goto free_cache;
+	ret = knet_register_ulp(&orfs_ulp);
+	if (ret)
+		goto io_exit;
 	ret = register_filesystem(&orfs_fs_type);
 	if (ret) {
 		pr_err("cannot register the file system type: %d\n", ret);
@@ -463,6 +471,8 @@ static int __init orfs_init(void)
 
 unregister_ulp:
 	knet_unregister_ulp(&orfs_ulp);
+io_exit:
+	orfs_io_exit();
 free_cache:
 	kmem_cache_destroy(orfs_inode_cachep);
 	return ret;
@@ -472,6 +482,7 @@ static void __exit orfs_exit(void)
 {
 	unregister_filesystem(&orfs_fs_type);
 	knet_unregister_ulp(&orfs_ulp);
+	orfs_io_exit();
 	/* Inodes are freed after an RCU grace period. */
 	rcu_barrier();
 	kmem_cache_destroy(orfs_inode_cachep);

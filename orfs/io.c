@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ORFS data requests: READ and WRITE of a knet memory descriptor, either
+ * waited for (orfs_io()) or asynchronous (orfs_io_start()), so that
+ * read-ahead, write-back and asynchronous direct I/O keep several requests
+ * in flight within the connection's credits.
+ *
+ * An asynchronous request ends in process context, on a workqueue: the
+ * reply's attributes are taken under the inode's lock, and a request that
+ * met a transport failure is sent again there the way orfs_rpc() does it
+ * (reconnecting, the same xid), with the submitter's mm for user memory.
+ */
+#define pr_fmt(fmt) "orfs: " fmt
+
+#include <linux/kthread.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "orfs.h"
+
+static struct workqueue_struct *orfs_io_wq;
+
+static int orfs_io_msg(struct orfs_msg *m, struct inode *inode, loff_t pos, u32 len, u32 flags)
+{
+	struct orfs_io_req *r;
+	int ret;
+
+	ret = orfs_msg_init(m, ORFS_SB(inode->i_sb), sizeof(struct orfs_req) + sizeof(*r));
+	if (ret)
+		return ret;
+	r = orfs_msg_put(m, NULL, sizeof(*r));
+	if (r) {
+		r->fh = ORFS_I(inode)->fh;
+		r->offset = cpu_to_le64(pos);
+		r->length = cpu_to_le32(len);
+		r->flags = cpu_to_le32(flags);
+	}
+	return 0;
+}
+
+/* Check the server's answer to an I/O of LEN bytes at POS and take its attributes. */
+static int orfs_io_result(struct inode *inode, u16 op, loff_t pos, u32 len,
+			  const struct orfs_io_rep *rep, u32 *count)
+{
+	*count = le32_to_cpu(rep->count);
+	if (*count > len || orfs_check_attr(&rep->attr) || !S_ISREG(le32_to_cpu(rep->attr.mode))) {
+		pr_warn_ratelimited("the server's answer to an I/O did not add up\n");
+		return -EIO;
+	}
+	if (op == ORFS_OP_WRITE) {
+		/* Our own change: keep our pages. */
+		spin_lock(&inode->i_lock);
+		ORFS_I(inode)->change = le64_to_cpu(rep->attr.change);
+		if (pos + *count > i_size_read(inode))
+			i_size_write(inode, pos + *count);
+		spin_unlock(&inode->i_lock);
+	}
+	return 0;
+}
+
+static enum knet_dir orfs_io_dir(u16 op)
+{
+	return op == ORFS_OP_WRITE ? KNET_DIR_TO_SERVER : KNET_DIR_FROM_SERVER;
+}
+
+/**
+ * orfs_io() - READ or WRITE and wait for the answer
+ * @inode: the file
+ * @op: ORFS_OP_READ or ORFS_OP_WRITE
+ * @pos: where in the file
+ * @mem: the data
+ * @flags: ORFS_WRITE_*
+ * @count: out: bytes the server moved
+ *
+ * Context: process context (the owner's, for user memory); may sleep.
+ * Return: 0 or a negative errno.
+ */
+int orfs_io(struct inode *inode, u16 op, loff_t pos, const struct knet_mem *mem, u32 flags,
+	    u32 *count)
+{
+	struct orfs_io_rep rep;
+	struct orfs_msg m;
+	int ret;
+
+	ret = orfs_io_msg(&m, inode, pos, mem->len, flags);
+	if (ret)
+		return ret;
+	ret = orfs_rpc(ORFS_SB(inode->i_sb), op, &m, &rep, sizeof(rep), sizeof(rep), NULL, mem,
+		       orfs_io_dir(op));
+	orfs_msg_free(&m);
+	return ret ?: orfs_io_result(inode, op, pos, mem->len, &rep, count);
+}
+
+/* Send A again, waiting, with the submitter's mm when the data is user memory. */
+static int orfs_io_retry(struct orfs_areq *a)
+{
+	struct orfs_sb *sbi = ORFS_SB(a->inode->i_sb);
+	int ret;
+
+	if (!a->msg.buf)
+		return -ENOMEM;
+	if (a->mm) {
+		if (!mmget_not_zero(a->mm))
+			return -EIO;	/* the process is gone */
+		kthread_use_mm(a->mm);
+	}
+	ret = orfs_rpc(sbi, a->op, &a->msg, &a->rep, sizeof(a->rep), sizeof(a->rep), NULL,
+		       &a->mem, orfs_io_dir(a->op));
+	if (a->mm) {
+		kthread_unuse_mm(a->mm);
+		mmput(a->mm);
+	}
+	return ret;
+}
+
+static void orfs_areq_work(struct work_struct *w)
+{
+	struct orfs_areq *a = container_of(w, struct orfs_areq, work);
+	struct knet_request *rq = &a->rq;
+	int err = rq->error;
+	u32 count = 0;
+
+	if (!err && rq->status == EINPROGRESS)
+		err = -EINPROGRESS;	/* the first try still runs: ask again */
+	else if (!err && rq->status)
+		err = rq->status < MAX_ERRNO ? -(int)rq->status : -EIO;
+	else if (!err && rq->reply_len < sizeof(a->rep))
+		err = -EIO;
+	if (err == -EINPROGRESS || orfs_rpc_retryable(err))
+		err = orfs_io_retry(a);
+	if (!err)
+		err = orfs_io_result(a->inode, a->op, a->pos, a->mem.len, &a->rep, &count);
+	orfs_msg_free(&a->msg);
+	if (a->mm)
+		mmdrop(a->mm);
+	a->end(a, err, count);
+}
+
+static void orfs_areq_done(struct knet_request *rq)
+{
+	struct orfs_areq *a = rq->priv;
+
+	queue_work(orfs_io_wq, &a->work);
+}
+
+/**
+ * orfs_io_start() - send an asynchronous READ or WRITE
+ * @a: the request: @inode, @op, @pos, @mem (user memory: one entry, in
+ *	@mem.one), @end and @priv filled in
+ * @flags: ORFS_WRITE_*
+ *
+ * @a->end is called once, in process context (a workqueue), with 0 or a
+ * negative errno and the bytes the server moved; it owns @a then.
+ *
+ * Context: process context (the owner's, for user memory); waits for a
+ * credit when all are in use.
+ */
+void orfs_io_start(struct orfs_areq *a, u32 flags)
+{
+	struct orfs_sb *sbi = ORFS_SB(a->inode->i_sb);
+	int ret;
+
+	INIT_WORK(&a->work, orfs_areq_work);
+	memset(&a->rq, 0, sizeof(a->rq));
+	a->mm = NULL;
+	ret = orfs_io_msg(&a->msg, a->inode, a->pos, a->mem.len, flags);
+	if (ret) {
+		a->msg.buf = NULL;
+		goto fail;
+	}
+	if (a->mem.type == KNET_MEM_UVEC) {
+		a->mm = current->mm;
+		mmgrab(a->mm);
+	}
+	a->rq.opcode = a->op;
+	a->rq.body = a->msg.buf;
+	a->rq.body_len = a->msg.len;
+	a->rq.mem = &a->mem;
+	a->rq.dir = orfs_io_dir(a->op);
+	a->rq.reply = &a->rep;
+	a->rq.reply_max = sizeof(a->rep);
+	a->rq.done = orfs_areq_done;
+	a->rq.priv = a;
+	ret = -ENOTCONN;
+	if (!READ_ONCE(sbi->shutdown) && !down_read_killable(&sbi->ep_lock)) {
+		if (sbi->ep)
+			ret = knet_submit_wait(sbi->ep, &a->rq, orfs_timeout(sbi));
+		up_read(&sbi->ep_lock);
+	}
+	if (!ret)
+		return;
+fail:
+	/* Not sent: the worker tries the waiting way, or reports the error. */
+	a->rq.error = ret;
+	queue_work(orfs_io_wq, &a->work);
+}
+
+int orfs_io_init(void)
+{
+	orfs_io_wq = alloc_workqueue("orfs_io", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	return orfs_io_wq ? 0 : -ENOMEM;
+}
+
+void orfs_io_exit(void)
+{
+	destroy_workqueue(orfs_io_wq);
+}
