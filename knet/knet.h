@@ -142,12 +142,15 @@ struct knet_ep;
  * @service: KNET_SVC_FILE or KNET_SVC_BLOCK
  * @name: export or volume name
  * @timeout_ms: for address and route resolution and the connection
+ * @request_timeout_ms: a request without an answer for this long fails the
+ *	endpoint (-ETIMEDOUT for every request); 0 for none
  */
 struct knet_ep_params {
 	struct sockaddr_in	addr;
 	enum knet_service	service;
 	const char		*name;
 	unsigned int		timeout_ms;
+	unsigned int		request_timeout_ms;
 };
 
 /**

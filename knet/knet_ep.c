@@ -102,6 +102,8 @@ struct knet_ep {
 	bool			dead;
 	bool			connected;
 	struct work_struct	fail_work;
+	struct delayed_work	timeo_work;	/* looks for requests without answer */
+	unsigned long		req_timeout;	/* jiffies; 0: none */
 	struct knet_rx		rx[KNET_RECV_DEPTH];
 	struct knet_slot	slot[KNET_SLOTS];
 	unsigned int		max_pages;
@@ -113,6 +115,7 @@ struct knet_ep {
 	atomic64_t		bytes_rdma;
 	atomic64_t		credit_stalls;
 	atomic64_t		errors;
+	atomic64_t		timeouts;
 	atomic64_t		lat_hist[KNET_LAT_BUCKETS];	/* request latency */
 };
 
@@ -186,6 +189,41 @@ static void knet_fail_work(struct work_struct *w)
 
 	/* Moves the queue pair to the error state: no rkey is reachable now. */
 	rdma_disconnect(ep->cm_id);
+}
+
+/*
+ * A request without an answer after the endpoint's request time-out means
+ * a server that hangs: the endpoint fails (every request ends, the caller
+ * may reconnect) rather than leaving its requests waiting forever.
+ */
+static void knet_timeo_work(struct work_struct *w)
+{
+	struct knet_ep *ep = container_of(to_delayed_work(w), struct knet_ep, timeo_work);
+	u64 now = ktime_get_ns(), limit = jiffies_to_nsecs(ep->req_timeout);
+	bool expired = false;
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	if (ep->dead) {
+		spin_unlock_irqrestore(&ep->lock, flags);
+		return;
+	}
+	for (i = 0; i < KNET_SLOTS; i++) {
+		struct knet_slot *s = &ep->slot[i];
+
+		if (s->busy && (s->need & EV_REPLY) && now - s->t0 > limit)
+			expired = true;
+	}
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (expired) {
+		pr_warn_ratelimited("no answer within %u ms: disconnecting\n",
+				    jiffies_to_msecs(ep->req_timeout));
+		atomic64_inc(&ep->timeouts);
+		knet_ep_fail(ep, -ETIMEDOUT);
+		return;
+	}
+	schedule_delayed_work(&ep->timeo_work, max_t(unsigned long, ep->req_timeout / 4, HZ / 10));
 }
 
 /* The endpoint is broken: wake everybody and disconnect (not from here). */
@@ -551,6 +589,7 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "bytes_rdma %lld\n", atomic64_read(&ep->bytes_rdma));
 	seq_printf(m, "credit_stalls %lld\n", atomic64_read(&ep->credit_stalls));
 	seq_printf(m, "errors %lld\n", atomic64_read(&ep->errors));
+	seq_printf(m, "timeouts %lld\n", atomic64_read(&ep->timeouts));
 	seq_puts(m, "latency_us");
 	for (i = 0; i < KNET_LAT_BUCKETS - 1; i++)
 		seq_printf(m, " <%u:%lld", 16U << i, atomic64_read(&ep->lat_hist[i]));
@@ -830,6 +869,8 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	init_waitqueue_head(&ep->done_wait);
 	init_completion(&ep->cm_done);
 	INIT_WORK(&ep->fail_work, knet_fail_work);
+	INIT_DELAYED_WORK(&ep->timeo_work, knet_timeo_work);
+	ep->req_timeout = msecs_to_jiffies(p->request_timeout_ms);
 	ep->cm_id = rdma_create_id(&init_net, knet_cm_handler, ep, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(ep->cm_id)) {
 		ret = PTR_ERR(ep->cm_id);
@@ -869,6 +910,8 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 		goto fail;
 	}
 	knet_ep_debugfs_add(ep);
+	if (ep->req_timeout)
+		schedule_delayed_work(&ep->timeo_work, ep->req_timeout);
 	pr_info("connected to %pISpc (%s '%s'): %u credits, inline %u, max I/O %u\n",
 		&p->addr, p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
 		ep->lim.credits, ep->lim.inline_max, ep->lim.max_io);
@@ -899,6 +942,7 @@ void knet_ep_destroy(struct knet_ep *ep)
 	was_connected = ep->connected;
 	ep->connected = false;
 	spin_unlock_irqrestore(&ep->lock, flags);
+	cancel_delayed_work_sync(&ep->timeo_work);
 	cancel_work_sync(&ep->fail_work);
 	debugfs_remove_recursive(ep->dir);
 	rdma_disconnect(ep->cm_id);
@@ -949,6 +993,7 @@ static struct knet_slot *knet_get_slot(struct knet_ep *ep)
 			s = &ep->slot[i];
 			s->busy = true;
 			s->gen = (s->gen + 1) & 0xffffff;
+			s->t0 = ktime_get_ns();
 			ep->credits--;
 			break;
 		}
@@ -1201,7 +1246,6 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	if (s->mr_used)
 		reg.wr.next = &send;
 	s->need = EV_SEND | EV_REPLY;
-	s->t0 = ktime_get_ns();
 	ret = ib_post_send(ep->cm_id->qp, s->mr_used ? &reg.wr : &send, NULL);
 	if (ret) {
 		s->need = 0;
@@ -1235,6 +1279,14 @@ static int knet_check_request(struct knet_ep *ep, const struct knet_request *rq)
 	return 0;
 }
 
+/* Check RQ and pin its user memory, before it waits for a slot. */
+static int knet_prepare(struct knet_ep *ep, struct knet_request *rq)
+{
+	int ret = knet_check_request(ep, rq);
+
+	return ret ?: knet_pin(ep, rq);
+}
+
 /**
  * knet_submit() - send a request; its end is reported later
  * @ep: a connected endpoint
@@ -1259,10 +1311,7 @@ int knet_submit(struct knet_ep *ep, struct knet_request *rq)
 {
 	int ret;
 
-	ret = knet_check_request(ep, rq);
-	if (ret)
-		return ret;
-	ret = knet_pin(ep, rq);
+	ret = knet_prepare(ep, rq);
 	if (ret)
 		return ret;
 	ret = __knet_submit(ep, rq);
@@ -1318,10 +1367,7 @@ int knet_submit_wait(struct knet_ep *ep, struct knet_request *rq, unsigned long 
 	long left = timeout;
 	int ret;
 
-	ret = knet_check_request(ep, rq);
-	if (ret)
-		return ret;
-	ret = knet_pin(ep, rq);
+	ret = knet_prepare(ep, rq);
 	if (ret)
 		return ret;
 	while ((ret = __knet_submit(ep, rq)) == -EAGAIN) {

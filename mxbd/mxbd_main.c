@@ -33,6 +33,9 @@ MODULE_PARM_DESC(volume, "Name of the volume to attach at load");
 static ushort port = KNET_DEFAULT_PORT;
 module_param(port, ushort, 0444);
 MODULE_PARM_DESC(port, "Server port (default 20077)");
+static unsigned int io_timeout = 30;
+module_param(io_timeout, uint, 0444);
+MODULE_PARM_DESC(io_timeout, "Seconds a request may wait for the server before the connection is dropped (default 30)");
 
 static u32 mxbd_major;
 static struct dentry *mxbd_debugfs;
@@ -247,7 +250,11 @@ static struct gendisk *mxbd_alloc_disk(struct mxbd_dev *d, const struct knet_lim
 static int mxbd_attach(const char *addr, u16 port_nr, const char *name, int index,
 		       struct mxbd_dev **out)
 {
-	struct knet_ep_params p = { .service = KNET_SVC_BLOCK, .name = name };
+	struct knet_ep_params p = {
+		.service = KNET_SVC_BLOCK,
+		.name = name,
+		.request_timeout_ms = io_timeout * 1000,
+	};
 	struct knet_limits kl;
 	struct mxbd_dev *d;
 	int reason, ret;

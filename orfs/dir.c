@@ -56,6 +56,9 @@ static struct dentry *orfs_lookup(struct inode *dir, struct dentry *dentry, unsi
 
 	if (dentry->d_name.len > ORFS_NAME_MAX)
 		return ERR_PTR(-ENAMETOOLONG);
+	/* O_EXCL creates ask the server anyway (CREATE fails with EEXIST). */
+	if (flags & LOOKUP_EXCL)
+		return NULL;
 	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
 	if (!rep)
 		return ERR_PTR(-ENOMEM);
@@ -159,7 +162,11 @@ static int orfs_new_entry(struct inode *dir, struct dentry *dentry, u16 op, umod
 		ret = PTR_ERR(inode);
 		goto out;
 	}
-	d_instantiate(dentry, inode);
+	/* An O_EXCL create skipped the lookup: the dentry is not hashed yet. */
+	if (d_unhashed(dentry))
+		d_add(dentry, inode);
+	else
+		d_instantiate(dentry, inode);
 out:
 	kfree(rep);
 	return ret;

@@ -591,8 +591,11 @@ static int orfs_file_open(struct inode *inode, struct file *file)
 {
 	int ret;
 
-	/* Close-to-open: what another client wrote before its close shows now. */
-	ret = orfs_revalidate(inode, true);
+	/*
+	 * Close-to-open: what another client wrote before its close shows now.
+	 * Attributes the server sent within this tick (a create) are fresh.
+	 */
+	ret = orfs_revalidate(inode, time_after(jiffies, ORFS_I(inode)->attr_time));
 	if (ret)
 		return ret;
 	ret = generic_file_open(inode, file);

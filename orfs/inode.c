@@ -388,21 +388,24 @@ out:
 
 /* ---- xattrs ----------------------------------------------------------- */
 
-static int orfs_xattr_get(const struct xattr_handler *h, struct dentry *dentry,
-			  struct inode *inode, const char *name, void *buf, size_t size)
+/*
+ * GETXATTR of NAME, or LISTXATTR when NAME is NULL: the size of the value
+ * (or of the names), and the bytes themselves into BUF when SIZE is not 0.
+ */
+static ssize_t orfs_xattr_fetch(struct inode *inode, const char *name, void *buf, size_t size)
 {
 	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
-	const char *full = xattr_full_name(h, name);
 	u32 room = min_t(size_t, size, ORFS_XATTR_REPLY_MAX), len, vlen;
+	size_t nlen = name ? strlen(name) : 0;
 	struct orfs_xattr_rep *rep;
 	struct orfs_fhop_req *r;
 	struct orfs_msg m;
-	int ret;
+	ssize_t ret;
 
 	rep = kmalloc(sizeof(*rep) + room, GFP_KERNEL);
 	if (!rep)
 		return -ENOMEM;
-	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r) + 2 + strlen(full));
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r) + 2 + nlen);
 	if (ret)
 		goto out;
 	r = orfs_msg_put(&m, NULL, sizeof(*r));
@@ -410,15 +413,16 @@ static int orfs_xattr_get(const struct xattr_handler *h, struct dentry *dentry,
 		r->fh = ORFS_I(inode)->fh;
 		r->size = cpu_to_le32(size);
 	}
-	orfs_msg_name(&m, full, strlen(full));
-	ret = orfs_rpc(sbi, ORFS_OP_GETXATTR, &m, rep, sizeof(*rep), sizeof(*rep) + room, &len,
-		       NULL, KNET_DIR_NONE);
+	if (name)
+		orfs_msg_name(&m, name, nlen);
+	ret = orfs_rpc(sbi, name ? ORFS_OP_GETXATTR : ORFS_OP_LISTXATTR, &m, rep, sizeof(*rep),
+		       sizeof(*rep) + room, &len, NULL, KNET_DIR_NONE);
 	orfs_msg_free(&m);
 	if (ret)
 		goto out;
 	vlen = le32_to_cpu(rep->size);
 	ret = -EIO;
-	if (vlen > XATTR_SIZE_MAX)
+	if (vlen > (name ? XATTR_SIZE_MAX : XATTR_LIST_MAX))
 		goto out;
 	if (size) {
 		if (vlen > size) {
@@ -433,6 +437,12 @@ static int orfs_xattr_get(const struct xattr_handler *h, struct dentry *dentry,
 out:
 	kfree(rep);
 	return ret;
+}
+
+static int orfs_xattr_get(const struct xattr_handler *h, struct dentry *dentry,
+			  struct inode *inode, const char *name, void *buf, size_t size)
+{
+	return orfs_xattr_fetch(inode, xattr_full_name(h, name), buf, size);
 }
 
 static int orfs_xattr_set(const struct xattr_handler *h, orfs_idmap_t *map,
@@ -476,48 +486,12 @@ static int orfs_xattr_set(const struct xattr_handler *h, orfs_idmap_t *map,
  */
 ssize_t orfs_listxattr(struct dentry *dentry, char *list, size_t size)
 {
-	struct inode *inode = d_inode(dentry);
-	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
-	u32 room = min_t(size_t, size, ORFS_XATTR_REPLY_MAX), len, nlen;
-	struct orfs_xattr_rep *rep;
-	struct orfs_fhop_req *r;
-	struct orfs_msg m;
-	int ret;
+	ssize_t n = orfs_xattr_fetch(d_inode(dentry), NULL, list, size);
 
-	rep = kmalloc(sizeof(*rep) + room, GFP_KERNEL);
-	if (!rep)
-		return -ENOMEM;
-	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
-	if (ret)
-		goto out;
-	r = orfs_msg_put(&m, NULL, sizeof(*r));
-	if (r) {
-		r->fh = ORFS_I(inode)->fh;
-		r->size = cpu_to_le32(size);
-	}
-	ret = orfs_rpc(sbi, ORFS_OP_LISTXATTR, &m, rep, sizeof(*rep), sizeof(*rep) + room, &len,
-		       NULL, KNET_DIR_NONE);
-	orfs_msg_free(&m);
-	if (ret)
-		goto out;
-	nlen = le32_to_cpu(rep->size);
-	ret = -EIO;
-	if (nlen > XATTR_LIST_MAX)
-		goto out;
-	if (size) {
-		if (nlen > size) {
-			ret = -ERANGE;
-			goto out;
-		}
-		/* The names are NUL-terminated, the last one too. */
-		if (sizeof(*rep) + nlen > len || (nlen && ((char *)(rep + 1))[nlen - 1]))
-			goto out;
-		memcpy(list, rep + 1, nlen);
-	}
-	ret = nlen;
-out:
-	kfree(rep);
-	return ret;
+	/* The names are NUL-terminated, the last one too. */
+	if (n > 0 && size && list[n - 1])
+		return -EIO;
+	return n;
 }
 
 static const struct xattr_handler orfs_xattr_user = {

@@ -175,6 +175,7 @@ int orfs_connect(struct orfs_sb *sbi)
 		.service = KNET_SVC_FILE,
 		.name = sbi->export,
 		.timeout_ms = 5000,
+		.request_timeout_ms = sbi->opts.timeo * 100,
 	};
 	struct knet_limits lim;
 	struct knet_ep *ep;
