@@ -10,6 +10,7 @@
  *   knet-test -a ADDR -n VOLUME -s block -w verify -b BYTES -N COUNT
  *             [-m kvec|pages|user|user-nocache] [-o OFFSET] [-V PIECES]
  *   knet-test -a ADDR -n VOLUME -s block -w batch|batch-cb -b BYTES -N COUNT -q DEPTH [-o OFFSET]
+ *   knet-test -a ADDR -n VOLUME -s block -w reuse|fresh -b BYTES -N COUNT -m user|user-nocache
  *
  * Exit status: 0 as expected, 1 failure, 2 usage, 3 connection refused.
  */
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,6 +219,37 @@ int main(int argc, char **argv)
 		printf("verified %lu blocks of %lu bytes (%s, page offset %lu, %lu pieces): %lu read inline, %.1f MB/s\n",
 		       count, bs, mem_name(mem), page_off, pieces, inl,
 		       2.0 * (double)count * (double)bs / (now_us() - t0));
+		return 0;
+	}
+	if (!strcmp(what, "reuse") || !strcmp(what, "fresh")) {
+		/*
+		 * The cost of user memory per request: COUNT writes from one
+		 * buffer (reuse: the registration cache hits) or from COUNT
+		 * buffers never used before (fresh: every one pins and maps).
+		 */
+		int fresh = !strcmp(what, "fresh");
+		size_t span = fresh ? count * bs : bs;
+		uint8_t *buf = mmap(NULL, span, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		unsigned long i;
+		double t0;
+
+		if (buf == MAP_FAILED || mem < KNET_TEST_MEM_USER)
+			return fprintf(stderr, "knet-test: %s needs -m user|user-nocache and memory\n",
+				       what), 2;
+		memset(buf, 0x5a, span);
+		t0 = now_us();
+		for (i = 0; i < count; i++) {
+			uint8_t *p = buf + (fresh ? i * bs : 0);
+
+			if (ktest_block_io(fd, MXBD_OP_WRITE, (uint64_t)(i % 64) * bs, p,
+					   (uint32_t)bs, mem, 0, NULL, 0) < 0) {
+				fprintf(stderr, "knet-test: write: %s\n", strerror(errno));
+				return 1;
+			}
+		}
+		printf("%s %s %lu x %lu bytes: mean %.1f us per request\n", what, mem_name(mem),
+		       count, bs, (now_us() - t0) / (double)count);
 		return 0;
 	}
 	if (!strcmp(what, "batch") || !strcmp(what, "batch-cb")) {

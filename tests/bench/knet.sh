@@ -4,8 +4,10 @@
 # latency of a 4 KiB request with each completion strategy (one at a time:
 # the caller sleeping on its request, wait-for-any, callbacks), and the
 # bandwidth of 1 MiB transfers kept 8 deep against perftest's
-# ib_write_bw/ib_read_bw between two processes on the same rxe device.
-# The regcache rows come with regcache.
+# ib_write_bw/ib_read_bw between two processes on the same rxe device; and
+# the cost of user memory per request (writes from the program's buffer)
+# for 4 KiB to 1 MiB: a registration-cache hit against pinning per request
+# (cache off), and a cache miss (a buffer never used) against the same.
 # timeout: 600
 . "$(dirname "$0")/../guest/lib.sh"
 out=$ORFS_RESULTS/knet.tsv
@@ -28,6 +30,19 @@ cb=$(kt -n bvol -w batch-cb -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us p
 row nop_call_lat_us "$nop" "" us
 row req_4k_waitany_lat_us "$wa" "" us
 row req_4k_callback_lat_us "$cb" "" us
+
+# User memory: hit vs cache off, miss vs cache off, per request.
+us_of() { sed -n 's/.*mean \([0-9.]*\) us per request/\1/p'; }
+for bs in 4096 65536 1048576; do
+	n=$((bs > 65536 ? 64 : 400))
+	hit=$(kt -n bvol -w reuse -b $bs -N $n -m user | us_of)
+	off=$(kt -n bvol -w reuse -b $bs -N $n -m user-nocache | us_of)
+	miss=$(kt -n bvol -w fresh -b $bs -N $n -m user | us_of)
+	[ -n "$hit" ] && [ -n "$off" ] && [ -n "$miss" ] || fail "no regcache figures for $bs"
+	row "regcache_hit_${bs}_us" "$hit" "$off" us
+	row "regcache_miss_${bs}_us" "$miss" "$off" us
+done
+cat "/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"
 
 # Bandwidth: 1 MiB blocks, 8 in flight, written then read back.
 bw=$(kt -n bvol -w batch -b 1048576 -N 256 -q 8 | sed -n 's/.*depth 8: \([0-9.]*\) MB\/s.*/\1/p')

@@ -113,6 +113,20 @@ dmesg | grep -E 'orfs: .*(reconnected|not responding)' | tail -n 4
 expect_grep 'orfs: .*reconnected' <(dmesg)
 umnt
 
+step "a server that hangs (SIGSTOP): the request times out, the hard mount reconnects once it answers"
+mnt -o timeo=20
+echo before > /tmp/mnt/hang
+kill -STOP "$ORFS_SERVER_PID"
+dd if=/tmp/mnt/hang of=/tmp/hang.out bs=4k iflag=direct status=none &
+dd_pid=$!
+sleep 5
+kill -0 $dd_pid || fail "the read did not wait for the hung server"
+kill -CONT "$ORFS_SERVER_PID"
+wait $dd_pid || fail "the read failed after the server came back"
+expect_eq "read after the hang" "$(cat /tmp/hang.out)" before
+expect_grep 'knet: (no answer within 2000 ms|request [0-9]+ timed out)' <(dmesg)
+umnt
+
 step "soft mount: a dead server gives EIO after timeo x retrans"
 mnt -o soft,timeo=10,retrans=2
 echo data > /tmp/mnt/soft
