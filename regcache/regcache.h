@@ -26,6 +26,8 @@ struct regcache;
  * @entries: entries currently in the cache
  * @pinned_bytes: bytes of user memory currently pinned (cached or not)
  * @live: entries allocated and not yet freed (cached, in use, or dying)
+ * @hit_ns: nanoseconds spent in lookups that hit, in all
+ * @miss_ns: nanoseconds spent in lookups that missed (pin, map, insert)
  */
 struct regcache_stats {
 	u64 hits;
@@ -35,6 +37,8 @@ struct regcache_stats {
 	u64 entries;
 	u64 pinned_bytes;
 	u64 live;
+	u64 hit_ns;
+	u64 miss_ns;
 };
 
 /**

@@ -37,6 +37,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/ktime.h>
 #include <linux/mutex.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -75,6 +76,8 @@ struct regcache {
 	atomic64_t		entries;
 	atomic64_t		pinned_bytes;
 	atomic64_t		live;
+	atomic64_t		hit_ns;		/* time spent in lookups that hit */
+	atomic64_t		miss_ns;	/* ... that missed: pin, map, insert */
 };
 
 static struct dentry *regcache_debugfs;
@@ -308,6 +311,7 @@ struct regcache_entry *regcache_get(struct regcache *rc, unsigned long addr, siz
 	struct regcache_entry *e;
 	unsigned int tries = 0;
 	unsigned long seq = 0;
+	u64 t0 = ktime_get_ns();
 	int ret;
 
 	if (!mm || !len || addr + len < addr)
@@ -318,8 +322,10 @@ struct regcache_entry *regcache_get(struct regcache *rc, unsigned long addr, siz
 		return ERR_PTR(-EFAULT);
 	if (cache) {
 		e = regcache_lookup(rc, start, last, write);
-		if (e)
+		if (e) {
+			atomic64_add(ktime_get_ns() - t0, &rc->hit_ns);
 			return e;
+		}
 	}
 	atomic64_inc(&rc->misses);
 
@@ -390,6 +396,7 @@ struct regcache_entry *regcache_get(struct regcache *rc, unsigned long addr, siz
 	}
 	atomic64_add((u64)e->npages << PAGE_SHIFT, &rc->pinned_bytes);
 	atomic64_inc(&rc->live);
+	atomic64_add(ktime_get_ns() - t0, &rc->miss_ns);
 	return e;
 
 remove:
@@ -422,6 +429,8 @@ void regcache_get_stats(struct regcache *rc, struct regcache_stats *st)
 	st->entries = atomic64_read(&rc->entries);
 	st->pinned_bytes = atomic64_read(&rc->pinned_bytes);
 	st->live = atomic64_read(&rc->live);
+	st->hit_ns = atomic64_read(&rc->hit_ns);
+	st->miss_ns = atomic64_read(&rc->miss_ns);
 }
 EXPORT_SYMBOL_GPL(regcache_get_stats);
 
@@ -438,6 +447,8 @@ static int regcache_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "entries %llu\n", st.entries);
 	seq_printf(m, "pinned_bytes %llu\n", st.pinned_bytes);
 	seq_printf(m, "live %llu\n", st.live);
+	seq_printf(m, "hit_ns %llu\n", st.hit_ns);
+	seq_printf(m, "miss_ns %llu\n", st.miss_ns);
 	seq_printf(m, "max_entries %u\n", READ_ONCE(max_entries));
 	seq_printf(m, "max_bytes %llu\n", (u64)READ_ONCE(max_mb) << 20);
 	return 0;

@@ -223,9 +223,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(what, "reuse") || !strcmp(what, "fresh")) {
 		/*
-		 * The cost of user memory per request: COUNT writes from one
-		 * buffer (reuse: the registration cache hits) or from COUNT
+		 * The cost of user memory per request: COUNT reads into one
+		 * buffer (reuse: the registration cache hits) or into COUNT
 		 * buffers never used before (fresh: every one pins and maps).
+		 * Reads, because the server always reaches user memory for
+		 * them (small writes travel inline, copied).
 		 */
 		int fresh = !strcmp(what, "fresh");
 		size_t span = fresh ? count * bs : bs;
@@ -242,9 +244,9 @@ int main(int argc, char **argv)
 		for (i = 0; i < count; i++) {
 			uint8_t *p = buf + (fresh ? i * bs : 0);
 
-			if (ktest_block_io(fd, MXBD_OP_WRITE, (uint64_t)(i % 64) * bs, p,
+			if (ktest_block_io(fd, MXBD_OP_READ, (uint64_t)(i % 64) * bs, p,
 					   (uint32_t)bs, mem, 0, NULL, 0) < 0) {
-				fprintf(stderr, "knet-test: write: %s\n", strerror(errno));
+				fprintf(stderr, "knet-test: read: %s\n", strerror(errno));
 				return 1;
 			}
 		}
