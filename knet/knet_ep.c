@@ -406,9 +406,10 @@ static int knet_copy_piece(const struct knet_mem *m, unsigned int i, size_t off,
 			left -= k;
 		}
 	} else {
-		/* User memory is copied only at submission, by its owner. */
-		if (c->to_mem ||
-		    copy_from_user(c->buf, (const u8 __user *)m->iov[i].iov_base + off, n))
+		/* User memory is copied only by its owner, in process context. */
+		u8 __user *u = (u8 __user *)m->iov[i].iov_base + off;
+
+		if (c->to_mem ? copy_to_user(u, c->buf, n) : copy_from_user(c->buf, u, n))
 			return -EFAULT;
 	}
 	c->buf += n;
@@ -1398,23 +1399,50 @@ EXPORT_SYMBOL_GPL(knet_submit_wait);
  */
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout)
 {
+	const struct knet_mem *user = NULL;
+	struct knet_mem bounce_mem;
 	struct knet_sync sync;
+	struct kvec bounce;
 	long left;
 	int ret;
 
+	/*
+	 * A small read into user memory: the server answers inline into a
+	 * kernel buffer copied out here, in the owner's context. Cheaper than
+	 * a registration, an RDMA WRITE and an invalidation.
+	 */
+	if (rq->mem && rq->mem->type == KNET_MEM_UVEC && rq->dir == KNET_DIR_FROM_SERVER &&
+	    rq->mem->len <= ep->lim.inline_max) {
+		bounce.iov_base = kmalloc(rq->mem->len, GFP_KERNEL);
+		if (bounce.iov_base) {
+			bounce.iov_len = rq->mem->len;
+			bounce_mem = (struct knet_mem){ .type = KNET_MEM_KVEC, .nr = 1,
+							.len = rq->mem->len, .kvec = &bounce };
+			user = rq->mem;
+			rq->mem = &bounce_mem;
+		}
+	}
 	init_completion(&sync.done);
 	rq->done = knet_sync_done;
 	rq->priv = &sync;
 	ret = knet_submit_wait(ep, rq, timeout);
 	if (ret)
-		return ret;
+		goto out;
 	left = wait_for_completion_killable_timeout(&sync.done, timeout);
 	if (left <= 0) {
 		pr_warn("request %u timed out or was killed: disconnecting\n", rq->opcode);
 		knet_ep_fail(ep, left ? -EINTR : -ETIMEDOUT);
 		wait_for_completion(&sync.done);
 	}
-	return rq->error;
+	ret = rq->error;
+	if (!ret && user && rq->inline_len)
+		ret = knet_mem_copy(user, bounce.iov_base, rq->inline_len, true);
+out:
+	if (user) {
+		rq->mem = user;
+		kfree(bounce.iov_base);
+	}
+	return ret;
 }
 EXPORT_SYMBOL_GPL(knet_call);
 
