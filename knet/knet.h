@@ -144,6 +144,8 @@ struct knet_ep;
  * @timeout_ms: for address and route resolution and the connection
  * @request_timeout_ms: a request without an answer for this long fails the
  *	endpoint (-ETIMEDOUT for every request); 0 for none
+ * @comp_vector: the device's completion vector (interrupt, CPU) that serves
+ *	the endpoint's completion queue
  */
 struct knet_ep_params {
 	struct sockaddr_in	addr;
@@ -151,6 +153,7 @@ struct knet_ep_params {
 	const char		*name;
 	unsigned int		timeout_ms;
 	unsigned int		request_timeout_ms;
+	unsigned int		comp_vector;
 };
 
 /**
@@ -173,6 +176,22 @@ void knet_ep_abort(struct knet_ep *ep);
 void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l);
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
 int knet_submit_wait(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout);
+
+/**
+ * struct knet_mq - completion groups: several endpoints to one server
+ * @nr: how many
+ * @q: the endpoints, each with its own queue pair, credits and completion
+ *	queue on its own completion vector, so that each is served by its own
+ *	context (a CPU's softirq, or a thread in knet_ep_wait_any()); callers
+ *	steer each request to one (MXBD: one per hardware queue)
+ */
+struct knet_mq {
+	unsigned int	nr;
+	struct knet_ep	*q[];
+};
+
+struct knet_mq *knet_mq_connect(const struct knet_ep_params *p, unsigned int nr, int *reason);
+void knet_mq_destroy(struct knet_mq *mq);
 
 /* knet_main.c: where endpoints publish their counters, and device caches */
 struct dentry *knet_debugfs_endpoints(void);

@@ -31,6 +31,7 @@
 #include <linux/uio.h>
 #include <linux/scatterlist.h>
 #include <linux/sizes.h>
+#include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -104,6 +105,7 @@ struct knet_ep {
 	struct work_struct	fail_work;
 	struct delayed_work	timeo_work;	/* looks for requests without answer */
 	unsigned long		req_timeout;	/* jiffies; 0: none */
+	unsigned int		comp_vector;
 	struct knet_rx		rx[KNET_RECV_DEPTH];
 	struct knet_slot	slot[KNET_SLOTS];
 	unsigned int		max_pages;
@@ -792,8 +794,8 @@ static int knet_setup_qp(struct knet_ep *ep)
 		ep->pd = NULL;
 		return ret;
 	}
-	ep->cq = ib_alloc_cq(ep->dev, ep, KNET_RECV_DEPTH + 3 * KNET_SLOTS + 2, 0,
-			     IB_POLL_SOFTIRQ);
+	ep->cq = ib_alloc_cq(ep->dev, ep, KNET_RECV_DEPTH + 3 * KNET_SLOTS + 2,
+			     ep->comp_vector % max(1, ep->dev->num_comp_vectors), IB_POLL_SOFTIRQ);
 	if (IS_ERR(ep->cq)) {
 		ret = PTR_ERR(ep->cq);
 		ep->cq = NULL;
@@ -872,6 +874,7 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	INIT_WORK(&ep->fail_work, knet_fail_work);
 	INIT_DELAYED_WORK(&ep->timeo_work, knet_timeo_work);
 	ep->req_timeout = msecs_to_jiffies(p->request_timeout_ms);
+	ep->comp_vector = p->comp_vector;
 	ep->cm_id = rdma_create_id(&init_net, knet_cm_handler, ep, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(ep->cm_id)) {
 		ret = PTR_ERR(ep->cm_id);
@@ -950,6 +953,61 @@ void knet_ep_destroy(struct knet_ep *ep)
 	knet_teardown(ep, was_connected);
 }
 EXPORT_SYMBOL_GPL(knet_ep_destroy);
+
+/**
+ * knet_mq_connect() - connect a completion group of endpoints to one server
+ * @p: where and what, as for knet_ep_connect(); @p->comp_vector is ignored
+ * @nr: how many endpoints, at least one
+ * @reason: out: the server's reject reason when refused
+ *
+ * Endpoint i gets completion vector i (modulo the device's count).
+ *
+ * Context: process context, may sleep.
+ * Return: the group, or an ERR_PTR() as knet_ep_connect().
+ */
+struct knet_mq *knet_mq_connect(const struct knet_ep_params *p, unsigned int nr, int *reason)
+{
+	struct knet_ep_params qp = *p;
+	struct knet_mq *mq;
+	unsigned int i;
+	int ret;
+
+	if (!nr)
+		return ERR_PTR(-EINVAL);
+	mq = kzalloc(struct_size(mq, q, nr), GFP_KERNEL);
+	if (!mq)
+		return ERR_PTR(-ENOMEM);
+	for (i = 0; i < nr; i++) {
+		qp.comp_vector = i;
+		mq->q[i] = knet_ep_connect(&qp, reason);
+		if (IS_ERR(mq->q[i])) {
+			ret = PTR_ERR(mq->q[i]);
+			while (i--)
+				knet_ep_destroy(mq->q[i]);
+			kfree(mq);
+			return ERR_PTR(ret);
+		}
+		mq->nr = i + 1;
+	}
+	return mq;
+}
+EXPORT_SYMBOL_GPL(knet_mq_connect);
+
+/**
+ * knet_mq_destroy() - disconnect and free a completion group
+ * @mq: the group; no request may be running on it
+ *
+ * Context: process context, may sleep.
+ */
+void knet_mq_destroy(struct knet_mq *mq)
+{
+	unsigned int i;
+
+	for (i = 0; i < mq->nr; i++)
+		knet_ep_destroy(mq->q[i]);
+	kfree(mq);
+}
+EXPORT_SYMBOL_GPL(knet_mq_destroy);
 
 /**
  * knet_ep_abort() - break an endpoint now

@@ -11,6 +11,7 @@
 
 #include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/kthread.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -27,7 +28,8 @@
 
 struct knet_test_file {
 	struct mutex	lock;		/* connect */
-	struct knet_ep	*ep;
+	struct knet_ep	*ep;		/* the endpoint, or the group's first */
+	struct knet_mq	*mq;		/* a completion group, or NULL */
 };
 
 struct knet_test_data {
@@ -181,7 +183,14 @@ static long knet_test_connect(struct knet_test_file *tf, void __user *arg)
 	p.addr.sin_port = htons(c.port ?: KNET_DEFAULT_PORT);
 	p.service = c.service;
 	p.name = c.name;
-	ep = knet_ep_connect(&p, &reason);
+	if (c.queues > 1) {
+		tf->mq = knet_mq_connect(&p, c.queues, &reason);
+		ep = IS_ERR(tf->mq) ? ERR_CAST(tf->mq) : tf->mq->q[0];
+		if (IS_ERR(tf->mq))
+			tf->mq = NULL;
+	} else {
+		ep = knet_ep_connect(&p, &reason);
+	}
 	c.reason = reason;
 	if (IS_ERR(ep)) {
 		ret = PTR_ERR(ep);
@@ -291,6 +300,8 @@ struct knet_test_run {
 	atomic_t		ended;		/* callback mode: requests over */
 	wait_queue_head_t	wait;
 	bool			reading;
+	spinlock_t		lock;		/* group mode: slots and counts */
+	u64			done_count;	/* group mode: requests over */
 };
 
 static u8 knet_test_byte(u64 block, u32 i)
@@ -413,9 +424,123 @@ static int knet_test_pass(struct knet_ep *ep, struct knet_test_run *run)
 	return 0;
 }
 
+/*
+ * Completion groups: the requests are spread over the endpoints of MQ, and
+ * one thread per endpoint collects its ends with knet_ep_wait_any(),
+ * retiring them; this thread only submits.
+ */
+struct knet_test_server {
+	struct knet_test_run	*run;
+	struct knet_ep		*ep;
+	struct task_struct	*task;
+	u32			served;
+};
+
+static int knet_test_serve(void *arg)
+{
+	struct knet_test_server *sv = arg;
+	struct knet_test_run *run = sv->run;
+
+	while (!kthread_should_stop()) {
+		struct knet_request *rq = knet_ep_wait_any(sv->ep, HZ / 10);
+		struct knet_test_slot *t;
+
+		if (!rq)
+			continue;
+		t = container_of(rq, struct knet_test_slot, rq);
+		spin_lock(&run->lock);
+		knet_test_retire(run, t);
+		run->done_count++;
+		spin_unlock(&run->lock);
+		sv->served++;
+		wake_up(&run->wait);
+	}
+	return 0;
+}
+
+static struct knet_test_slot *knet_test_free_slot(struct knet_test_run *run)
+{
+	struct knet_test_slot *t = NULL;
+	unsigned int i;
+
+	spin_lock(&run->lock);
+	for (i = 0; i < run->b.depth; i++) {
+		if (!run->slots[i].in_use) {
+			t = &run->slots[i];
+			t->in_use = true;
+			break;
+		}
+	}
+	spin_unlock(&run->lock);
+	return t;
+}
+
+static int knet_test_pass_groups(struct knet_mq *mq, struct knet_test_run *run)
+{
+	struct knet_test_batch *b = &run->b;
+	struct knet_test_server *sv;
+	unsigned int i, started = 0;
+	u64 next = 0;
+	int ret = 0;
+
+	sv = kcalloc(mq->nr, sizeof(*sv), GFP_KERNEL);
+	if (!sv)
+		return -ENOMEM;
+	run->done_count = 0;
+	for (i = 0; i < mq->nr; i++) {
+		sv[i].run = run;
+		sv[i].ep = mq->q[i];
+		sv[i].task = kthread_run(knet_test_serve, &sv[i], "knet_test/%u", i);
+		if (IS_ERR(sv[i].task)) {
+			ret = PTR_ERR(sv[i].task);
+			goto stop;
+		}
+		started++;
+	}
+	while (next < b->count) {
+		struct knet_test_slot *t;
+
+		if (!wait_event_timeout(run->wait, (t = knet_test_free_slot(run)) != NULL,
+					msecs_to_jiffies(30000))) {
+			ret = -ETIMEDOUT;
+			goto stop;
+		}
+		t->block = next;
+		t->io.offset = cpu_to_le64(b->offset + next * b->bs);
+		t->io.length = cpu_to_le32(b->bs);
+		t->io.flags = 0;
+		if (!run->reading)
+			knet_test_fill(t, b->bs, false, NULL);
+		t->rq.opcode = run->reading ? MXBD_OP_READ : MXBD_OP_WRITE;
+		t->rq.dir = run->reading ? KNET_DIR_FROM_SERVER : KNET_DIR_TO_SERVER;
+		t->rq.done = NULL;
+		/* Steered: request N to group N modulo the group count. */
+		ret = knet_submit_wait(mq->q[next % mq->nr], &t->rq, msecs_to_jiffies(30000));
+		if (ret) {
+			spin_lock(&run->lock);
+			t->in_use = false;
+			spin_unlock(&run->lock);
+			goto stop;
+		}
+		next++;
+	}
+	if (!wait_event_timeout(run->wait, READ_ONCE(run->done_count) == b->count,
+				msecs_to_jiffies(30000)))
+		ret = -ETIMEDOUT;
+stop:
+	b->min_served = U32_MAX;
+	for (i = 0; i < started; i++) {
+		kthread_stop(sv[i].task);
+		b->min_served = min(b->min_served, sv[i].served);
+	}
+	kfree(sv);
+	return ret;
+}
+
 static long knet_test_batch(struct knet_test_file *tf, void __user *arg)
 {
 	struct knet_test_run *run;
+	struct knet_mq *mq;
 	struct knet_ep *ep;
 	unsigned int i, n;
 	u64 t0;
@@ -423,6 +548,7 @@ static long knet_test_batch(struct knet_test_file *tf, void __user *arg)
 
 	mutex_lock(&tf->lock);
 	ep = tf->ep;
+	mq = tf->mq;
 	mutex_unlock(&tf->lock);
 	if (!ep)
 		return -ENOTCONN;
@@ -434,12 +560,14 @@ static long knet_test_batch(struct knet_test_file *tf, void __user *arg)
 		goto free_run;
 	}
 	if (!run->b.depth || run->b.depth > KNET_TEST_MAX_DEPTH || !run->b.bs ||
-	    run->b.bs > KNET_TEST_MAX_DATA || run->b.bs % 512 || run->b.mode > 1 ||
+	    run->b.bs > KNET_TEST_MAX_DATA || run->b.bs % 512 || run->b.mode > 2 ||
+	    (run->b.mode == 2 && !mq) ||
 	    run->b.page_offset >= PAGE_SIZE || run->b.offset % 512) {
 		ret = -EINVAL;
 		goto free_run;
 	}
 	init_waitqueue_head(&run->wait);
+	spin_lock_init(&run->lock);
 	run->slots = kcalloc(run->b.depth, sizeof(*run->slots), GFP_KERNEL);
 	if (!run->slots) {
 		ret = -ENOMEM;
@@ -453,7 +581,7 @@ static long knet_test_batch(struct knet_test_file *tf, void __user *arg)
 		t->rq.body = &t->io;
 		t->rq.body_len = sizeof(t->io);
 		t->rq.mem = &t->d.mem;
-		t->rq.done = run->b.mode ? knet_test_cb : NULL;
+		t->rq.done = run->b.mode == 1 ? knet_test_cb : NULL;
 		t->rq.priv = run;
 	}
 	run->b.errors = 0;
@@ -461,11 +589,16 @@ static long knet_test_batch(struct knet_test_file *tf, void __user *arg)
 	run->b.busy = 0;
 	t0 = ktime_get_ns();
 	if (!ret)
-		ret = knet_test_pass(ep, run);
+		ret = run->b.mode == 2 ? knet_test_pass_groups(mq, run) : knet_test_pass(ep, run);
 	run->reading = true;
 	if (!ret)
-		ret = knet_test_pass(ep, run);
+		ret = run->b.mode == 2 ? knet_test_pass_groups(mq, run) : knet_test_pass(ep, run);
 	run->b.elapsed_ns = ktime_get_ns() - t0;
+	if (run->b.mode == 2 && ret) {
+		/* The serving threads are gone; what they did not collect may still run. */
+		pr_err("group pass failed (%d); leaking its memory\n", ret);
+		return ret;
+	}
 	/* Nothing may still be in flight when the memory goes. */
 	for (i = 0, n = 0; i < run->b.depth; i++)
 		n += run->slots[i].in_use;
@@ -524,7 +657,9 @@ static int knet_test_release(struct inode *inode, struct file *f)
 {
 	struct knet_test_file *tf = f->private_data;
 
-	if (tf->ep)
+	if (tf->mq)
+		knet_mq_destroy(tf->mq);
+	else if (tf->ep)
 		knet_ep_destroy(tf->ep);
 	kfree(tf);
 	return 0;

@@ -10,6 +10,7 @@
  *   knet-test -a ADDR -n VOLUME -s block -w verify -b BYTES -N COUNT
  *             [-m kvec|pages|user|user-nocache] [-o OFFSET] [-V PIECES]
  *   knet-test -a ADDR -n VOLUME -s block -w batch|batch-cb -b BYTES -N COUNT -q DEPTH [-o OFFSET]
+ *   knet-test -a ADDR -n VOLUME -s block -w batch-groups -Q QUEUES -b BYTES -N COUNT -q DEPTH
  *   knet-test -a ADDR -n VOLUME -s block -w reuse|fresh -b BYTES -N COUNT -m user|user-nocache
  *
  * Exit status: 0 as expected, 1 failure, 2 usage, 3 connection refused.
@@ -136,9 +137,9 @@ int main(int argc, char **argv)
 	const char *addr = NULL, *name = NULL, *what = "connect";
 	struct knet_test_connect cn;
 	int opt, fd, mem = KNET_TEST_MEM_PAGES, service = KNET_SVC_BLOCK, refused;
-	unsigned long count = 1, bs = 65536, page_off = 0, depth = 4, pieces = 1;
+	unsigned long count = 1, bs = 65536, page_off = 0, depth = 4, pieces = 1, queues = 1;
 
-	while ((opt = getopt(argc, argv, "a:n:s:w:N:b:m:o:q:V:h")) != -1) {
+	while ((opt = getopt(argc, argv, "a:n:s:w:N:b:m:o:q:V:Q:h")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'n': name = optarg; break;
@@ -150,17 +151,19 @@ int main(int argc, char **argv)
 		case 'o': page_off = strtoul(optarg, NULL, 0); break;
 		case 'q': depth = strtoul(optarg, NULL, 0); break;
 		case 'V': pieces = strtoul(optarg, NULL, 0); break;
+		case 'Q': queues = strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: knet-test -a ADDR -n NAME [-s file|block] [-w connect|nop|verify|batch|batch-cb]\n"
 				"                 [-N COUNT] [-b BYTES] [-m kvec|pages|user|user-nocache]\n"
-				"                 [-o OFFSET] [-V PIECES] [-q DEPTH]\n");
+				"                 [-o OFFSET] [-V PIECES] [-q DEPTH] [-Q QUEUES]\n");
 			return 2;
 		}
 	}
 	if (!addr || !name || mem < 0 || !bs || bs % 512 || bs > (1UL << 20) || page_off >= 4096 ||
-	    !pieces || pieces > 16 || (pieces > 1 && mem < KNET_TEST_MEM_USER))
+	    !pieces || pieces > 16 || (pieces > 1 && mem < KNET_TEST_MEM_USER) || !queues ||
+	    queues > 16)
 		return fprintf(stderr, "knet-test: bad arguments\n"), 2;
-	fd = ktest_connect(addr, name, service, &cn, &refused);
+	fd = ktest_connect(addr, name, service, (int)queues, &cn, &refused);
 	if (fd < 0)
 		return refused ? 3 : 1;
 	printf("connected: credits %u inline_max %u max_io %u\n", cn.credits, cn.inline_max,
@@ -254,19 +257,23 @@ int main(int argc, char **argv)
 		       count, bs, (now_us() - t0) / (double)count);
 		return 0;
 	}
-	if (!strcmp(what, "batch") || !strcmp(what, "batch-cb")) {
+	if (!strcmp(what, "batch") || !strcmp(what, "batch-cb") || !strcmp(what, "batch-groups")) {
 		struct knet_test_batch b = {
 			.bs = (uint32_t)bs, .count = (uint32_t)count, .depth = (uint32_t)depth,
-			.mem_type = (uint16_t)mem, .mode = !strcmp(what, "batch-cb"),
-			.page_offset = (uint32_t)page_off,
+			.mem_type = (uint16_t)mem, .page_offset = (uint32_t)page_off,
+			.mode = !strcmp(what, "batch-cb") ? 1 : !strcmp(what, "batch-groups") ? 2 : 0,
 		};
+		static const char *const modes[] = { "wait-any", "callbacks", "groups" };
 
 		if (ioctl(fd, KNET_TEST_BATCH, &b)) {
 			fprintf(stderr, "knet-test: batch: %s\n", strerror(errno));
 			return 1;
 		}
+		if (b.mode == 2)
+			printf("groups: %lu endpoints, one thread each; the least busy collected %u\n",
+			       queues, b.min_served);
 		printf("batch %s: %u blocks of %u bytes, depth %u: %.1f MB/s, %.1f us per request, %u errors, %u mismatches, %u credit waits\n",
-		       b.mode ? "callbacks" : "wait-any", b.count, b.bs, b.depth,
+		       modes[b.mode], b.count, b.bs, b.depth,
 		       2.0 * b.count * (double)b.bs / ((double)b.elapsed_ns / 1e3),
 		       (double)b.elapsed_ns / 1e3 / (2.0 * b.count), b.errors, b.mismatches, b.busy);
 		return b.errors || b.mismatches ? 1 : 0;

@@ -13,7 +13,7 @@
 #include "mxbd/uapi/mxbd_proto.h"
 #include "server/proto.h"
 
-int ktest_connect(const char *addr, const char *name, int service,
+int ktest_connect(const char *addr, const char *name, int service, int queues,
 		  struct knet_test_connect *cn, int *refused)
 {
 	struct in_addr in;
@@ -33,6 +33,7 @@ int ktest_connect(const char *addr, const char *name, int service,
 	}
 	cn->addr = in.s_addr;
 	cn->service = (uint8_t)service;
+	cn->queues = (uint8_t)queues;
 	strcpy(cn->name, name);
 	if (ioctl(fd, KNET_TEST_CONNECT, cn)) {
 		e = errno;

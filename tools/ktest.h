@@ -14,11 +14,12 @@
 #include "knet/uapi/knet_test.h"
 
 /*
- * Open /dev/knet_test and connect to volume NAME at ADDR (IPv4 text).
+ * Open /dev/knet_test and connect to volume NAME at ADDR (IPv4 text), as a
+ * completion group of QUEUES endpoints when QUEUES > 1.
  * Returns the descriptor, or -1 with a message; *REFUSED is set when the
  * server refused (its reason printed).
  */
-int ktest_connect(const char *addr, const char *name, int service,
+int ktest_connect(const char *addr, const char *name, int service, int queues,
 		  struct knet_test_connect *cn, int *refused);
 
 /*

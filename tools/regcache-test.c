@@ -503,7 +503,7 @@ int main(int argc, char **argv)
 	}
 	if (!c.addr || !c.name || optind == argc)
 		return fprintf(stderr, "regcache-test: bad arguments\n"), 2;
-	c.fd = ktest_connect(c.addr, c.name, KNET_SVC_BLOCK, &cn, &refused);
+	c.fd = ktest_connect(c.addr, c.name, KNET_SVC_BLOCK, 1, &cn, &refused);
 	if (c.fd < 0)
 		return 1;
 	for (i = optind; i < argc; i++) {

@@ -16,7 +16,7 @@ struct knet_test_connect {
 	__be32	addr;		/* IPv4, network order */
 	__u16	port;		/* host order */
 	__u8	service;
-	__u8	reserved;
+	__u8	queues;		/* endpoints of a completion group; 0 or 1: one */
 	char	name[40];	/* NUL-terminated */
 	__s32	reason;		/* out: reject reason */
 	__u32	credits;	/* out: limits */
@@ -53,7 +53,9 @@ struct knet_test_call {
  * A batch of block requests kept DEPTH deep with knet_submit(): writes a
  * pattern over COUNT blocks from OFFSET on (MXBD volumes), then reads them
  * back and compares in the kernel. MODE 0 collects the ends with
- * knet_ep_wait_any(), mode 1 with callbacks.
+ * knet_ep_wait_any(), mode 1 with callbacks, mode 2 spreads the requests
+ * over the completion group of a connect with QUEUES > 1, one kernel
+ * thread per endpoint collecting its ends with knet_ep_wait_any().
  */
 struct knet_test_batch {
 	__u32	bs;
@@ -68,7 +70,7 @@ struct knet_test_batch {
 	__u32	errors;		/* out: requests that failed */
 	__u32	mismatches;	/* out: blocks read back wrong */
 	__u32	busy;		/* out: times knet said -EAGAIN (no credit) */
-	__u32	reserved2;
+	__u32	min_served;	/* out, mode 2: fewest requests one thread collected */
 };
 
 #define KNET_TEST_CONNECT	_IOWR('k', 1, struct knet_test_connect)

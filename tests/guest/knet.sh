@@ -48,6 +48,12 @@ expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
 kt -n kvol -w batch-cb -b 1024 -N 300 -q 16 | tee /tmp/out
 expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
 
+step "completion groups: 3 endpoints, requests steered across them, one kernel thread each"
+kt -n kvol -w batch-groups -Q 3 -b 65536 -N 300 -q 40 | tee /tmp/out
+expect_grep '^groups: 3 endpoints, one thread each; the least busy collected [1-9][0-9]*$' /tmp/out
+expect_grep '^batch groups: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
+expect_grep 'connected to .*kvol' <(dmesg)
+
 step "the endpoint's counters: requests, bytes inline and by RDMA, credit stalls, latency"
 # One process keeps an endpoint open while we read its debugfs entry.
 kt -n kvol -w batch -b 65536 -N 400 -q 24 > /tmp/out &
