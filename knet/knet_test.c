@@ -498,10 +498,12 @@ static int knet_test_pass_groups(struct knet_mq *mq, struct knet_test_run *run)
 		started++;
 	}
 	while (next < b->count) {
-		struct knet_test_slot *t;
+		struct knet_test_slot *t = NULL;
+		long left;
 
-		if (!wait_event_timeout(run->wait, (t = knet_test_free_slot(run)) != NULL,
-					msecs_to_jiffies(30000))) {
+		left = wait_event_timeout(run->wait, (t = knet_test_free_slot(run)) != NULL,
+					  msecs_to_jiffies(30000));
+		if (!left) {
 			ret = -ETIMEDOUT;
 			goto stop;
 		}

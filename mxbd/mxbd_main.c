@@ -23,6 +23,7 @@
 
 #define MXBD_MAX_SEGS	128
 #define MXBD_MINORS	16
+#define MXBD_MAX_QUEUES	16
 
 static char *server;
 module_param(server, charp, 0444);
@@ -33,6 +34,9 @@ MODULE_PARM_DESC(volume, "Name of the volume to attach at load");
 static ushort port = KNET_DEFAULT_PORT;
 module_param(port, ushort, 0444);
 MODULE_PARM_DESC(port, "Server port (default 20077)");
+static unsigned int nr_queues;
+module_param(nr_queues, uint, 0444);
+MODULE_PARM_DESC(nr_queues, "Hardware queues, one connection each (default: one per online CPU, at most 16)");
 static unsigned int io_timeout = 30;
 module_param(io_timeout, uint, 0444);
 MODULE_PARM_DESC(io_timeout, "Seconds a request may wait for the server before the connection is dropped (default 30)");
@@ -48,14 +52,15 @@ static struct knet_ulp mxbd_ulp = {
 
 /**
  * struct mxbd_dev - one attached volume
- * @ep: the connection to its server
+ * @mq: the connections to its server, one per hardware queue (a knet
+ *	completion group each)
  * @tag_set: blk-mq tags, one per server credit
  * @disk: the block device
  * @info: the volume's geometry, from INFO
  * @index: N of /dev/mxbdN
  */
 struct mxbd_dev {
-	struct knet_ep		*ep;
+	struct knet_mq		*mq;
 	struct blk_mq_tag_set	tag_set;
 	struct gendisk		*disk;
 	struct mxbd_info	info;
@@ -167,7 +172,8 @@ static blk_status_t mxbd_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_m
 	cmd->rq.done = mxbd_done;
 
 	blk_mq_start_request(req);
-	ret = knet_submit(d->ep, &cmd->rq);
+	/* Each hardware queue has its own connection, completion queue and credits. */
+	ret = knet_submit(d->mq->q[hctx->queue_num % d->mq->nr], &cmd->rq);
 	if (ret == -EAGAIN)
 		return BLK_STS_RESOURCE;	/* no credit: rerun when one comes back */
 	if (ret)
@@ -190,7 +196,7 @@ static int mxbd_get_info(struct mxbd_dev *d)
 		.reply = &d->info,
 		.reply_max = sizeof(d->info),
 	};
-	int ret = knet_call(d->ep, &rq, 10 * HZ);
+	int ret = knet_call(d->mq->q[0], &rq, 10 * HZ);
 
 	if (ret)
 		return ret;
@@ -269,9 +275,10 @@ static int mxbd_attach(const char *addr, u16 port_nr, const char *name, int inde
 	if (!d)
 		return -ENOMEM;
 	d->index = index;
-	d->ep = knet_ep_connect(&p, &reason);
-	if (IS_ERR(d->ep)) {
-		ret = PTR_ERR(d->ep);
+	d->mq = knet_mq_connect(&p, clamp_t(unsigned int, nr_queues ?: num_online_cpus(), 1,
+					    MXBD_MAX_QUEUES), &reason);
+	if (IS_ERR(d->mq)) {
+		ret = PTR_ERR(d->mq);
 		if (ret == -ECONNREFUSED)
 			pr_err("cannot attach volume '%s' of %s: refused: %s\n", name, addr,
 			       knet_reject_str(reason));
@@ -284,10 +291,10 @@ static int mxbd_attach(const char *addr, u16 port_nr, const char *name, int inde
 		pr_err("volume '%s': INFO failed: %d\n", name, ret);
 		goto destroy_ep;
 	}
-	knet_ep_limits(d->ep, &kl);
+	knet_ep_limits(d->mq->q[0], &kl);
 
 	d->tag_set.ops = &mxbd_mq_ops;
-	d->tag_set.nr_hw_queues = 1;
+	d->tag_set.nr_hw_queues = d->mq->nr;
 	d->tag_set.queue_depth = kl.credits;
 	d->tag_set.numa_node = NUMA_NO_NODE;
 	d->tag_set.cmd_size = sizeof(struct mxbd_cmd);
@@ -312,8 +319,9 @@ static int mxbd_attach(const char *addr, u16 port_nr, const char *name, int inde
 	ret = add_disk(d->disk);
 	if (ret)
 		goto put_disk;
-	pr_info("%s: volume '%s' of %s, %llu bytes, %u-byte blocks%s\n", d->disk->disk_name,
-		name, addr, le64_to_cpu(d->info.size), le32_to_cpu(d->info.logical_block),
+	pr_info("%s: volume '%s' of %s, %llu bytes, %u-byte blocks, %u queues%s\n",
+		d->disk->disk_name, name, addr, le64_to_cpu(d->info.size),
+		le32_to_cpu(d->info.logical_block), d->mq->nr,
 		get_disk_ro(d->disk) ? ", read-only" : "");
 	*out = d;
 	return 0;
@@ -323,7 +331,7 @@ put_disk:
 free_tags:
 	blk_mq_free_tag_set(&d->tag_set);
 destroy_ep:
-	knet_ep_destroy(d->ep);
+	knet_mq_destroy(d->mq);
 free_dev:
 	kfree(d);
 	return ret;
@@ -335,7 +343,7 @@ static void mxbd_detach(struct mxbd_dev *d)
 	del_gendisk(d->disk);
 	put_disk(d->disk);
 	blk_mq_free_tag_set(&d->tag_set);
-	knet_ep_destroy(d->ep);
+	knet_mq_destroy(d->mq);
 	kfree(d);
 }
 
