@@ -41,6 +41,9 @@
 #include "knet.h"
 #include "regcache.h"
 
+#define CREATE_TRACE_POINTS
+#include "knet_trace.h"
+
 #define KNET_RECV_DEPTH		32
 #define KNET_SLOTS		32
 #define KNET_MSG_SIZE		8192
@@ -151,6 +154,7 @@ static void knet_slot_finish(struct knet_slot *s)
 	struct knet_request *rq = s->rq;
 	unsigned long flags;
 	unsigned int i;
+	u64 us;
 
 	if (s->sg_nents)
 		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
@@ -162,15 +166,16 @@ static void knet_slot_finish(struct knet_slot *s)
 	s->usg = 0;
 	knet_unpin(rq);
 	rq->error = s->err;
+	us = div_u64(ktime_get_ns() - s->t0, NSEC_PER_USEC);
 	if (s->err) {
 		atomic64_inc(&ep->errors);
 	} else {
-		u64 us = div_u64(ktime_get_ns() - s->t0, NSEC_PER_USEC);
 		unsigned int b = us < 16 ? 0 : min_t(unsigned int, ilog2(us) - 3,
 						     KNET_LAT_BUCKETS - 1);
 
 		atomic64_inc(&ep->lat_hist[b]);
 	}
+	trace_knet_complete(ep->id, s->idx | (s->gen << 8), s->err, rq->status, us);
 	spin_lock_irqsave(&ep->lock, flags);
 	s->busy = false;
 	s->finishing = false;
@@ -238,6 +243,7 @@ static void knet_ep_fail(struct knet_ep *ep, int err)
 	bitmap_zero(over, KNET_SLOTS);
 	spin_lock_irqsave(&ep->lock, flags);
 	if (!ep->dead) {
+		trace_knet_ep_fail(ep->id, err);
 		ep->dead = true;
 		if (ep->connected)
 			schedule_work(&ep->fail_work);
@@ -1315,6 +1321,7 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	atomic64_inc(&ep->requests);
 	if (m)
 		atomic64_add(m->len, s->mr_used ? &ep->bytes_rdma : &ep->bytes_inline);
+	trace_knet_submit(ep->id, le32_to_cpu(hdr.tag), rq->opcode, m ? m->len : 0, s->mr_used);
 	return 0;
 
 unmap:

@@ -48,6 +48,18 @@ expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
 kt -n kvol -w batch-cb -b 1024 -N 300 -q 16 | tee /tmp/out
 expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
 
+step "tracepoints on the request path: submit and complete"
+tr=/sys/kernel/tracing
+mountpoint -q $tr || mount -t tracefs nodev $tr
+echo 1 > $tr/events/knet/enable
+on_exit "echo 0 > $tr/events/knet/enable"
+: > $tr/trace
+kt -n kvol -w verify -b 65536 -N 4 -m pages > /dev/null
+echo 0 > $tr/events/knet/enable
+grep -E 'knet_(submit|complete)' $tr/trace | head -n 4
+expect_grep 'knet_submit: ep=[0-9]+ tag=0x[0-9a-f]+ op=[0-9]+ len=65536 rdma' $tr/trace
+expect_grep 'knet_complete: ep=[0-9]+ tag=0x[0-9a-f]+ error=0 status=0 [0-9]+ us' $tr/trace
+
 step "completion groups: 3 endpoints, requests steered across them, one kernel thread each"
 kt -n kvol -w batch-groups -Q 3 -b 65536 -N 300 -q 40 | tee /tmp/out
 expect_grep '^groups: 3 endpoints, one thread each; the least busy collected [1-9][0-9]*$' /tmp/out
