@@ -146,6 +146,9 @@ struct knet_ep;
  *	endpoint (-ETIMEDOUT for every request); 0 for none
  * @comp_vector: the device's completion vector (interrupt, CPU) that serves
  *	the endpoint's completion queue
+ * @keepalive_ms: after this long without a reply, a NOP asks the server
+ *	whether it is alive (no answer within the request time-out, or twice
+ *	this when there is none, fails the endpoint); 0 for none
  */
 struct knet_ep_params {
 	struct sockaddr_in	addr;
@@ -154,6 +157,7 @@ struct knet_ep_params {
 	unsigned int		timeout_ms;
 	unsigned int		request_timeout_ms;
 	unsigned int		comp_vector;
+	unsigned int		keepalive_ms;
 };
 
 /**

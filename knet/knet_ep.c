@@ -108,6 +108,10 @@ struct knet_ep {
 	struct work_struct	fail_work;
 	struct delayed_work	timeo_work;	/* looks for requests without answer */
 	unsigned long		req_timeout;	/* jiffies; 0: none */
+	unsigned long		keepalive;	/* jiffies of silence before a NOP; 0: none */
+	unsigned long		last_rx;	/* jiffies of the last reply */
+	struct knet_request	ka_rq;		/* the keep-alive NOP */
+	atomic_t		ka_busy;	/* ka_rq is in flight */
 	unsigned int		comp_vector;
 	struct knet_rx		rx[KNET_RECV_DEPTH];
 	struct knet_slot	slot[KNET_SLOTS];
@@ -121,6 +125,7 @@ struct knet_ep {
 	atomic64_t		credit_stalls;
 	atomic64_t		errors;
 	atomic64_t		timeouts;
+	atomic64_t		keepalives;
 	atomic64_t		lat_hist[KNET_LAT_BUCKETS];	/* request latency */
 };
 
@@ -203,10 +208,34 @@ static void knet_fail_work(struct work_struct *w)
  * a server that hangs: the endpoint fails (every request ends, the caller
  * may reconnect) rather than leaving its requests waiting forever.
  */
+static void knet_ka_done(struct knet_request *rq)
+{
+	struct knet_ep *ep = rq->priv;
+
+	atomic_set(&ep->ka_busy, 0);
+}
+
+/* Silent for the keep-alive time and nothing in flight: ask with a NOP. */
+static void knet_keepalive(struct knet_ep *ep)
+{
+	if (!ep->keepalive || time_before(jiffies, READ_ONCE(ep->last_rx) + ep->keepalive) ||
+	    atomic_cmpxchg(&ep->ka_busy, 0, 1))
+		return;
+	memset(&ep->ka_rq, 0, sizeof(ep->ka_rq));
+	ep->ka_rq.opcode = KNET_OP_NOP;
+	ep->ka_rq.done = knet_ka_done;
+	ep->ka_rq.priv = ep;
+	if (knet_submit(ep, &ep->ka_rq))
+		atomic_set(&ep->ka_busy, 0);	/* busy with requests: they tell */
+	else
+		atomic64_inc(&ep->keepalives);
+}
+
 static void knet_timeo_work(struct work_struct *w)
 {
 	struct knet_ep *ep = container_of(to_delayed_work(w), struct knet_ep, timeo_work);
 	u64 now = ktime_get_ns(), limit = jiffies_to_nsecs(ep->req_timeout);
+	unsigned long period;
 	bool expired = false;
 	unsigned long flags;
 	unsigned int i;
@@ -230,7 +259,9 @@ static void knet_timeo_work(struct work_struct *w)
 		knet_ep_fail(ep, -ETIMEDOUT);
 		return;
 	}
-	schedule_delayed_work(&ep->timeo_work, max_t(unsigned long, ep->req_timeout / 4, HZ / 10));
+	knet_keepalive(ep);
+	period = min_not_zero(ep->req_timeout, ep->keepalive) / 4;
+	schedule_delayed_work(&ep->timeo_work, max_t(unsigned long, period, HZ / 10));
 }
 
 /* The endpoint is broken: wake everybody and disconnect (not from here). */
@@ -521,6 +552,7 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 
+	WRITE_ONCE(ep->last_rx, jiffies);
 	spin_lock_irqsave(&ep->lock, flags);
 	s = knet_find_slot(ep, le32_to_cpu(h->tag));
 	if (!s) {
@@ -599,6 +631,7 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "credit_stalls %lld\n", atomic64_read(&ep->credit_stalls));
 	seq_printf(m, "errors %lld\n", atomic64_read(&ep->errors));
 	seq_printf(m, "timeouts %lld\n", atomic64_read(&ep->timeouts));
+	seq_printf(m, "keepalives %lld\n", atomic64_read(&ep->keepalives));
 	seq_puts(m, "latency_us");
 	for (i = 0; i < KNET_LAT_BUCKETS - 1; i++)
 		seq_printf(m, " <%u:%lld", 16U << i, atomic64_read(&ep->lat_hist[i]));
@@ -880,6 +913,10 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	INIT_WORK(&ep->fail_work, knet_fail_work);
 	INIT_DELAYED_WORK(&ep->timeo_work, knet_timeo_work);
 	ep->req_timeout = msecs_to_jiffies(p->request_timeout_ms);
+	ep->keepalive = msecs_to_jiffies(p->keepalive_ms);
+	/* An unanswered keep-alive must count: it needs a request time-out. */
+	if (ep->keepalive && !ep->req_timeout)
+		ep->req_timeout = 2 * ep->keepalive;
 	ep->comp_vector = p->comp_vector;
 	ep->cm_id = rdma_create_id(&init_net, knet_cm_handler, ep, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(ep->cm_id)) {
@@ -920,8 +957,10 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 		goto fail;
 	}
 	knet_ep_debugfs_add(ep);
+	ep->last_rx = jiffies;
 	if (ep->req_timeout)
-		schedule_delayed_work(&ep->timeo_work, ep->req_timeout);
+		schedule_delayed_work(&ep->timeo_work,
+				      min_not_zero(ep->req_timeout, ep->keepalive) / 4 ?: 1);
 	pr_info("connected to %pISpc (%s '%s'): %u credits, inline %u, max I/O %u\n",
 		&p->addr, p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
 		ep->lim.credits, ep->lim.inline_max, ep->lim.max_io);

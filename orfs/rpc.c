@@ -176,6 +176,8 @@ int orfs_connect(struct orfs_sb *sbi)
 		.name = sbi->export,
 		.timeout_ms = 5000,
 		.request_timeout_ms = sbi->opts.timeo * 100,
+		/* A dead server is found while the mount is idle too. */
+		.keepalive_ms = sbi->opts.timeo * 50,
 	};
 	struct knet_limits lim;
 	struct knet_ep *ep;

@@ -127,6 +127,22 @@ expect_eq "read after the hang" "$(cat /tmp/hang.out)" before
 expect_grep 'knet: (no answer within 2000 ms|request [0-9]+ timed out)' <(dmesg)
 umnt
 
+step "an idle mount notices a server that stopped answering (keep-alive) and recovers"
+mnt -o timeo=20
+ls /tmp/mnt > /dev/null
+n0=$(dmesg | grep -c 'knet: no answer within 2000 ms' || true)
+kill -STOP "$ORFS_SERVER_PID"
+for ((i = 0; i < 80; i++)); do
+	n1=$(dmesg | grep -c 'knet: no answer within 2000 ms' || true)
+	[ "$n1" -gt "$n0" ] && break
+	sleep 0.1
+done
+kill -CONT "$ORFS_SERVER_PID"
+[ "$n1" -gt "$n0" ] || fail "an idle mount did not notice the hung server"
+ls /tmp/mnt > /dev/null || fail "the mount did not recover"
+grep -h '^keepalives' /sys/kernel/debug/knet/endpoints/*/stats | head -n 2
+umnt
+
 step "soft mount: a dead server gives EIO after timeo x retrans"
 mnt -o soft,timeo=10,retrans=2
 echo data > /tmp/mnt/soft
