@@ -10,6 +10,8 @@
 #include <linux/in.h>
 #include <linux/list.h>
 #include <linux/module.h>
+#include <linux/rwsem.h>
+#include <linux/workqueue.h>
 #include <linux/uio.h>
 
 #include "uapi/knet_proto.h"
@@ -196,6 +198,60 @@ struct knet_mq {
 
 struct knet_mq *knet_mq_connect(const struct knet_ep_params *p, unsigned int nr, int *reason);
 void knet_mq_destroy(struct knet_mq *mq);
+
+/**
+ * struct knet_session - an endpoint that reconnects
+ * @params: where it connects (@params.name is copied at open)
+ * @hard: calls retry until the server is back; else @retries tries, then EIO
+ * @retries: tries of a call on a soft session
+ * @timeout: jiffies one try may take (and the wait for a credit)
+ * @setup: the upper layer's handshake on each new endpoint, or NULL
+ * @priv: the caller's
+ * @lock: private: held for reading to use @ep, for writing to replace it
+ * @ep: private: the current endpoint, or NULL
+ * @shutdown: private: aborted
+ * @reconnects: times the endpoint was replaced
+ * @name_buf: private
+ */
+struct knet_session {
+	struct knet_ep_params	params;
+	bool			hard;
+	unsigned int		retries;
+	unsigned long		timeout;
+	int			(*setup)(struct knet_session *s, struct knet_ep *ep);
+	void			*priv;
+	struct rw_semaphore	lock;
+	struct knet_ep		*ep;
+	bool			shutdown;
+	atomic_t		reconnects;
+	char			name_buf[KNET_NAME_MAX + 1];
+};
+
+/**
+ * struct knet_srq - a request sent on a session without waiting
+ * @rq: the request (its @done and @priv are knet's)
+ * @done: called once when it is over, in process context
+ * @s: private
+ * @mm: private: the submitter's, for user memory sent again
+ * @work: private
+ */
+struct knet_srq {
+	struct knet_request	rq;
+	void			(*done)(struct knet_srq *srq);
+	struct knet_session	*s;
+	struct mm_struct	*mm;
+	struct work_struct	work;
+};
+
+int knet_session_open(struct knet_session *s, int *reason);
+void knet_session_limits(struct knet_session *s, struct knet_limits *l);
+bool knet_session_retryable(int err);
+int knet_session_call(struct knet_session *s, struct knet_request *rq);
+void knet_session_submit(struct knet_session *s, struct knet_srq *srq);
+void knet_session_abort(struct knet_session *s);
+void knet_session_close(struct knet_session *s);
+int knet_session_init(void);
+void knet_session_exit(void);
 
 /* knet_main.c: where endpoints publish their counters, and device caches */
 struct dentry *knet_debugfs_endpoints(void);

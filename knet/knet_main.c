@@ -216,6 +216,9 @@ static int __init knet_init(void)
 {
 	int ret;
 
+	ret = knet_session_init();
+	if (ret)
+		return ret;
 	knet_debugfs = debugfs_create_dir("knet", NULL);
 	debugfs_create_file("devices", 0444, knet_debugfs, NULL,
 			    &knet_devices_fops);
@@ -232,6 +235,7 @@ static int __init knet_init(void)
 
 remove_debugfs:
 	debugfs_remove_recursive(knet_debugfs);
+	knet_session_exit();
 	return ret;
 }
 
@@ -241,6 +245,7 @@ static void __exit knet_exit(void)
 	ib_unregister_client(&knet_ib_client);
 	WARN_ON(!list_empty(&knet_devices) || !list_empty(&knet_ulps));
 	debugfs_remove_recursive(knet_debugfs);
+	knet_session_exit();
 	pr_info("unloaded\n");
 }
 

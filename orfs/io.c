@@ -5,21 +5,17 @@
  * read-ahead, write-back and asynchronous direct I/O keep several requests
  * in flight within the connection's credits.
  *
- * An asynchronous request ends in process context, on a workqueue: the
- * reply's attributes are taken under the inode's lock, and a request that
- * met a transport failure is sent again there the way orfs_rpc() does it
- * (reconnecting, the same xid), with the submitter's mm for user memory.
+ * An asynchronous request is a knet session request: one that met a
+ * transport failure is sent again by knet after reconnecting (the same
+ * xid, the submitter's mm for user memory), and it ends in process context
+ * on a workqueue, where the reply's attributes are taken under the
+ * inode's lock.
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
-#include <linux/kthread.h>
-#include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include <linux/workqueue.h>
 
 #include "orfs.h"
-
-static struct workqueue_struct *orfs_io_wq;
 
 static int orfs_io_msg(struct orfs_msg *m, struct inode *inode, loff_t pos, u32 len, u32 flags)
 {
@@ -92,56 +88,22 @@ int orfs_io(struct inode *inode, u16 op, loff_t pos, const struct knet_mem *mem,
 	return ret ?: orfs_io_result(inode, op, pos, mem->len, &rep, count);
 }
 
-/* Send A again, waiting, with the submitter's mm when the data is user memory. */
-static int orfs_io_retry(struct orfs_areq *a)
+static void orfs_areq_done(struct knet_srq *srq)
 {
-	struct orfs_sb *sbi = ORFS_SB(a->inode->i_sb);
-	int ret;
-
-	if (!a->msg.buf)
-		return -ENOMEM;
-	if (a->mm) {
-		if (!mmget_not_zero(a->mm))
-			return -EIO;	/* the process is gone */
-		kthread_use_mm(a->mm);
-	}
-	ret = orfs_rpc(sbi, a->op, &a->msg, &a->rep, sizeof(a->rep), sizeof(a->rep), NULL,
-		       &a->mem, orfs_io_dir(a->op));
-	if (a->mm) {
-		kthread_unuse_mm(a->mm);
-		mmput(a->mm);
-	}
-	return ret;
-}
-
-static void orfs_areq_work(struct work_struct *w)
-{
-	struct orfs_areq *a = container_of(w, struct orfs_areq, work);
-	struct knet_request *rq = &a->rq;
+	struct orfs_areq *a = container_of(srq, struct orfs_areq, srq);
+	struct knet_request *rq = &srq->rq;
 	int err = rq->error;
 	u32 count = 0;
 
-	if (!err && rq->status == EINPROGRESS)
-		err = -EINPROGRESS;	/* the first try still runs: ask again */
-	else if (!err && rq->status)
+	/* READ and WRITE are not replayed: EINPROGRESS cannot come back. */
+	if (!err && rq->status)
 		err = rq->status < MAX_ERRNO ? -(int)rq->status : -EIO;
 	else if (!err && rq->reply_len < sizeof(a->rep))
 		err = -EIO;
-	if (err == -EINPROGRESS || orfs_rpc_retryable(err))
-		err = orfs_io_retry(a);
 	if (!err)
 		err = orfs_io_result(a->inode, a->op, a->pos, a->mem.len, &a->rep, &count);
 	orfs_msg_free(&a->msg);
-	if (a->mm)
-		mmdrop(a->mm);
 	a->end(a, err, count);
-}
-
-static void orfs_areq_done(struct knet_request *rq)
-{
-	struct orfs_areq *a = rq->priv;
-
-	queue_work(orfs_io_wq, &a->work);
 }
 
 /**
@@ -159,50 +121,24 @@ static void orfs_areq_done(struct knet_request *rq)
 void orfs_io_start(struct orfs_areq *a, u32 flags)
 {
 	struct orfs_sb *sbi = ORFS_SB(a->inode->i_sb);
+	struct knet_request *rq = &a->srq.rq;
 	int ret;
 
-	INIT_WORK(&a->work, orfs_areq_work);
-	memset(&a->rq, 0, sizeof(a->rq));
-	a->mm = NULL;
+	memset(rq, 0, sizeof(*rq));
+	a->srq.done = orfs_areq_done;
 	ret = orfs_io_msg(&a->msg, a->inode, a->pos, a->mem.len, flags);
 	if (ret) {
 		a->msg.buf = NULL;
-		goto fail;
-	}
-	if (a->mem.type == KNET_MEM_UVEC) {
-		a->mm = current->mm;
-		mmgrab(a->mm);
-	}
-	a->rq.opcode = a->op;
-	a->rq.body = a->msg.buf;
-	a->rq.body_len = a->msg.len;
-	a->rq.mem = &a->mem;
-	a->rq.dir = orfs_io_dir(a->op);
-	a->rq.reply = &a->rep;
-	a->rq.reply_max = sizeof(a->rep);
-	a->rq.done = orfs_areq_done;
-	a->rq.priv = a;
-	ret = -ENOTCONN;
-	if (!READ_ONCE(sbi->shutdown) && !down_read_killable(&sbi->ep_lock)) {
-		if (sbi->ep)
-			ret = knet_submit_wait(sbi->ep, &a->rq, orfs_timeout(sbi));
-		up_read(&sbi->ep_lock);
-	}
-	if (!ret)
+		a->end(a, ret, 0);
 		return;
-fail:
-	/* Not sent: the worker tries the waiting way, or reports the error. */
-	a->rq.error = ret;
-	queue_work(orfs_io_wq, &a->work);
+	}
+	rq->opcode = a->op;
+	rq->body = a->msg.buf;
+	rq->body_len = a->msg.len;
+	rq->mem = &a->mem;
+	rq->dir = orfs_io_dir(a->op);
+	rq->reply = &a->rep;
+	rq->reply_max = sizeof(a->rep);
+	knet_session_submit(&sbi->sess, &a->srq);
 }
 
-int orfs_io_init(void)
-{
-	orfs_io_wq = alloc_workqueue("orfs_io", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
-	return orfs_io_wq ? 0 : -ENOMEM;
-}
-
-void orfs_io_exit(void)
-{
-	destroy_workqueue(orfs_io_wq);
-}

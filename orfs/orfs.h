@@ -42,8 +42,7 @@ struct orfs_opts {
 
 /**
  * struct orfs_sb - one mount
- * @ep: the connection; replaced on reconnect under @ep_lock (write)
- * @ep_lock: held for reading by every call, for writing to reconnect
+ * @sess: the connection, a knet session that reconnects
  * @addr: the server
  * @export: the export's name
  * @opts: the options in effect
@@ -53,12 +52,9 @@ struct orfs_opts {
  * @rsize: bytes of one READ
  * @wsize: bytes of one WRITE
  * @inline_max: the connection's inline limit
- * @reconnects: times the connection was made again
- * @shutdown: umount -f: calls fail at once
  */
 struct orfs_sb {
-	struct knet_ep		*ep;
-	struct rw_semaphore	ep_lock;
+	struct knet_session	sess;
 	struct sockaddr_in	addr;
 	char			export[KNET_NAME_MAX + 1];
 	struct orfs_opts	opts;
@@ -68,8 +64,6 @@ struct orfs_sb {
 	u32			rsize;
 	u32			wsize;
 	u32			inline_max;
-	atomic_t		reconnects;
-	bool			shutdown;
 };
 
 /**
@@ -125,7 +119,6 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 int orfs_session(struct orfs_sb *sbi);
 int orfs_connect(struct orfs_sb *sbi);
 const char *orfs_reply_name(const void *reply, u32 len, u32 off, u32 *name_len);
-bool orfs_rpc_retryable(int err);
 unsigned long orfs_timeout(struct orfs_sb *sbi);
 
 /* inode.c */
@@ -151,26 +144,22 @@ void orfs_silly_unlink(struct inode *inode);
 
 /**
  * struct orfs_areq - an asynchronous READ or WRITE
- * @rq: the knet request
+ * @srq: the knet session request
  * @mem: the data (its arrays are the submitter's and must live until @end)
  * @msg: the request body
  * @rep: the reply body
  * @inode: the file
- * @mm: for user memory, the submitter's mm (a retry needs it)
- * @work: where the request ends
  * @pos: where in the file
  * @op: ORFS_OP_READ or ORFS_OP_WRITE
  * @end: called once when it is over, in process context; owns the request
  * @priv: the submitter's
  */
 struct orfs_areq {
-	struct knet_request	rq;
+	struct knet_srq		srq;
 	struct knet_mem		mem;
 	struct orfs_msg		msg;
 	struct orfs_io_rep	rep;
 	struct inode		*inode;
-	struct mm_struct	*mm;
-	struct work_struct	work;
 	loff_t			pos;
 	u16			op;
 	void			(*end)(struct orfs_areq *a, int err, u32 count);
@@ -181,8 +170,6 @@ struct orfs_areq {
 int orfs_io(struct inode *inode, u16 op, loff_t pos, const struct knet_mem *mem, u32 flags,
 	    u32 *count);
 void orfs_io_start(struct orfs_areq *a, u32 flags);
-int orfs_io_init(void);
-void orfs_io_exit(void);
 
 /* file.c */
 extern const struct file_operations orfs_file_fops;

@@ -4,14 +4,13 @@
  * sending them over the mount's knet endpoint with the mount's failure
  * policy.
  *
- * A transport failure (time-out, lost connection, a server that lied)
- * makes the call reconnect and send the same body again, with the same
- * transaction id: the server's replay cache answers a non-idempotent
- * operation that already ran with its first answer. Hard mounts retry
- * until the server is back (a fatal signal ends the wait); soft mounts
- * give up with EIO after retrans tries. Reconnecting takes ep_lock for
- * writing, so no call uses an endpoint while it is replaced; every wait is
- * killable.
+ * The mount's connection is a knet session: a transport failure (time-out,
+ * lost connection, a server that lied) makes knet reconnect, run our
+ * handshake (SESSION, with the mount's client id) and send the same body
+ * again, with the same transaction id: the server's replay cache answers a
+ * non-idempotent operation that already ran with its first answer. Hard
+ * mounts retry until the server is back (a fatal signal ends the wait);
+ * soft mounts give up with EIO after retrans tries.
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
@@ -131,10 +130,12 @@ unsigned long orfs_timeout(struct orfs_sb *sbi)
 }
 
 /* SESSION on a new endpoint: the same client id, so replays are recognised. */
-static int orfs_session_on(struct orfs_sb *sbi, struct knet_ep *ep)
+static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 {
+	struct orfs_sb *sbi = sess->priv;
 	struct orfs_session_rep rep;
 	struct knet_request rq = {};
+	struct knet_limits lim;
 	struct orfs_msg m;
 	__le64 id = cpu_to_le64(sbi->client_id);
 	int ret;
@@ -159,18 +160,29 @@ static int orfs_session_on(struct orfs_sb *sbi, struct knet_ep *ep)
 	if (sbi->server_boot && sbi->server_boot != le64_to_cpu(rep.server_boot))
 		pr_info("server %pI4 restarted\n", &sbi->addr.sin_addr);
 	sbi->server_boot = le64_to_cpu(rep.server_boot);
-	sbi->rsize = min_not_zero(sbi->rsize, le32_to_cpu(rep.max_read));
-	sbi->wsize = min_not_zero(sbi->wsize, le32_to_cpu(rep.max_write));
+	knet_ep_limits(ep, &lim);
+	sbi->inline_max = lim.inline_max;
+	sbi->rsize = min_not_zero(min_not_zero(sbi->opts.rsize, lim.max_io),
+				  le32_to_cpu(rep.max_read));
+	sbi->wsize = min_not_zero(min_not_zero(sbi->opts.wsize, lim.max_io),
+				  le32_to_cpu(rep.max_write));
 	return 0;
 }
 
-/*
- * Connect to the server and open a session. Called with ep_lock held for
- * writing (or before the mount is visible).
+/**
+ * orfs_connect() - open the mount's session with the server
+ * @sbi: the mount, its address, export and options set
+ *
+ * Context: process context, before the mount is visible.
+ * Return: 0, -ENOENT (no such export), -EACCES (client not allowed), or
+ * another connection error.
  */
 int orfs_connect(struct orfs_sb *sbi)
 {
-	struct knet_ep_params p = {
+	struct knet_session *sess = &sbi->sess;
+	int reason, ret;
+
+	sess->params = (struct knet_ep_params){
 		.addr = sbi->addr,
 		.service = KNET_SVC_FILE,
 		.name = sbi->export,
@@ -179,73 +191,20 @@ int orfs_connect(struct orfs_sb *sbi)
 		/* A dead server is found while the mount is idle too. */
 		.keepalive_ms = sbi->opts.timeo * 50,
 	};
-	struct knet_limits lim;
-	struct knet_ep *ep;
-	int reason, ret;
-
-	ep = knet_ep_connect(&p, &reason);
-	if (IS_ERR(ep)) {
-		ret = PTR_ERR(ep);
-		if (ret == -ECONNREFUSED && reason)
-			pr_warn_ratelimited("%pI4: export '%s' refused: %s\n", &sbi->addr.sin_addr,
-					    sbi->export, knet_reject_str(reason));
-		if (ret == -ECONNREFUSED && reason == KNET_REJ_NOENT)
-			return -ENOENT;
-		if (ret == -ECONNREFUSED && reason == KNET_REJ_ACCESS)
-			return -EACCES;
-		return ret;
-	}
-	knet_ep_limits(ep, &lim);
-	sbi->rsize = min_not_zero(sbi->opts.rsize, lim.max_io);
-	sbi->wsize = min_not_zero(sbi->opts.wsize, lim.max_io);
-	sbi->inline_max = lim.inline_max;
-	ret = orfs_session_on(sbi, ep);
-	if (ret) {
-		knet_ep_destroy(ep);
-		return ret;
-	}
-	sbi->ep = ep;
-	return 0;
-}
-
-/* Replace the broken endpoint OLD by a new connection (once). */
-static int orfs_reconnect(struct orfs_sb *sbi, struct knet_ep *old)
-{
-	int ret = 0;
-
-	if (down_write_killable(&sbi->ep_lock))
-		return -EINTR;
-	if (sbi->ep == old) {
-		if (old) {
-			knet_ep_destroy(old);
-			sbi->ep = NULL;
-		}
-		ret = orfs_connect(sbi);
-		if (!ret) {
-			atomic_inc(&sbi->reconnects);
-			pr_info("%pI4: reconnected to '%s'\n", &sbi->addr.sin_addr, sbi->export);
-		}
-	}
-	up_write(&sbi->ep_lock);
+	sess->hard = !sbi->opts.soft;
+	sess->retries = sbi->opts.retrans;
+	sess->timeout = orfs_timeout(sbi);
+	sess->setup = orfs_session_on;
+	sess->priv = sbi;
+	ret = knet_session_open(sess, &reason);
+	if (ret == -ECONNREFUSED && reason)
+		pr_warn_ratelimited("%pI4: export '%s' refused: %s\n", &sbi->addr.sin_addr,
+				    sbi->export, knet_reject_str(reason));
+	if (ret == -ECONNREFUSED && reason == KNET_REJ_NOENT)
+		return -ENOENT;
+	if (ret == -ECONNREFUSED && reason == KNET_REJ_ACCESS)
+		return -EACCES;
 	return ret;
-}
-
-/* Is ERR a failure of the connection, after which the request is sent again? */
-bool orfs_rpc_retryable(int err)
-{
-	switch (err) {
-	case -ETIMEDOUT:
-	case -ENOTCONN:
-	case -ECONNRESET:
-	case -ECONNREFUSED:
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-	case -EPROTO:
-	case -EIO:
-		return true;
-	default:
-		return false;
-	}
 }
 
 /**
@@ -267,73 +226,28 @@ bool orfs_rpc_retryable(int err)
 int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 reply_min,
 	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir)
 {
-	unsigned int tries = 0, backoff = ORFS_BACKOFF_MIN_MS;
 	struct knet_request rq;
-	struct knet_ep *ep;
 	int ret;
 
 	if (m->err)
 		return m->err;
 	for (;;) {
-		if (READ_ONCE(sbi->shutdown))
-			return -EIO;
-		if (down_read_killable(&sbi->ep_lock))
-			return -EINTR;
-		ep = sbi->ep;
-		if (ep) {
-			memset(&rq, 0, sizeof(rq));
-			rq.opcode = op;
-			rq.body = m->buf;
-			rq.body_len = m->len;
-			rq.mem = mem;
-			rq.dir = dir;
-			rq.reply = reply;
-			rq.reply_max = reply_max;
-			ret = knet_call(ep, &rq, orfs_timeout(sbi));
-		} else {
-			ret = -ENOTCONN;
-		}
-		up_read(&sbi->ep_lock);
-		if (ret && READ_ONCE(sbi->shutdown))
-			return -EIO;
-
-		if (!ret && rq.status == EINPROGRESS) {
-			/* Our first try of this xid still runs on the server. */
-			if (msleep_interruptible(ORFS_BACKOFF_MIN_MS) &&
-			    fatal_signal_pending(current))
-				return -EINTR;
-			continue;
-		}
-		if (!ret)
-			break;
-		if (!orfs_rpc_retryable(ret))
+		memset(&rq, 0, sizeof(rq));
+		rq.opcode = op;
+		rq.body = m->buf;
+		rq.body_len = m->len;
+		rq.mem = mem;
+		rq.dir = dir;
+		rq.reply = reply;
+		rq.reply_max = reply_max;
+		ret = knet_session_call(&sbi->sess, &rq);
+		if (ret)
 			return ret;
-		if (ret == -EPROTO)
-			pr_warn_ratelimited("%pI4: the server's answer to %u did not parse\n",
-					    &sbi->addr.sin_addr, op);
-		/* A new connection, then the same request again. */
-		do {
-			if (sbi->opts.soft && ++tries >= sbi->opts.retrans)
-				return -EIO;
-			if (fatal_signal_pending(current))
-				return -EINTR;
-			ret = orfs_reconnect(sbi, ep);
-			if (ret == -EINTR)
-				return ret;
-			if (ret) {
-				if (tries < 2 || !(tries % 16))
-					pr_warn_ratelimited("%pI4: server not responding (%d), %s\n",
-							    &sbi->addr.sin_addr, ret,
-							    sbi->opts.soft ? "timed out" :
-							    "still trying");
-				if (msleep_interruptible(backoff) && fatal_signal_pending(current))
-					return -EINTR;
-				backoff = min(backoff * 2, ORFS_BACKOFF_MAX_MS);
-				if (READ_ONCE(sbi->shutdown))
-					return -EIO;
-				ep = READ_ONCE(sbi->ep);
-			}
-		} while (ret);
+		if (rq.status != EINPROGRESS)
+			break;
+		/* Our first try of this xid still runs on the server: ask again. */
+		if (msleep_interruptible(100) && fatal_signal_pending(current))
+			return -EINTR;
 	}
 	if (rq.status)
 		return rq.status < MAX_ERRNO ? -(int)rq.status : -EIO;

@@ -267,21 +267,14 @@ static void orfs_umount_begin(struct super_block *sb)
 {
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
-	WRITE_ONCE(sbi->shutdown, true);
-	if (down_read_trylock(&sbi->ep_lock)) {
-		if (sbi->ep)
-			knet_ep_abort(sbi->ep);
-		up_read(&sbi->ep_lock);
-	}
+	knet_session_abort(&sbi->sess);
 }
 
 static void orfs_put_super(struct super_block *sb)
 {
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
-	if (sbi->ep)
-		knet_ep_destroy(sbi->ep);
-	sbi->ep = NULL;
+	knet_session_close(&sbi->sess);
 }
 
 static const struct super_operations orfs_sops = {
@@ -376,7 +369,6 @@ static int orfs_get_tree(struct fs_context *fc)
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
-	init_rwsem(&sbi->ep_lock);
 	sbi->opts = ctx->opts;
 	sbi->client_id = get_random_u64();
 	ret = orfs_parse_source(fc, sbi);
@@ -425,8 +417,8 @@ static void orfs_kill_sb(struct super_block *sb)
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
 	kill_anon_super(sb);
-	if (sbi && sbi->ep)
-		knet_ep_destroy(sbi->ep);	/* the mount failed before put_super */
+	if (sbi && sbi->sess.ep)
+		knet_session_close(&sbi->sess);	/* the mount failed before put_super */
 	kfree(sbi);
 }
 
@@ -455,12 +447,9 @@ static int __init orfs_init(void)
 					      orfs_inode_init_once);
 	if (!orfs_inode_cachep)
 		return -ENOMEM;
-	ret = orfs_io_init();
-	if (ret)
-		goto free_cache;
 	ret = knet_register_ulp(&orfs_ulp);
 	if (ret)
-		goto io_exit;
+		goto free_cache;
 	ret = register_filesystem(&orfs_fs_type);
 	if (ret) {
 		pr_err("cannot register the file system type: %d\n", ret);
@@ -471,8 +460,6 @@ static int __init orfs_init(void)
 
 unregister_ulp:
 	knet_unregister_ulp(&orfs_ulp);
-io_exit:
-	orfs_io_exit();
 free_cache:
 	kmem_cache_destroy(orfs_inode_cachep);
 	return ret;
@@ -482,7 +469,6 @@ static void __exit orfs_exit(void)
 {
 	unregister_filesystem(&orfs_fs_type);
 	knet_unregister_ulp(&orfs_ulp);
-	orfs_io_exit();
 	/* Inodes are freed after an RCU grace period. */
 	rcu_barrier();
 	kmem_cache_destroy(orfs_inode_cachep);

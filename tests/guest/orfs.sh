@@ -109,8 +109,8 @@ sleep 2
 restart_server
 wait $fio_pid || { cat /tmp/fio3.out; fail "fio across server restarts"; }
 expect_grep 'err= 0' /tmp/fio3.out
-dmesg | grep -E 'orfs: .*(reconnected|not responding)' | tail -n 4
-expect_grep 'orfs: .*reconnected' <(dmesg)
+dmesg | grep -E 'knet: .*(reconnected|not responding)' | tail -n 4
+expect_grep 'knet: .*reconnected' <(dmesg)
 umnt
 
 step "a server that hangs (SIGSTOP): the request times out, the hard mount reconnects once it answers"

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * knet sessions: an endpoint that comes back. A session connects, runs the
+ * upper layer's handshake on every new endpoint, and when a call meets a
+ * transport failure (time-out, lost connection, a reply that lied) it
+ * reconnects with backoff and sends the same request again: until the
+ * server is back on a hard session, at most a number of tries on a soft
+ * one, then EIO. Requests sent asynchronously get the same choice: one
+ * that failed on the transport is sent again from a workqueue (with its
+ * submitter's mm when its memory is user memory) before it is reported.
+ *
+ * The endpoint is used under the session's rwsem for reading and replaced
+ * under it for writing; every wait is killable.
+ */
+#define pr_fmt(fmt) "knet: " fmt
+
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "knet.h"
+
+#define KNET_BACKOFF_MIN_MS	100
+#define KNET_BACKOFF_MAX_MS	4000
+
+static struct workqueue_struct *knet_session_wq;
+
+/* Under s->lock for writing: a new endpoint, its handshake done. */
+static int knet_session_connect(struct knet_session *s, int *reason)
+{
+	struct knet_ep *ep;
+	int ret;
+
+	ep = knet_ep_connect(&s->params, reason);
+	if (IS_ERR(ep))
+		return PTR_ERR(ep);
+	if (s->setup) {
+		ret = s->setup(s, ep);
+		if (ret) {
+			knet_ep_destroy(ep);
+			return ret;
+		}
+	}
+	s->ep = ep;
+	return 0;
+}
+
+/**
+ * knet_session_open() - connect a session for the first time
+ * @s: the session: @params, @hard, @retries, @timeout, @setup and @priv
+ *	filled in; @params.name is copied
+ * @reason: out: the server's reject reason when refused
+ *
+ * Context: process context, may sleep.
+ * Return: 0, or knet_ep_connect()'s or @setup's error (no retry here).
+ */
+int knet_session_open(struct knet_session *s, int *reason)
+{
+	int ret;
+
+	*reason = 0;
+	if (strscpy(s->name_buf, s->params.name, sizeof(s->name_buf)) < 0)
+		return -EINVAL;
+	s->params.name = s->name_buf;
+	init_rwsem(&s->lock);
+	s->ep = NULL;
+	s->shutdown = false;
+	atomic_set(&s->reconnects, 0);
+	down_write(&s->lock);
+	ret = knet_session_connect(s, reason);
+	up_write(&s->lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(knet_session_open);
+
+/**
+ * knet_session_limits() - what the server granted the current endpoint
+ * @s: an open session
+ * @l: filled in (zeroes when not connected)
+ */
+void knet_session_limits(struct knet_session *s, struct knet_limits *l)
+{
+	memset(l, 0, sizeof(*l));
+	down_read(&s->lock);
+	if (s->ep)
+		knet_ep_limits(s->ep, l);
+	up_read(&s->lock);
+}
+EXPORT_SYMBOL_GPL(knet_session_limits);
+
+/* Replace the broken endpoint OLD (once, whoever comes first). */
+static int knet_session_reconnect(struct knet_session *s, struct knet_ep *old)
+{
+	int reason, ret = 0;
+
+	if (down_write_killable(&s->lock))
+		return -EINTR;
+	if (s->ep == old && !s->shutdown) {
+		if (old) {
+			knet_ep_destroy(old);
+			s->ep = NULL;
+		}
+		ret = knet_session_connect(s, &reason);
+		if (!ret) {
+			atomic_inc(&s->reconnects);
+			pr_info("%pI4: reconnected to '%s'\n", &s->params.addr.sin_addr,
+				s->params.name);
+		}
+	}
+	up_write(&s->lock);
+	return ret;
+}
+
+/**
+ * knet_session_retryable() - is this a failure of the connection?
+ * @err: a knet error
+ *
+ * Return: true when a session reconnects and sends the request again.
+ */
+bool knet_session_retryable(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+	case -ENOTCONN:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -EPROTO:
+	case -EIO:
+		return true;
+	default:
+		return false;
+	}
+}
+EXPORT_SYMBOL_GPL(knet_session_retryable);
+
+/**
+ * knet_session_call() - knet_call() that survives the connection
+ * @s: the session
+ * @rq: the request; sent again unchanged after a reconnect
+ *
+ * Context: process context (the owner's, for user memory); killable.
+ * Return: 0 when the server answered (@rq->status is its answer); -EIO when
+ * a soft session ran out of tries or the session was aborted; -EINTR; or
+ * a non-transport error of knet_call().
+ */
+int knet_session_call(struct knet_session *s, struct knet_request *rq)
+{
+	unsigned int tries = 0, backoff = KNET_BACKOFF_MIN_MS;
+	struct knet_ep *ep;
+	int ret;
+
+	for (;;) {
+		if (READ_ONCE(s->shutdown))
+			return -EIO;
+		if (down_read_killable(&s->lock))
+			return -EINTR;
+		ep = s->ep;
+		ret = ep ? knet_call(ep, rq, s->timeout) : -ENOTCONN;
+		up_read(&s->lock);
+		if (ret && READ_ONCE(s->shutdown))
+			return -EIO;
+		if (!ret || !knet_session_retryable(ret))
+			return ret;
+		if (ret == -EPROTO)
+			pr_warn_ratelimited("%pI4: the answer to %u did not parse\n",
+					    &s->params.addr.sin_addr, rq->opcode);
+		/* A new connection, then the same request again. */
+		do {
+			if (!s->hard && ++tries >= s->retries)
+				return -EIO;
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			ret = knet_session_reconnect(s, ep);
+			if (ret == -EINTR)
+				return ret;
+			if (ret) {
+				if (tries < 2 || !(tries % 16))
+					pr_warn_ratelimited("%pI4: server not responding (%d), %s\n",
+							    &s->params.addr.sin_addr, ret,
+							    s->hard ? "still trying" : "timed out");
+				if (msleep_interruptible(backoff) && fatal_signal_pending(current))
+					return -EINTR;
+				backoff = min(backoff * 2, KNET_BACKOFF_MAX_MS);
+				if (READ_ONCE(s->shutdown))
+					return -EIO;
+				ep = READ_ONCE(s->ep);
+			}
+		} while (ret);
+	}
+}
+EXPORT_SYMBOL_GPL(knet_session_call);
+
+static void knet_srq_work(struct work_struct *w)
+{
+	struct knet_srq *srq = container_of(w, struct knet_srq, work);
+	int err = srq->rq.error;
+
+	if (knet_session_retryable(err)) {
+		/* Sent again the waiting way, as the submitter would have. */
+		if (srq->mm && !mmget_not_zero(srq->mm)) {
+			srq->rq.error = -EIO;	/* the process is gone */
+		} else {
+			if (srq->mm)
+				kthread_use_mm(srq->mm);
+			srq->rq.error = knet_session_call(srq->s, &srq->rq);
+			if (srq->mm) {
+				kthread_unuse_mm(srq->mm);
+				mmput(srq->mm);
+			}
+		}
+	}
+	if (srq->mm)
+		mmdrop(srq->mm);
+	srq->done(srq);
+}
+
+static void knet_srq_done(struct knet_request *rq)
+{
+	struct knet_srq *srq = container_of(rq, struct knet_srq, rq);
+
+	queue_work(knet_session_wq, &srq->work);
+}
+
+/**
+ * knet_session_submit() - send a request without waiting for its answer
+ * @s: the session
+ * @srq: the request: @srq->rq filled in as for knet_submit() (but @done and
+ *	@priv, which are knet's), and @srq->done
+ *
+ * @srq->done is called once, in process context (a workqueue), when the
+ * request is over: @srq->rq.error is 0 (the server answered, @srq->rq.status
+ * says how) or the error that ended it after the session's retries.
+ *
+ * Context: process context (the owner's, for user memory); waits for a
+ * credit when all are in use.
+ */
+void knet_session_submit(struct knet_session *s, struct knet_srq *srq)
+{
+	int ret = -ENOTCONN;
+
+	INIT_WORK(&srq->work, knet_srq_work);
+	srq->s = s;
+	srq->mm = NULL;
+	if (srq->rq.mem && srq->rq.mem->type == KNET_MEM_UVEC) {
+		srq->mm = current->mm;
+		mmgrab(srq->mm);
+	}
+	srq->rq.done = knet_srq_done;
+	srq->rq.priv = srq;
+	if (!READ_ONCE(s->shutdown) && !down_read_killable(&s->lock)) {
+		if (s->ep)
+			ret = knet_submit_wait(s->ep, &srq->rq, s->timeout);
+		up_read(&s->lock);
+	}
+	if (ret) {
+		/* Not sent: the worker tries the waiting way, or reports it. */
+		srq->rq.error = ret;
+		queue_work(knet_session_wq, &srq->work);
+	}
+}
+EXPORT_SYMBOL_GPL(knet_session_submit);
+
+/**
+ * knet_session_abort() - make every call of the session fail now
+ * @s: the session
+ *
+ * Requests in flight end with an error, calls to come fail with -EIO, no
+ * reconnect is tried (a forced unmount of a dead server).
+ *
+ * Context: any process context; does not wait for a reconnect in progress.
+ */
+void knet_session_abort(struct knet_session *s)
+{
+	WRITE_ONCE(s->shutdown, true);
+	if (down_read_trylock(&s->lock)) {
+		if (s->ep)
+			knet_ep_abort(s->ep);
+		up_read(&s->lock);
+	}
+}
+EXPORT_SYMBOL_GPL(knet_session_abort);
+
+/**
+ * knet_session_close() - disconnect a session
+ * @s: the session; no call may be running on it
+ *
+ * Context: process context, may sleep.
+ */
+void knet_session_close(struct knet_session *s)
+{
+	down_write(&s->lock);
+	if (s->ep)
+		knet_ep_destroy(s->ep);
+	s->ep = NULL;
+	up_write(&s->lock);
+}
+EXPORT_SYMBOL_GPL(knet_session_close);
+
+int knet_session_init(void)
+{
+	knet_session_wq = alloc_workqueue("knet_session", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	return knet_session_wq ? 0 : -ENOMEM;
+}
+
+void knet_session_exit(void)
+{
+	destroy_workqueue(knet_session_wq);
+}
