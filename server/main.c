@@ -550,8 +550,14 @@ static int srv_open(struct srv *s)
 			s->chunk_size * s->nchunks >> 20);
 		return -1;
 	}
+	/*
+	 * The pool is the sink of our RDMA READs: on iWARP a READ sink must
+	 * allow remote writes (the protocol writes READ responses into it).
+	 */
 	ret = fi_mr_reg(s->domain, s->pool.base, s->chunk_size * s->nchunks,
-			FI_READ | FI_WRITE, 0, 0, 0, &s->pool_mr, NULL);
+			FI_READ | FI_WRITE |
+			(s->info->ep_attr && s->info->ep_attr->protocol == FI_PROTO_IWARP ?
+			 FI_REMOTE_WRITE : 0), 0, 0, 0, &s->pool_mr, NULL);
 	if (ret)
 		return fab_err("registering the buffer pool", ret);
 	s->chunks = calloc(s->nchunks, sizeof(*s->chunks));
