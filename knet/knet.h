@@ -211,6 +211,7 @@ void knet_mq_destroy(struct knet_mq *mq);
  * @ep: private: the current endpoint, or NULL
  * @shutdown: private: aborted
  * @reconnects: times the endpoint was replaced
+ * @resent: requests sent again after a transport failure
  * @name_buf: private
  */
 struct knet_session {
@@ -224,6 +225,7 @@ struct knet_session {
 	struct knet_ep		*ep;
 	bool			shutdown;
 	atomic_t		reconnects;
+	atomic_t		resent;
 	char			name_buf[KNET_NAME_MAX + 1];
 };
 
@@ -244,6 +246,7 @@ struct knet_srq {
 };
 
 int knet_session_open(struct knet_session *s, int *reason);
+void knet_ep_set_session(struct knet_ep *ep, struct knet_session *s);
 void knet_session_limits(struct knet_session *s, struct knet_limits *l);
 bool knet_session_retryable(int err);
 int knet_session_call(struct knet_session *s, struct knet_request *rq);

@@ -113,6 +113,7 @@ struct knet_ep {
 	struct knet_request	ka_rq;		/* the keep-alive NOP */
 	atomic_t		ka_busy;	/* ka_rq is in flight */
 	unsigned int		comp_vector;
+	struct knet_session	*session;	/* the session it serves, or NULL */
 	struct knet_rx		rx[KNET_RECV_DEPTH];
 	struct knet_slot	slot[KNET_SLOTS];
 	unsigned int		max_pages;
@@ -563,6 +564,9 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	rq = s->rq;
+	/* A reply answers the operation asked, or it lies. */
+	if (le16_to_cpu(h->opcode) != rq->opcode)
+		err = -EPROTO;
 	rq->status = le32_to_cpu(h->status);
 	blen = le32_to_cpu(h->body_len);
 	ilen = le32_to_cpu(h->inline_len);
@@ -608,7 +612,7 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	wake_up(&ep->wait);
 
 	if (err)
-		pr_err_ratelimited("reply larger than its request allows: disconnecting\n");
+		pr_err_ratelimited("reply that does not fit its request (operation, size): disconnecting\n");
 	if (err || broken)
 		knet_ep_fail(ep, err ? err : -EIO);
 	else if (knet_post_recv(ep, rx))
@@ -632,6 +636,10 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "errors %lld\n", atomic64_read(&ep->errors));
 	seq_printf(m, "timeouts %lld\n", atomic64_read(&ep->timeouts));
 	seq_printf(m, "keepalives %lld\n", atomic64_read(&ep->keepalives));
+	if (ep->session) {
+		seq_printf(m, "session_reconnects %d\n", atomic_read(&ep->session->reconnects));
+		seq_printf(m, "session_resent %d\n", atomic_read(&ep->session->resent));
+	}
 	seq_puts(m, "latency_us");
 	for (i = 0; i < KNET_LAT_BUCKETS - 1; i++)
 		seq_printf(m, " <%u:%lld", 16U << i, atomic64_read(&ep->lat_hist[i]));
@@ -1053,6 +1061,16 @@ void knet_mq_destroy(struct knet_mq *mq)
 	kfree(mq);
 }
 EXPORT_SYMBOL_GPL(knet_mq_destroy);
+
+/**
+ * knet_ep_set_session() - name the session an endpoint serves (its counters)
+ * @ep: the endpoint
+ * @s: the session, which outlives @ep
+ */
+void knet_ep_set_session(struct knet_ep *ep, struct knet_session *s)
+{
+	ep->session = s;
+}
 
 /**
  * knet_ep_abort() - break an endpoint now

@@ -37,6 +37,7 @@ static int knet_session_connect(struct knet_session *s, int *reason)
 	ep = knet_ep_connect(&s->params, reason);
 	if (IS_ERR(ep))
 		return PTR_ERR(ep);
+	knet_ep_set_session(ep, s);
 	if (s->setup) {
 		ret = s->setup(s, ep);
 		if (ret) {
@@ -69,6 +70,7 @@ int knet_session_open(struct knet_session *s, int *reason)
 	s->ep = NULL;
 	s->shutdown = false;
 	atomic_set(&s->reconnects, 0);
+	atomic_set(&s->resent, 0);
 	down_write(&s->lock);
 	ret = knet_session_connect(s, reason);
 	up_write(&s->lock);
@@ -169,6 +171,7 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 		if (ret == -EPROTO)
 			pr_warn_ratelimited("%pI4: the answer to %u did not parse\n",
 					    &s->params.addr.sin_addr, rq->opcode);
+		atomic_inc(&s->resent);
 		/* A new connection, then the same request again. */
 		do {
 			if (!s->hard && ++tries >= s->retries)

@@ -379,6 +379,19 @@ static void knet_test_retire(struct knet_test_run *run, struct knet_test_slot *t
 	t->in_use = false;
 }
 
+/* Slot T carries block BLOCK of the pass: a write of its pattern, or a read. */
+static void knet_test_prepare(struct knet_test_run *run, struct knet_test_slot *t, u64 block)
+{
+	t->block = block;
+	t->io.offset = cpu_to_le64(run->b.offset + block * run->b.bs);
+	t->io.length = cpu_to_le32(run->b.bs);
+	t->io.flags = 0;
+	if (!run->reading)
+		knet_test_fill(t, run->b.bs, false, NULL);
+	t->rq.opcode = run->reading ? MXBD_OP_READ : MXBD_OP_WRITE;
+	t->rq.dir = run->reading ? KNET_DIR_FROM_SERVER : KNET_DIR_TO_SERVER;
+}
+
 static int knet_test_pass(struct knet_ep *ep, struct knet_test_run *run)
 {
 	struct knet_test_batch *b = &run->b;
@@ -394,14 +407,7 @@ static int knet_test_pass(struct knet_ep *ep, struct knet_test_run *run)
 				break;
 		if (i < b->depth && next < b->count) {
 			t = &run->slots[i];
-			t->block = next;
-			t->io.offset = cpu_to_le64(b->offset + next * b->bs);
-			t->io.length = cpu_to_le32(b->bs);
-			t->io.flags = 0;
-			if (!run->reading)
-				knet_test_fill(t, b->bs, false, NULL);
-			t->rq.opcode = run->reading ? MXBD_OP_READ : MXBD_OP_WRITE;
-			t->rq.dir = run->reading ? KNET_DIR_FROM_SERVER : KNET_DIR_TO_SERVER;
+			knet_test_prepare(run, t, next);
 			t->over = 0;
 			t->in_use = true;
 			ret = knet_submit(ep, &t->rq);
@@ -507,14 +513,7 @@ static int knet_test_pass_groups(struct knet_mq *mq, struct knet_test_run *run)
 			ret = -ETIMEDOUT;
 			goto stop;
 		}
-		t->block = next;
-		t->io.offset = cpu_to_le64(b->offset + next * b->bs);
-		t->io.length = cpu_to_le32(b->bs);
-		t->io.flags = 0;
-		if (!run->reading)
-			knet_test_fill(t, b->bs, false, NULL);
-		t->rq.opcode = run->reading ? MXBD_OP_READ : MXBD_OP_WRITE;
-		t->rq.dir = run->reading ? KNET_DIR_FROM_SERVER : KNET_DIR_TO_SERVER;
+		knet_test_prepare(run, t, next);
 		t->rq.done = NULL;
 		/* Steered: request N to group N modulo the group count. */
 		ret = knet_submit_wait(mq->q[next % mq->nr], &t->rq, msecs_to_jiffies(30000));

@@ -74,6 +74,9 @@ static size_t inject_fault(int fault, char *buf, size_t n)
 		extra = 64;
 		h.inline_len = htole32(le32toh(h.inline_len) + (uint32_t)extra);
 		break;
+	case FAULT_OPCODE:
+		h.opcode = htole16(le16toh(h.opcode) ^ 0x5a);
+		break;
 	case FAULT_BODY:
 		extra = 2048;
 		h.body_len = htole32(le32toh(h.body_len) + (uint32_t)extra);

@@ -895,7 +895,8 @@ int main(int argc, char **argv)
 		const char *f = getenv("ORFS_SERVER_FAULT");
 
 		s.fault = !strcmp(f, "tag") ? FAULT_TAG : !strcmp(f, "inline") ? FAULT_INLINE :
-			  !strcmp(f, "body") ? FAULT_BODY : FAULT_NONE;
+			  !strcmp(f, "body") ? FAULT_BODY : !strcmp(f, "opcode") ? FAULT_OPCODE :
+			  FAULT_NONE;
 		srv_log("ORFS_SERVER_FAULT=%s: replies will lie (a test aid)", f);
 	}
 	replay_init(&s.replay);

@@ -177,6 +177,7 @@ enum srv_fault {
 	FAULT_TAG,		/* "tag": a tag no request has */
 	FAULT_INLINE,		/* "inline": inline data nobody asked for */
 	FAULT_BODY,		/* "body": a body larger than any request allows */
+	FAULT_OPCODE,		/* "opcode": the reply of another operation */
 };
 
 /* main.c */

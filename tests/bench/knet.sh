@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # knet from the kernel against orfs-server, through the test device:
 # latency of a 4 KiB request with each completion strategy (one at a time:
-# the caller sleeping on its request, wait-for-any, callbacks), and the
+# the caller sleeping on its request, wait-for-any, callbacks, completion
+# groups of two endpoints with a serving thread each), and the
 # bandwidth of 1 MiB transfers kept 8 deep against perftest's
 # ib_write_bw/ib_read_bw between two processes on the same rxe device; and
 # the cost of user memory per request (reads into the program's buffer)
@@ -27,10 +28,12 @@ start_server -b bvol=/tmp/bvol
 nop=$(kt -n bvol -w nop -N 2000 | sed -n 's/^2000 NOPs: mean \([0-9.]*\) us/\1/p')
 wa=$(kt -n bvol -w batch -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us per request.*/\1/p')
 cb=$(kt -n bvol -w batch-cb -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us per request.*/\1/p')
-[ -n "$nop" ] && [ -n "$wa" ] && [ -n "$cb" ] || fail "no latency figures"
+gr=$(kt -n bvol -w batch-groups -Q 2 -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us per request.*/\1/p')
+[ -n "$nop" ] && [ -n "$wa" ] && [ -n "$cb" ] && [ -n "$gr" ] || fail "no latency figures"
 row nop_call_lat_us "$nop" "" us
 row req_4k_waitany_lat_us "$wa" "" us
 row req_4k_callback_lat_us "$cb" "" us
+row req_4k_groups_lat_us "$gr" "" us
 
 # User memory. Per request, end to end: a registration-cache hit against
 # pinning per request (cache off). Inside regcache (its own clock): the

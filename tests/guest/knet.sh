@@ -89,7 +89,7 @@ expect_grep '^latency_us <16:[0-9]+ <32:' /tmp/stats
 [ ! -e "$ep" ] || fail "the endpoint's debugfs entry outlived it"
 
 step "a server that lies: the request fails with EPROTO, the endpoint is dropped, no oops"
-for fault in tag inline body; do
+for fault in tag inline body opcode; do
 	stop_server
 	ORFS_SERVER_FAULT=$fault start_server -b kvol=/tmp/kvol
 	set +e
@@ -99,7 +99,8 @@ for fault in tag inline body; do
 	expect_eq "exit code with a lying server ($fault)" "$rc" 1
 	expect_grep 'Protocol error' /tmp/out
 done
-dmesg | grep -E 'knet: (reply for no request|malformed reply|reply larger)' | tail -n 3
+dmesg | grep -E 'knet: (reply for no request|malformed reply|reply that does not fit)' | tail -n 4
+expect_grep 'knet: reply that does not fit its request \(operation, size\)' <(dmesg)
 stop_server
 start_server -b kvol=/tmp/kvol
 

@@ -111,6 +111,9 @@ wait $fio_pid || { cat /tmp/fio3.out; fail "fio across server restarts"; }
 expect_grep 'err= 0' /tmp/fio3.out
 dmesg | grep -E 'knet: .*(reconnected|not responding)' | tail -n 4
 expect_grep 'knet: .*reconnected' <(dmesg)
+cat /sys/kernel/debug/knet/endpoints/*/stats | grep -E '^session_(reconnects|resent)' | tee /tmp/out
+expect_grep '^session_reconnects [1-9]' /tmp/out
+expect_grep '^session_resent [1-9]' /tmp/out
 umnt
 
 step "a server that hangs (SIGSTOP): the request times out, the hard mount reconnects once it answers"
