@@ -102,7 +102,7 @@ say "Stopping the server (SIGTERM)"
 stop_server
 tail -n 4 "$ORFS_SERVER_LOG"
 
-say "Not in this build yet: MXBD run-time attach, knet completion groups and reconnect"
+say "Not in this build yet: MXBD run-time attach and reconnect"
 
 say "Unloading the suite"
 unload_suite
