@@ -247,7 +247,6 @@ struct knet_srq {
 
 int knet_session_open(struct knet_session *s, int *reason);
 void knet_ep_set_session(struct knet_ep *ep, struct knet_session *s);
-void knet_session_limits(struct knet_session *s, struct knet_limits *l);
 bool knet_session_retryable(int err);
 int knet_session_call(struct knet_session *s, struct knet_request *rq);
 void knet_session_submit(struct knet_session *s, struct knet_srq *srq);

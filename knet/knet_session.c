@@ -78,21 +78,6 @@ int knet_session_open(struct knet_session *s, int *reason)
 }
 EXPORT_SYMBOL_GPL(knet_session_open);
 
-/**
- * knet_session_limits() - what the server granted the current endpoint
- * @s: an open session
- * @l: filled in (zeroes when not connected)
- */
-void knet_session_limits(struct knet_session *s, struct knet_limits *l)
-{
-	memset(l, 0, sizeof(*l));
-	down_read(&s->lock);
-	if (s->ep)
-		knet_ep_limits(s->ep, l);
-	up_read(&s->lock);
-}
-EXPORT_SYMBOL_GPL(knet_session_limits);
-
 /* Replace the broken endpoint OLD (once, whoever comes first). */
 static int knet_session_reconnect(struct knet_session *s, struct knet_ep *old)
 {

@@ -118,7 +118,6 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir);
 int orfs_session(struct orfs_sb *sbi);
 int orfs_connect(struct orfs_sb *sbi);
-const char *orfs_reply_name(const void *reply, u32 len, u32 off, u32 *name_len);
 unsigned long orfs_timeout(struct orfs_sb *sbi);
 
 /* inode.c */

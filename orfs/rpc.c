@@ -101,28 +101,6 @@ void orfs_msg_blob(struct orfs_msg *m, const void *p, size_t len)
 	orfs_msg_put(m, p, len);
 }
 
-/**
- * orfs_reply_name() - a length-prefixed (__le16) string in a reply
- * @reply: the reply body
- * @len: its length
- * @off: where the string starts
- * @name_len: out: its length
- *
- * Return: the bytes, or NULL when the reply is too short for them.
- */
-const char *orfs_reply_name(const void *reply, u32 len, u32 off, u32 *name_len)
-{
-	__le16 l;
-
-	if (off + sizeof(l) > len)
-		return NULL;
-	memcpy(&l, reply + off, sizeof(l));
-	*name_len = le16_to_cpu(l);
-	if (off + sizeof(l) + *name_len > len)
-		return NULL;
-	return reply + off + sizeof(l);
-}
-
 /* How long one try of a request may take. */
 unsigned long orfs_timeout(struct orfs_sb *sbi)
 {
