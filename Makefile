@@ -62,7 +62,7 @@ modules-all:
 	done
 
 userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load $(BIN)/knet-fs \
-	$(BIN)/knet-test $(BIN)/regcache-test $(BIN)/orfs-fstest
+	$(BIN)/knet-test $(BIN)/regcache-test $(BIN)/orfs-fstest $(BIN)/orfs-fsx
 
 SERVER_SRC := server/main.c server/engine.c server/workers.c
 
@@ -83,6 +83,10 @@ $(BIN)/knet-fs: tools/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 $(BIN)/knet-test: tools/knet-test.c tools/ktest.c tools/ktest.h server/proto.c $(USER_HDR)
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tools/knet-test.c tools/ktest.c server/proto.c
+
+$(BIN)/orfs-fsx: tools/orfs-fsx.c
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tools/orfs-fsx.c
 
 $(BIN)/orfs-fstest: tools/orfs-fstest.c
 	@mkdir -p $(BIN)

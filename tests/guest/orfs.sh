@@ -63,6 +63,14 @@ expect_grep '^direct: alignment 1$' /tmp/orfs.out
 rm -rf /tmp/mnt/fs
 [ -z "$(ls -A $exp)" ] || fail "rm -rf left $(ls -A $exp)"
 
+step "a seeded random sequence of operations gives the same files on ORFS and on ext4"
+mkdir /tmp/mnt/fsx1 /tmp/e4/ref/fsx1 /tmp/mnt/fsx2 /tmp/e4/ref/fsx2
+timeout 200 "$ORFS_BIN/orfs-fsx" /tmp/mnt/fsx1 /tmp/e4/ref/fsx1 1 250 | tee /tmp/out
+expect_grep '^ok 250 steps$' /tmp/out
+timeout 200 "$ORFS_BIN/orfs-fsx" /tmp/mnt/fsx2 /tmp/e4/ref/fsx2 20261121 250 | tee /tmp/out
+expect_grep '^ok 250 steps$' /tmp/out
+rm -rf /tmp/mnt/fsx1 /tmp/mnt/fsx2
+
 step "what the client writes is on the server; a change on the server shows at the next open"
 echo one > /tmp/mnt/c2o
 expect_eq "on the server" "$(cat $exp/c2o)" one

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * orfs-fsx: the same seeded sequence of random operations applied to two
+ * directories (an ORFS mount and a local file system), with contents and
+ * metadata compared after every step: buffered writes at random offsets,
+ * O_DIRECT writes and reads, truncates, renames, shared mmap writes,
+ * chmod and unlink, on a handful of files.
+ *
+ *   orfs-fsx DIR_A DIR_B SEED STEPS
+ *
+ * Prints "ok STEPS steps" or the first difference, with the step and the
+ * operation that led to it. Exit status: 0 same, 1 a difference or an
+ * error, 2 usage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NFILES		6
+#define MAXSIZE		(1024 * 1024)
+#define DIO_ALIGN	4096
+
+struct fsx {
+	const char	*dir[2];
+	uint64_t	rng;
+	unsigned long	step;
+	char		op[160];
+	uint8_t		*buf;
+	uint8_t		*cmp[2];
+};
+
+static uint64_t rnd(struct fsx *x)
+{
+	/* xorshift64*: the same sequence for the same seed */
+	x->rng ^= x->rng >> 12;
+	x->rng ^= x->rng << 25;
+	x->rng ^= x->rng >> 27;
+	return x->rng * 2685821657736338717ULL;
+}
+
+static const char *path(struct fsx *x, int side, int f, char *out, size_t len)
+{
+	snprintf(out, len, "%s/f%d", x->dir[side], f);
+	return out;
+}
+
+static int fail(struct fsx *x, const char *what)
+{
+	fprintf(stderr, "orfs-fsx: step %lu (%s): %s (errno %s)\n", x->step, x->op, what,
+		strerror(errno));
+	return -1;
+}
+
+/* Run OP on both sides; both must succeed or fail alike. */
+#define BOTH(x, call) do {						\
+	int _r[2], _e[2], side;						\
+	for (side = 0; side < 2; side++) {				\
+		errno = 0;						\
+		_r[side] = (call) < 0 ? -1 : 0;				\
+		_e[side] = errno;					\
+	}								\
+	if (_r[0] != _r[1] || (_r[0] && _e[0] != _e[1])) {		\
+		errno = _e[0];						\
+		return fail(x, "the two sides answered differently");	\
+	}								\
+} while (0)
+
+static int do_write(struct fsx *x, int side, int f, off_t off, size_t len, int direct)
+{
+	char p[4096];
+	int fd = open(path(x, side, f, p, sizeof(p)), O_WRONLY | O_CREAT | (direct ? O_DIRECT : 0),
+		      0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pwrite(fd, x->buf, len, off);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+static int do_dio_read(struct fsx *x, int side, int f, off_t off, size_t len)
+{
+	char p[4096];
+	int fd = open(path(x, side, f, p, sizeof(p)), O_RDONLY | O_DIRECT);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, x->cmp[side], len, off);
+	close(fd);
+	return n < 0 ? -1 : (int)n;
+}
+
+static int do_mmap_write(struct fsx *x, int side, int f, off_t off, size_t len)
+{
+	char p[4096];
+	struct stat st;
+	uint8_t *m;
+	int fd = open(path(x, side, f, p, sizeof(p)), O_RDWR);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_size == 0) {
+		close(fd);
+		return 0;	/* nothing to map: the same on both sides */
+	}
+	if (off >= st.st_size)
+		off = 0;
+	if ((off_t)len > st.st_size - off)
+		len = (size_t)(st.st_size - off);
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	memcpy(m + off, x->buf, len);
+	msync(m, (size_t)st.st_size, MS_SYNC);
+	munmap(m, (size_t)st.st_size);
+	close(fd);
+	return 0;
+}
+
+/* Compare every file of the two sides: existence, size, mode, contents. */
+static int compare(struct fsx *x)
+{
+	int f, side;
+
+	for (f = 0; f < NFILES; f++) {
+		struct stat st[2];
+		int ok[2];
+		char p[4096];
+
+		for (side = 0; side < 2; side++)
+			ok[side] = !stat(path(x, side, f, p, sizeof(p)), &st[side]);
+		if (ok[0] != ok[1])
+			return fail(x, "a file exists on one side only");
+		if (!ok[0])
+			continue;
+		if (st[0].st_size != st[1].st_size) {
+			fprintf(stderr, "orfs-fsx: f%d sizes %lld and %lld\n", f,
+				(long long)st[0].st_size, (long long)st[1].st_size);
+			return fail(x, "sizes differ");
+		}
+		if ((st[0].st_mode & 07777) != (st[1].st_mode & 07777))
+			return fail(x, "modes differ");
+		for (side = 0; side < 2; side++) {
+			int fd = open(path(x, side, f, p, sizeof(p)), O_RDONLY);
+			ssize_t n;
+
+			if (fd < 0)
+				return fail(x, "open for comparison");
+			n = pread(fd, x->cmp[side], (size_t)st[0].st_size, 0);
+			close(fd);
+			if (n != st[0].st_size)
+				return fail(x, "read for comparison");
+		}
+		if (memcmp(x->cmp[0], x->cmp[1], (size_t)st[0].st_size)) {
+			size_t i;
+
+			for (i = 0; x->cmp[0][i] == x->cmp[1][i]; i++)
+				;
+			fprintf(stderr, "orfs-fsx: f%d differs at byte %zu\n", f, i);
+			return fail(x, "contents differ");
+		}
+	}
+	return 0;
+}
+
+static int one_step(struct fsx *x)
+{
+	int f = (int)(rnd(x) % NFILES), g = (int)(rnd(x) % NFILES), op = (int)(rnd(x) % 9);
+	off_t off = (off_t)(rnd(x) % MAXSIZE);
+	size_t len = 1 + rnd(x) % 65536, i;
+	char p[4096], q[4096];
+	int n[2];
+
+	for (i = 0; i < len; i++)
+		x->buf[i] = (uint8_t)rnd(x);
+	switch (op) {
+	case 0:
+	case 1:
+		snprintf(x->op, sizeof(x->op), "write f%d %lld+%zu", f, (long long)off, len);
+		BOTH(x, do_write(x, side, f, off, len, 0));
+		break;
+	case 2:
+		off &= ~(off_t)(DIO_ALIGN - 1);
+		len = (len + DIO_ALIGN - 1) & ~(size_t)(DIO_ALIGN - 1);
+		snprintf(x->op, sizeof(x->op), "O_DIRECT write f%d %lld+%zu", f, (long long)off,
+			 len);
+		BOTH(x, do_write(x, side, f, off, len, 1));
+		break;
+	case 3:
+		off &= ~(off_t)(DIO_ALIGN - 1);
+		len = (len + DIO_ALIGN - 1) & ~(size_t)(DIO_ALIGN - 1);
+		snprintf(x->op, sizeof(x->op), "O_DIRECT read f%d %lld+%zu", f, (long long)off, len);
+		for (i = 0; i < 2; i++)
+			n[i] = do_dio_read(x, (int)i, f, off, len);
+		if (n[0] != n[1] || (n[0] > 0 && memcmp(x->cmp[0], x->cmp[1], (size_t)n[0])))
+			return fail(x, "O_DIRECT reads differ");
+		break;
+	case 4:
+		snprintf(x->op, sizeof(x->op), "truncate f%d to %lld", f, (long long)off);
+		BOTH(x, truncate(path(x, side, f, p, sizeof(p)), off));
+		break;
+	case 5:
+		snprintf(x->op, sizeof(x->op), "rename f%d to f%d", f, g);
+		BOTH(x, rename(path(x, side, f, p, sizeof(p)), path(x, side, g, q, sizeof(q))));
+		break;
+	case 6:
+		snprintf(x->op, sizeof(x->op), "mmap write f%d %lld+%zu", f, (long long)off, len);
+		BOTH(x, do_mmap_write(x, side, f, off, len));
+		break;
+	case 7:
+		snprintf(x->op, sizeof(x->op), "chmod f%d %o", f, (unsigned int)(0600 | (off & 077)));
+		BOTH(x, chmod(path(x, side, f, p, sizeof(p)), (mode_t)(0600 | (off & 077))));
+		break;
+	default:
+		if (rnd(x) % 3)
+			return 0;	/* unlink less often than the rest */
+		snprintf(x->op, sizeof(x->op), "unlink f%d", f);
+		BOTH(x, unlink(path(x, side, f, p, sizeof(p))));
+		break;
+	}
+	return compare(x);
+}
+
+int main(int argc, char **argv)
+{
+	struct fsx x = { 0 };
+	unsigned long steps;
+
+	if (argc != 5)
+		return fprintf(stderr, "usage: orfs-fsx DIR_A DIR_B SEED STEPS\n"), 2;
+	x.dir[0] = argv[1];
+	x.dir[1] = argv[2];
+	x.rng = strtoull(argv[3], NULL, 0) | 1;
+	steps = strtoul(argv[4], NULL, 0);
+	x.buf = aligned_alloc(DIO_ALIGN, 65536 + DIO_ALIGN);
+	x.cmp[0] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
+	x.cmp[1] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
+	if (!x.buf || !x.cmp[0] || !x.cmp[1])
+		return fprintf(stderr, "orfs-fsx: out of memory\n"), 1;
+	for (x.step = 1; x.step <= steps; x.step++)
+		if (one_step(&x))
+			return 1;
+	printf("ok %lu steps\n", steps);
+	return 0;
+}
