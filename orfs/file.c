@@ -27,40 +27,21 @@ static void orfs_bvec_folio(struct bio_vec *bv, struct folio *folio, size_t len)
 }
 
 /*
- * Read N consecutive folios in one request; mark them up to date (zeroes
- * past what the server had), and unlock them when UNLOCK.
+ * N consecutive folios were read, COUNT bytes from the first on (or ERR):
+ * zero what the server did not have and mark them up to date; unlock them
+ * when UNLOCK. On an error they stay not up to date: read_folio tries again.
  */
-static int orfs_read_folios(struct inode *inode, struct folio **folios, unsigned int n,
-			    bool unlock)
+static void orfs_read_end(struct folio **folios, unsigned int n, int err, u32 count,
+			  bool unlock)
 {
-	loff_t pos = folio_pos(folios[0]), isize = i_size_read(inode);
-	struct knet_mem mem = { .type = KNET_MEM_BVEC };
-	struct bio_vec *bv = NULL;
-	u32 count = 0;
+	size_t done = 0;
 	unsigned int i;
-	size_t done;
-	int ret = 0;
 
-	if (pos < isize) {
-		bv = kmalloc_array(n, sizeof(*bv), GFP_KERNEL);
-		if (!bv) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (i = 0; i < n; i++) {
-			orfs_bvec_folio(&bv[i], folios[i], folio_size(folios[i]));
-			mem.len += folio_size(folios[i]);
-		}
-		mem.nr = n;
-		mem.bvec = bv;
-		ret = orfs_io(inode, ORFS_OP_READ, pos, &mem, 0, &count);
-	}
-out:
-	for (i = 0, done = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		struct folio *folio = folios[i];
 		size_t fs = folio_size(folio);
 
-		if (!ret) {
+		if (!err) {
 			if (count < done + fs)
 				folio_zero_segment(folio, count > done ? count - done : 0, fs);
 			folio_mark_uptodate(folio);
@@ -69,13 +50,31 @@ out:
 		if (unlock)
 			folio_unlock(folio);
 	}
-	kfree(bv);
+}
+
+/*
+ * Read FOLIO, waiting (read_folio, and a partly written page): up to date
+ * with zeroes past what the server had, unlocked when UNLOCK.
+ */
+static int orfs_read_one(struct inode *inode, struct folio *folio, bool unlock)
+{
+	struct knet_mem mem = { .type = KNET_MEM_BVEC, .nr = 1, .len = folio_size(folio) };
+	struct bio_vec bv;
+	u32 count = 0;
+	int ret = 0;
+
+	if (folio_pos(folio) < i_size_read(inode)) {
+		orfs_bvec_folio(&bv, folio, mem.len);
+		mem.bvec = &bv;
+		ret = orfs_io(inode, ORFS_OP_READ, folio_pos(folio), &mem, 0, &count);
+	}
+	orfs_read_end(&folio, 1, ret, count, unlock);
 	return ret;
 }
 
 static int orfs_read_folio(struct file *file, struct folio *folio)
 {
-	return orfs_read_folios(folio->mapping->host, &folio, 1, true);
+	return orfs_read_one(folio->mapping->host, folio, true);
 }
 
 /* Remember who writes the file: write-back runs with these credentials. */
@@ -157,22 +156,8 @@ static void orfs_batch_start(struct orfs_batch *b, void (*end)(struct orfs_areq 
 static void orfs_ra_end(struct orfs_areq *a, int err, u32 count)
 {
 	struct orfs_batch *b = a->priv;
-	size_t done = 0;
-	unsigned int i;
 
-	for (i = 0; i < b->n; i++) {
-		struct folio *folio = b->folios[i];
-		size_t fs = folio_size(folio);
-
-		if (!err) {
-			if (count < done + fs)
-				folio_zero_segment(folio, count > done ? count - done : 0, fs);
-			folio_mark_uptodate(folio);
-		}
-		done += fs;
-		/* On an error the folio stays not up to date: read_folio tries again. */
-		folio_unlock(folio);
-	}
+	orfs_read_end(b->folios, b->n, err, count, true);
 	kfree(b);
 }
 
@@ -346,7 +331,7 @@ static int orfs_prepare_write(struct inode *inode, struct folio *folio, loff_t p
 		folio_mark_uptodate(folio);
 		return 0;
 	}
-	ret = orfs_read_folios(inode, &folio, 1, false);
+	ret = orfs_read_one(inode, folio, false);
 	if (ret) {
 		folio_unlock(folio);
 		folio_put(folio);

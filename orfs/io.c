@@ -97,7 +97,7 @@ static void orfs_areq_done(struct knet_srq *srq)
 
 	/* READ and WRITE are not replayed: EINPROGRESS cannot come back. */
 	if (!err && rq->status)
-		err = rq->status < MAX_ERRNO ? -(int)rq->status : -EIO;
+		err = orfs_status_errno(rq->status);
 	else if (!err && rq->reply_len < sizeof(a->rep))
 		err = -EIO;
 	if (!err)

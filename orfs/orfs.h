@@ -7,6 +7,7 @@
 #define _ORFS_H
 
 #include <linux/fs.h>
+#include <linux/err.h>
 #include <linux/in.h>
 #include <linux/rwsem.h>
 #include <linux/types.h>
@@ -107,6 +108,12 @@ struct orfs_msg {
 	u32	cap;
 	int	err;
 };
+
+/* The server's status (a positive errno) as a negative errno. */
+static inline int orfs_status_errno(u32 status)
+{
+	return status < MAX_ERRNO ? -(int)status : -EIO;
+}
 
 /* rpc.c */
 int orfs_msg_init(struct orfs_msg *m, struct orfs_sb *sbi, size_t cap);

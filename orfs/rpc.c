@@ -132,7 +132,7 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	if (ret)
 		return ret;
 	if (rq.status)
-		return rq.status < MAX_ERRNO ? -(int)rq.status : -EIO;
+		return orfs_status_errno(rq.status);
 	if (rq.reply_len < sizeof(rep))
 		return -EPROTO;
 	if (sbi->server_boot && sbi->server_boot != le64_to_cpu(rep.server_boot))
@@ -228,7 +228,7 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 			return -EINTR;
 	}
 	if (rq.status)
-		return rq.status < MAX_ERRNO ? -(int)rq.status : -EIO;
+		return orfs_status_errno(rq.status);
 	if (rq.reply_len < reply_min) {
 		pr_warn_ratelimited("%pI4: short answer to %u (%u bytes)\n", &sbi->addr.sin_addr,
 				    op, rq.reply_len);
