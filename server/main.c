@@ -457,6 +457,8 @@ static void on_completion(struct op *op, size_t len, int err)
 	case OP_RECV:
 		if (err)
 			conn_close(c, "receive failed");
+		else if (c->s->stopping)
+			c->s->left++;	/* the client sends it again to the next server */
 		else if (!c->closing)
 			eng_on_recv(c, op->idx, (uint32_t)len);
 		break;
@@ -735,6 +737,9 @@ static void srv_loop(struct srv *s)
 				if (active_requests(s))
 					srv_log("giving up on %d requests after %d s",
 						active_requests(s), DRAIN_SECONDS);
+				if (s->left)
+					srv_log("%lu requests that came after the signal were not started",
+						s->left);
 				for (i = 0; i < SRV_MAX_EXPORTS; i++)
 					if (s->ex[i].used && s->ex[i].cfg.service == KNET_SVC_BLOCK &&
 					    !s->ex[i].cfg.read_only && block_flush(&s->ex[i].vol))

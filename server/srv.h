@@ -157,6 +157,7 @@ struct srv {
 	struct workers		w;
 	int			epfd, sigfd, eqfd, cqfd;
 	int			stopping;
+	unsigned long		left;		/* requests that came after the signal, not started */
 	int			stop;
 	struct conn		*conns;
 	int			nconns;
