@@ -1,29 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * MXBD: network block device over RDMA.
+ * MXBD: network block device over RDMA. The module: its parameters, the
+ * registry of devices, and the control files that attach and detach them.
  *
- * A blk-mq driver whose requests go to knet unchanged: the bio pages of a
- * request become a page descriptor, the server RDMAs straight into or out
- * of them (no copy), and knet's completion callback ends the request. The
- * queue's virtual boundary keeps every request registrable as one FRWR.
- *
- * This version attaches one volume at load time:
+ * At load, for the simple case:
  *	modprobe mxbd server=192.0.2.10 volume=vol0 [port=20077]
+ * At run time (tools/mxbdctl wraps these):
+ *	echo "server=192.0.2.10 volume=vol0 [port=N] [queues=N] [io_timeout=S]
+ *	      [loss_timeout=S|-1] [ro]" > /sys/class/mxbd/attach
+ *	echo "mxbd0 [force]" > /sys/class/mxbd/detach
  */
 #define pr_fmt(fmt) "mxbd: " fmt
 
-#include <linux/blk-mq.h>
 #include <linux/blkdev.h>
-#include <linux/debugfs.h>
+#include <linux/device.h>
+#include <linux/idr.h>
 #include <linux/inet.h>
 #include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 
-#include "knet.h"
-#include "uapi/mxbd_proto.h"
-
-#define MXBD_MAX_SEGS	128
-#define MXBD_MINORS	16
-#define MXBD_MAX_QUEUES	16
+#include "mxbd.h"
 
 static char *server;
 module_param(server, charp, 0444);
@@ -33,16 +30,19 @@ module_param(volume, charp, 0444);
 MODULE_PARM_DESC(volume, "Name of the volume to attach at load");
 static ushort port = KNET_DEFAULT_PORT;
 module_param(port, ushort, 0444);
-MODULE_PARM_DESC(port, "Server port (default 20077)");
+MODULE_PARM_DESC(port, "Server port of the volume attached at load (default 20077)");
 static unsigned int nr_queues;
 module_param(nr_queues, uint, 0444);
 MODULE_PARM_DESC(nr_queues, "Hardware queues, one connection each (default: one per online CPU, at most 16)");
 static unsigned int io_timeout = 30;
 module_param(io_timeout, uint, 0444);
-MODULE_PARM_DESC(io_timeout, "Seconds a request may wait for the server before the connection is dropped (default 30)");
-
-static u32 mxbd_major;
-static struct dentry *mxbd_debugfs;
+MODULE_PARM_DESC(io_timeout, "Default seconds a request may wait for the server before the connection is dropped and made again (default 30, 0 none)");
+static int loss_timeout = 120;
+module_param(loss_timeout, int, 0444);
+MODULE_PARM_DESC(loss_timeout, "Default seconds I/O is held for a lost server before it fails (default 120, -1 for ever)");
+static unsigned int rescan_interval = 10;
+module_param(rescan_interval, uint, 0444);
+MODULE_PARM_DESC(rescan_interval, "Seconds between asking servers for volume sizes, to follow a volume that grows (default 10, 0 never)");
 
 static struct knet_ulp mxbd_ulp = {
 	.name		= "mxbd",
@@ -50,334 +50,286 @@ static struct knet_ulp mxbd_ulp = {
 	.owner		= THIS_MODULE,
 };
 
-/**
- * struct mxbd_dev - one attached volume
- * @mq: the connections to its server, one per hardware queue (a knet
- *	completion group each)
- * @tag_set: blk-mq tags, one per server credit
- * @disk: the block device
- * @info: the volume's geometry, from INFO
- * @index: N of /dev/mxbdN
- */
-struct mxbd_dev {
-	struct knet_mq		*mq;
-	struct blk_mq_tag_set	tag_set;
-	struct gendisk		*disk;
-	struct mxbd_info	info;
-	int			index;
-};
+static int mxbd_major;
+static DEFINE_IDR(mxbd_devs);		/* index -> device */
+static DEFINE_MUTEX(mxbd_devs_lock);
 
-/* Per request: what knet needs, next to the block layer's request. */
-struct mxbd_cmd {
-	struct knet_request	rq;
-	struct mxbd_io		io;
-	struct knet_mem		mem;
-	struct bio_vec		bv[MXBD_MAX_SEGS];
-};
-
-static struct mxbd_dev *mxbd_dev0;
-
-static blk_status_t mxbd_errno_to_blk(u32 status)
+static unsigned int mxbd_default_queues(void)
 {
-	switch (status) {
-	case 0:
-		return BLK_STS_OK;
-	case ENOSPC:
-		return BLK_STS_NOSPC;
-	case EOPNOTSUPP:
-		return BLK_STS_NOTSUPP;
-	case EROFS:
-	case EPERM:
-		return BLK_STS_PROTECTION;
-	default:
-		return BLK_STS_IOERR;
-	}
+	return clamp_t(unsigned int, nr_queues ?: num_online_cpus(), 1, MXBD_MAX_QUEUES);
 }
 
-/* knet says the request is over, its pages out of the server's reach. */
-static void mxbd_done(struct knet_request *krq)
+/* Parse "key=value ..." (spaces, tabs, commas or newlines between) into O. */
+static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 {
-	struct mxbd_cmd *cmd = container_of(krq, struct mxbd_cmd, rq);
-	struct request *req = blk_mq_rq_from_pdu(cmd);
-	blk_status_t sts;
+	bool have_server = false;
+	u16 port_nr = KNET_DEFAULT_PORT;
+	char *tok, *val;
+	int ret = 0;
 
-	if (krq->error) {
-		pr_err_ratelimited("%s: request at sector %llu failed: %d\n",
-				   req->q->disk ? req->q->disk->disk_name : "mxbd",
-				   (unsigned long long)blk_rq_pos(req), krq->error);
-		sts = BLK_STS_IOERR;
-	} else {
-		sts = mxbd_errno_to_blk(krq->status);
-	}
-	blk_mq_end_request(req, sts);
-}
-
-static blk_status_t mxbd_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_mq_queue_data *bd)
-{
-	struct request *req = bd->rq;
-	struct mxbd_dev *d = req->q->queuedata;
-	struct mxbd_cmd *cmd = blk_mq_rq_to_pdu(req);
-	struct req_iterator iter;
-	struct bio_vec bv;
-	unsigned int n = 0;
-	bool data = false;
-	int ret;
-
-	memset(&cmd->rq, 0, sizeof(cmd->rq));
-	cmd->io.offset = cpu_to_le64(blk_rq_pos(req) << SECTOR_SHIFT);
-	cmd->io.length = cpu_to_le32(blk_rq_bytes(req));
-	cmd->io.flags = 0;
-	cmd->rq.body = &cmd->io;
-	cmd->rq.body_len = sizeof(cmd->io);
-	switch (req_op(req)) {
-	case REQ_OP_READ:
-		cmd->rq.opcode = MXBD_OP_READ;
-		cmd->rq.dir = KNET_DIR_FROM_SERVER;
-		data = true;
-		break;
-	case REQ_OP_WRITE:
-		cmd->rq.opcode = MXBD_OP_WRITE;
-		cmd->rq.dir = KNET_DIR_TO_SERVER;
-		if (req->cmd_flags & REQ_FUA)
-			cmd->io.flags = cpu_to_le32(MXBD_IO_FUA);
-		data = true;
-		break;
-	case REQ_OP_FLUSH:
-		cmd->rq.opcode = MXBD_OP_FLUSH;
-		cmd->rq.body_len = 0;
-		break;
-	case REQ_OP_DISCARD:
-		cmd->rq.opcode = MXBD_OP_DISCARD;
-		break;
-	case REQ_OP_WRITE_ZEROES:
-		cmd->rq.opcode = MXBD_OP_WRITE_ZEROES;
-		break;
-	default:
-		return BLK_STS_NOTSUPP;
-	}
-	if (data) {
-		rq_for_each_bvec(bv, req, iter) {
-			if (n == MXBD_MAX_SEGS)
-				return BLK_STS_IOERR;	/* the queue limits forbid it */
-			cmd->bv[n++] = bv;
+	memset(o, 0, sizeof(*o));
+	o->nr_queues = mxbd_default_queues();
+	o->io_timeout = io_timeout;
+	o->loss_timeout = loss_timeout;
+	while ((tok = strsep(&s, " \t\n,")) != NULL) {
+		if (!*tok)
+			continue;
+		val = strchr(tok, '=');
+		if (val)
+			*val++ = '\0';
+		if (!strcmp(tok, "ro") && !val) {
+			o->read_only = true;
+		} else if (!val) {
+			pr_err("attach: '%s' needs a value\n", tok);
+			return -EINVAL;
+		} else if (!strcmp(tok, "server")) {
+			if (!in4_pton(val, -1, (u8 *)&o->addr.sin_addr.s_addr, -1, NULL)) {
+				pr_err("attach: server '%s' is not an IPv4 address\n", val);
+				return -EINVAL;
+			}
+			have_server = true;
+		} else if (!strcmp(tok, "volume")) {
+			if (!*val || strscpy(o->volume, val, sizeof(o->volume)) < 0) {
+				pr_err("attach: a volume name is 1 to %d bytes\n", KNET_NAME_MAX);
+				return -EINVAL;
+			}
+		} else if (!strcmp(tok, "port")) {
+			ret = kstrtou16(val, 10, &port_nr);
+			if (!ret && !port_nr)
+				ret = -EINVAL;
+		} else if (!strcmp(tok, "queues")) {
+			ret = kstrtouint(val, 10, &o->nr_queues);
+			if (!ret && (!o->nr_queues || o->nr_queues > MXBD_MAX_QUEUES))
+				ret = -EINVAL;
+		} else if (!strcmp(tok, "io_timeout")) {
+			ret = kstrtouint(val, 10, &o->io_timeout);
+			if (!ret && o->io_timeout > 3600)
+				ret = -EINVAL;
+		} else if (!strcmp(tok, "loss_timeout")) {
+			ret = kstrtoint(val, 10, &o->loss_timeout);
+			if (!ret && (o->loss_timeout < MXBD_LOSS_FOREVER ||
+				     o->loss_timeout > 86400))
+				ret = -EINVAL;
+		} else {
+			pr_err("attach: unknown option '%s'\n", tok);
+			return -EINVAL;
 		}
-		cmd->mem.type = KNET_MEM_BVEC;
-		cmd->mem.flags = 0;
-		cmd->mem.skip = 0;
-		cmd->mem.nr = n;
-		cmd->mem.len = blk_rq_bytes(req);
-		cmd->mem.bvec = cmd->bv;
-		cmd->rq.mem = &cmd->mem;
+		if (ret) {
+			pr_err("attach: bad value '%s' for %s\n", val, tok);
+			return -EINVAL;
+		}
 	}
-	cmd->rq.done = mxbd_done;
-
-	blk_mq_start_request(req);
-	/* Each hardware queue has its own connection, completion queue and credits. */
-	ret = knet_submit(d->mq->q[hctx->queue_num % d->mq->nr], &cmd->rq);
-	if (ret == -EAGAIN)
-		return BLK_STS_RESOURCE;	/* no credit: rerun when one comes back */
-	if (ret)
-		return BLK_STS_IOERR;
-	return BLK_STS_OK;
-}
-
-static const struct blk_mq_ops mxbd_mq_ops = {
-	.queue_rq	= mxbd_queue_rq,
-};
-
-static const struct block_device_operations mxbd_fops = {
-	.owner		= THIS_MODULE,
-};
-
-static int mxbd_get_info(struct mxbd_dev *d)
-{
-	struct knet_request rq = {
-		.opcode = MXBD_OP_INFO,
-		.reply = &d->info,
-		.reply_max = sizeof(d->info),
-	};
-	int ret = knet_call(d->mq->q[0], &rq, 10 * HZ);
-
-	if (ret)
-		return ret;
-	if (rq.status)
-		return -(int)rq.status;
-	if (rq.reply_len != sizeof(d->info) || !le32_to_cpu(d->info.logical_block) ||
-	    !is_power_of_2(le32_to_cpu(d->info.logical_block)))
-		return -EPROTO;
-	return 0;
-}
-
-static struct gendisk *mxbd_alloc_disk(struct mxbd_dev *d, const struct knet_limits *kl)
-{
-	u32 lbs = le32_to_cpu(d->info.logical_block);
-	u32 pbs = max(lbs, le32_to_cpu(d->info.physical_block));
-	u32 max_io = min(kl->max_io, le32_to_cpu(d->info.max_io));
-	u32 flags = le32_to_cpu(d->info.flags);
-	/* The most a 32-bit length can say, in whole logical blocks. */
-	unsigned int most = round_down(UINT_MAX >> SECTOR_SHIFT, lbs >> SECTOR_SHIFT);
-	unsigned int trim = (flags & MXBD_INFO_DISCARD) ? most : 0;
-	unsigned int zeroes = (flags & MXBD_INFO_WRITE_ZEROES) ? most : 0;
-#ifdef MXBD_QUEUE_LIMITS_AT_ALLOC
-	struct queue_limits lim = {
-		.logical_block_size	= lbs,
-		.physical_block_size	= pbs,
-		.max_hw_sectors		= max_io >> SECTOR_SHIFT,
-		.max_segments		= MXBD_MAX_SEGS,
-		.virt_boundary_mask	= PAGE_SIZE - 1,
-		.max_hw_discard_sectors	= trim,
-		.discard_granularity	= pbs,
-		.max_write_zeroes_sectors = zeroes,
-		.features		= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA,
-	};
-
-	return blk_mq_alloc_disk(&d->tag_set, &lim, d);
-#else
-	struct gendisk *disk = blk_mq_alloc_disk(&d->tag_set, d);
-	struct request_queue *q;
-
-	if (IS_ERR(disk))
-		return disk;
-	q = disk->queue;
-	blk_queue_logical_block_size(q, lbs);
-	blk_queue_physical_block_size(q, pbs);
-	blk_queue_max_hw_sectors(q, max_io >> SECTOR_SHIFT);
-	blk_queue_max_segments(q, MXBD_MAX_SEGS);
-	blk_queue_virt_boundary(q, PAGE_SIZE - 1);
-	blk_queue_max_discard_sectors(q, trim);
-	/* 6.1 leaves it 0 and warns on the first discard if the driver does too. */
-	q->limits.discard_granularity = pbs;
-	blk_queue_max_write_zeroes_sectors(q, zeroes);
-	blk_queue_write_cache(q, true, true);
-	return disk;
-#endif
-}
-
-static int mxbd_attach(const char *addr, u16 port_nr, const char *name, int index,
-		       struct mxbd_dev **out)
-{
-	struct knet_ep_params p = {
-		.service = KNET_SVC_BLOCK,
-		.name = name,
-		.request_timeout_ms = io_timeout * 1000,
-	};
-	struct knet_limits kl;
-	struct mxbd_dev *d;
-	int reason, ret;
-
-	p.addr.sin_family = AF_INET;
-	p.addr.sin_port = htons(port_nr);
-	if (!in4_pton(addr, -1, (u8 *)&p.addr.sin_addr.s_addr, -1, NULL)) {
-		pr_err("server '%s' is not an IPv4 address\n", addr);
+	if (!have_server || !o->volume[0]) {
+		pr_err("attach: server= and volume= are needed\n");
 		return -EINVAL;
 	}
-	d = kzalloc(sizeof(*d), GFP_KERNEL);
-	if (!d)
-		return -ENOMEM;
-	d->index = index;
-	d->mq = knet_mq_connect(&p, clamp_t(unsigned int, nr_queues ?: num_online_cpus(), 1,
-					    MXBD_MAX_QUEUES), &reason);
-	if (IS_ERR(d->mq)) {
-		ret = PTR_ERR(d->mq);
-		if (ret == -ECONNREFUSED)
-			pr_err("cannot attach volume '%s' of %s: refused: %s\n", name, addr,
-			       knet_reject_str(reason));
-		else
-			pr_err("cannot attach volume '%s' of %s: %d\n", name, addr, ret);
-		goto free_dev;
-	}
-	ret = mxbd_get_info(d);
-	if (ret) {
-		pr_err("volume '%s': INFO failed: %d\n", name, ret);
-		goto destroy_ep;
-	}
-	knet_ep_limits(d->mq->q[0], &kl);
-
-	d->tag_set.ops = &mxbd_mq_ops;
-	d->tag_set.nr_hw_queues = d->mq->nr;
-	d->tag_set.queue_depth = kl.credits;
-	d->tag_set.numa_node = NUMA_NO_NODE;
-	d->tag_set.cmd_size = sizeof(struct mxbd_cmd);
-	d->tag_set.driver_data = d;
-	ret = blk_mq_alloc_tag_set(&d->tag_set);
-	if (ret)
-		goto destroy_ep;
-
-	d->disk = mxbd_alloc_disk(d, &kl);
-	if (IS_ERR(d->disk)) {
-		ret = PTR_ERR(d->disk);
-		goto free_tags;
-	}
-	d->disk->major = mxbd_major;
-	d->disk->first_minor = index * MXBD_MINORS;
-	d->disk->minors = MXBD_MINORS;
-	d->disk->fops = &mxbd_fops;
-	d->disk->private_data = d;
-	snprintf(d->disk->disk_name, sizeof(d->disk->disk_name), "mxbd%d", index);
-	set_capacity(d->disk, le64_to_cpu(d->info.size) >> SECTOR_SHIFT);
-	set_disk_ro(d->disk, !!(le32_to_cpu(d->info.flags) & MXBD_INFO_READ_ONLY));
-	ret = add_disk(d->disk);
-	if (ret)
-		goto put_disk;
-	pr_info("%s: volume '%s' of %s, %llu bytes, %u-byte blocks, %u queues%s\n",
-		d->disk->disk_name, name, addr, le64_to_cpu(d->info.size),
-		le32_to_cpu(d->info.logical_block), d->mq->nr,
-		get_disk_ro(d->disk) ? ", read-only" : "");
-	*out = d;
+	o->addr.sin_family = AF_INET;
+	o->addr.sin_port = htons(port_nr);
 	return 0;
+}
 
-put_disk:
-	put_disk(d->disk);
-free_tags:
-	blk_mq_free_tag_set(&d->tag_set);
-destroy_ep:
-	knet_mq_destroy(d->mq);
-free_dev:
-	kfree(d);
+/* Under mxbd_devs_lock: the device attached from O's server and volume. */
+static struct mxbd_dev *mxbd_find(const struct mxbd_opts *o)
+{
+	struct mxbd_dev *d;
+	int id;
+
+	idr_for_each_entry(&mxbd_devs, d, id)
+		if (d->opts.addr.sin_addr.s_addr == o->addr.sin_addr.s_addr &&
+		    d->opts.addr.sin_port == o->addr.sin_port &&
+		    !strcmp(d->opts.volume, o->volume))
+			return d;
+	return NULL;
+}
+
+static int mxbd_attach(const struct mxbd_opts *o)
+{
+	struct mxbd_dev *d;
+	int index, ret;
+
+	mutex_lock(&mxbd_devs_lock);
+	if (mxbd_find(o)) {
+		pr_err("attach: volume '%s' of %pI4 is attached already\n", o->volume,
+		       &o->addr.sin_addr);
+		ret = -EEXIST;
+		goto unlock;
+	}
+	/* Reserve the index; the device is published once it works. */
+	index = idr_alloc(&mxbd_devs, NULL, 0, MXBD_MAX_DEVS, GFP_KERNEL);
+	if (index < 0) {
+		ret = index == -ENOSPC ? -EMFILE : index;
+		goto unlock;
+	}
+	ret = mxbd_dev_create(o, index, &d);
+	if (ret)
+		idr_remove(&mxbd_devs, index);
+	else
+		idr_replace(&mxbd_devs, d, index);
+unlock:
+	mutex_unlock(&mxbd_devs_lock);
 	return ret;
 }
 
-static void mxbd_detach(struct mxbd_dev *d)
+static int mxbd_detach(const char *name, bool force)
 {
-	/* Every request ends before del_gendisk() returns. */
-	del_gendisk(d->disk);
-	put_disk(d->disk);
-	blk_mq_free_tag_set(&d->tag_set);
-	knet_mq_destroy(d->mq);
-	kfree(d);
+	struct mxbd_dev *d;
+	unsigned int index;
+
+	if (sscanf(name, "mxbd%u", &index) != 1 && kstrtouint(name, 10, &index))
+		return -EINVAL;
+	mutex_lock(&mxbd_devs_lock);
+	d = idr_find(&mxbd_devs, index);
+	if (!d) {
+		mutex_unlock(&mxbd_devs_lock);
+		return -ENODEV;
+	}
+	if (!force && mxbd_dev_busy(d)) {
+		mutex_unlock(&mxbd_devs_lock);
+		pr_err("detach: %s is open (mounted?); umount it, or detach with force\n",
+		       d->disk->disk_name);
+		return -EBUSY;
+	}
+	idr_remove(&mxbd_devs, index);
+	mutex_unlock(&mxbd_devs_lock);
+	mxbd_dev_remove(d, force);
+	return 0;
+}
+
+#ifdef MXBD_CLASS_CONST
+#define MXBD_CLASS_ARGS const struct class *cls, const struct class_attribute *attr
+#else
+#define MXBD_CLASS_ARGS struct class *cls, struct class_attribute *attr
+#endif
+
+static ssize_t attach_store(MXBD_CLASS_ARGS, const char *buf, size_t count)
+{
+	struct mxbd_opts o;
+	char *s;
+	int ret;
+
+	s = kstrndup(buf, count, GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	ret = mxbd_parse_opts(s, &o);
+	kfree(s);
+	if (!ret)
+		ret = mxbd_attach(&o);
+	return ret ?: count;
+}
+static CLASS_ATTR_WO(attach);
+
+static ssize_t detach_store(MXBD_CLASS_ARGS, const char *buf, size_t count)
+{
+	char *s, *p, *name, *opt;
+	bool force = false;
+	int ret = 0;
+
+	s = kstrndup(buf, count, GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	p = strim(s);
+	name = strsep(&p, " \t");
+	while (p && (opt = strsep(&p, " \t")) != NULL) {
+		if (!*opt)
+			continue;
+		if (strcmp(opt, "force")) {
+			pr_err("detach: unknown option '%s'\n", opt);
+			ret = -EINVAL;
+		}
+		force = true;
+	}
+	if (!ret)
+		ret = mxbd_detach(name, force);
+	kfree(s);
+	return ret ?: count;
+}
+static CLASS_ATTR_WO(detach);
+
+static struct attribute *mxbd_class_attrs[] = {
+	&class_attr_attach.attr,
+	&class_attr_detach.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(mxbd_class);
+
+static struct class mxbd_class = {
+	.name		= "mxbd",
+	.class_groups	= mxbd_class_groups,
+};
+
+static int __init mxbd_attach_at_load(void)
+{
+	struct mxbd_opts o = {
+		.io_timeout = io_timeout,
+		.loss_timeout = loss_timeout,
+	};
+
+	if (!server && !volume)
+		return 0;
+	if (!server || !volume) {
+		pr_err("attaching at load needs both server= and volume=\n");
+		return -EINVAL;
+	}
+	o.addr.sin_family = AF_INET;
+	o.addr.sin_port = htons(port);
+	if (!in4_pton(server, -1, (u8 *)&o.addr.sin_addr.s_addr, -1, NULL)) {
+		pr_err("server '%s' is not an IPv4 address\n", server);
+		return -EINVAL;
+	}
+	if (!*volume || strscpy(o.volume, volume, sizeof(o.volume)) < 0) {
+		pr_err("a volume name is 1 to %d bytes\n", KNET_NAME_MAX);
+		return -EINVAL;
+	}
+	o.nr_queues = mxbd_default_queues();
+	return mxbd_attach(&o);
+}
+
+static void mxbd_detach_all(void)
+{
+	struct mxbd_dev *d;
+	int id;
+
+	mutex_lock(&mxbd_devs_lock);
+	idr_for_each_entry(&mxbd_devs, d, id) {
+		idr_remove(&mxbd_devs, id);
+		mxbd_dev_remove(d, true);
+	}
+	mutex_unlock(&mxbd_devs_lock);
 }
 
 static int __init mxbd_init(void)
 {
 	int ret;
 
+	if (loss_timeout < MXBD_LOSS_FOREVER) {
+		pr_err("loss_timeout is seconds, or -1 for ever\n");
+		return -EINVAL;
+	}
 	ret = knet_register_ulp(&mxbd_ulp);
 	if (ret)
 		return ret;
-
 	ret = register_blkdev(0, "mxbd");
 	if (ret < 0) {
 		pr_err("cannot register a block major: %d\n", ret);
 		goto unregister_ulp;
 	}
 	mxbd_major = ret;
-
-	if (server || volume) {
-		if (!server || !volume) {
-			pr_err("attaching at load needs both server= and volume=\n");
-			ret = -EINVAL;
-			goto unregister_blkdev;
-		}
-		ret = mxbd_attach(server, port, volume, 0, &mxbd_dev0);
-		if (ret)
-			goto unregister_blkdev;
-	}
-
-	mxbd_debugfs = debugfs_create_dir("mxbd", NULL);
-	debugfs_create_u32("major", 0444, mxbd_debugfs, &mxbd_major);
-	pr_info("loaded, major %u\n", mxbd_major);
+	ret = mxbd_dev_init(mxbd_major, rescan_interval);
+	if (ret)
+		goto unregister_blkdev;
+	ret = class_register(&mxbd_class);
+	if (ret)
+		goto dev_exit;
+	ret = mxbd_attach_at_load();
+	if (ret)
+		goto unregister_class;
+	pr_info("loaded, major %d\n", mxbd_major);
 	return 0;
 
+unregister_class:
+	class_unregister(&mxbd_class);
+dev_exit:
+	mxbd_dev_exit();
 unregister_blkdev:
 	unregister_blkdev(mxbd_major, "mxbd");
 unregister_ulp:
@@ -387,9 +339,11 @@ unregister_ulp:
 
 static void __exit mxbd_exit(void)
 {
-	debugfs_remove_recursive(mxbd_debugfs);
-	if (mxbd_dev0)
-		mxbd_detach(mxbd_dev0);
+	/* No attach or detach runs once the control files are gone. */
+	class_unregister(&mxbd_class);
+	mxbd_detach_all();
+	idr_destroy(&mxbd_devs);
+	mxbd_dev_exit();
 	unregister_blkdev(mxbd_major, "mxbd");
 	knet_unregister_ulp(&mxbd_ulp);
 	pr_info("unloaded\n");

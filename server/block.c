@@ -17,6 +17,27 @@
 #include "server/block.h"
 #include "server/proto.h"
 
+/* The size of V's file or device now, in whole logical blocks. */
+static int volume_size(const struct volume *v, const char *path, uint64_t *size)
+{
+	struct stat st;
+
+	if (v->is_blockdev) {
+		if (ioctl(v->fd, BLKGETSIZE64, size)) {
+			fprintf(stderr, "orfs-server: volume %s: size: %s\n", path, strerror(errno));
+			return -errno;
+		}
+	} else {
+		if (fstat(v->fd, &st)) {
+			fprintf(stderr, "orfs-server: volume %s: fstat: %s\n", path, strerror(errno));
+			return -errno;
+		}
+		*size = (uint64_t)st.st_size;
+	}
+	*size -= *size % v->lbs;
+	return 0;
+}
+
 int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_io)
 {
 	int flags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
@@ -43,8 +64,7 @@ int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_
 		unsigned int pbs = 0;
 
 		v->is_blockdev = 1;
-		if (ioctl(v->fd, BLKGETSIZE64, &v->size) || ioctl(v->fd, BLKSSZGET, &lbs) ||
-		    ioctl(v->fd, BLKPBSZGET, &pbs)) {
+		if (ioctl(v->fd, BLKSSZGET, &lbs) || ioctl(v->fd, BLKPBSZGET, &pbs)) {
 			err = -errno;
 			fprintf(stderr, "orfs-server: volume %s: %s\n", path, strerror(errno));
 			goto fail;
@@ -52,7 +72,6 @@ int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_
 		v->lbs = (uint32_t)lbs;
 		v->pbs = pbs;
 	} else if (S_ISREG(st.st_mode)) {
-		v->size = (uint64_t)st.st_size;
 		v->lbs = 512;
 		v->pbs = 4096;
 	} else {
@@ -60,11 +79,9 @@ int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_
 		fprintf(stderr, "orfs-server: volume %s: not a file or a block device\n", path);
 		goto fail;
 	}
-	if (v->size % v->lbs) {
-		fprintf(stderr, "orfs-server: volume %s: size %llu is not a multiple of %u; the tail is not served\n",
-			path, (unsigned long long)v->size, v->lbs);
-		v->size -= v->size % v->lbs;
-	}
+	err = volume_size(v, path, &v->size);
+	if (err)
+		goto fail;
 	/* tmpfs before 6.6, among others, refuses O_DIRECT: then go buffered. */
 	v->fd_direct = open(path, flags | O_DIRECT);
 	return 0;
@@ -72,6 +89,16 @@ fail:
 	close(v->fd);
 	v->fd = -1;
 	return err;
+}
+
+int volume_refresh(struct volume *v, const char *path)
+{
+	uint64_t size;
+
+	if (volume_size(v, path, &size) || size == v->size)
+		return 0;
+	v->size = size;
+	return 1;
 }
 
 void volume_close(struct volume *v)

@@ -40,6 +40,13 @@ int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_
 void volume_close(struct volume *v);
 
 /*
+ * Read the size of V (opened from PATH) again, for a volume grown or shrunk
+ * under the server. Returns 1 when it changed, else 0 (a failure to read it
+ * keeps the old size; the message is printed).
+ */
+int volume_refresh(struct volume *v, const char *path);
+
+/*
  * Decode the block request MSG of LEN bytes, whose framing knet_hdr_check()
  * has accepted. INLINE_MAX is the inline size negotiated with this client.
  * Returns 0 with *out filled, or the errno value to answer with.

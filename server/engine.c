@@ -446,6 +446,10 @@ static void start(struct req *r, char *msg)
 
 	switch (br->opcode) {
 	case MXBD_OP_INFO:
+		/* A volume may have grown (or shrunk) since: clients ask to see it. */
+		if (volume_refresh(&r->c->ex->vol, r->c->ex->cfg.path))
+			srv_log("volume '%s' is now %llu bytes", r->c->ex->cfg.name,
+				(unsigned long long)r->c->ex->vol.size);
 		reply(r);
 		return;
 	case MXBD_OP_FLUSH:

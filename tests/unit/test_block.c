@@ -193,6 +193,26 @@ static void test_backend(void)
 	free(b);
 }
 
+/* A volume grown or shrunk under the server: INFO sees it, decoding follows. */
+static void test_refresh(void)
+{
+	unsigned char buf[256];
+	struct block_req r;
+	uint32_t n;
+
+	CU_ASSERT_EQUAL(volume_refresh(&vol, vol_path), 0);
+	n = req(buf, MXBD_OP_READ, VOL_SIZE, 4096, 0, 0, NULL, 0);
+	CU_ASSERT_EQUAL(block_decode(&vol, buf, n, 4096, &r), ENOSPC);
+	CU_ASSERT_FATAL(!truncate(vol_path, 2 * VOL_SIZE + 100));
+	CU_ASSERT_EQUAL(volume_refresh(&vol, vol_path), 1);
+	CU_ASSERT_EQUAL(vol.size, 2 * VOL_SIZE);	/* the partial block is not served */
+	CU_ASSERT_EQUAL(block_decode(&vol, buf, n, 4096, &r), 0);
+	CU_ASSERT_FATAL(!truncate(vol_path, VOL_SIZE));
+	CU_ASSERT_EQUAL(volume_refresh(&vol, vol_path), 1);
+	CU_ASSERT_EQUAL(vol.size, VOL_SIZE);
+	CU_ASSERT_EQUAL(block_decode(&vol, buf, n, 4096, &r), ENOSPC);
+}
+
 int unit_add_block_suite(void)
 {
 	CU_pSuite s = CU_add_suite("block service", setup, teardown);
@@ -201,7 +221,8 @@ int unit_add_block_suite(void)
 	    !CU_add_test(s, "decode: good requests", test_decode_good) ||
 	    !CU_add_test(s, "decode: bad requests get their errno", test_decode_bad) ||
 	    !CU_add_test(s, "segments: a range split over uneven segments", test_map_segments) ||
-	    !CU_add_test(s, "backend: write, read, flush, zeroes, discard", test_backend))
+	    !CU_add_test(s, "backend: write, read, flush, zeroes, discard", test_backend) ||
+	    !CU_add_test(s, "refresh: a volume that grows and shrinks", test_refresh))
 		return -1;
 	return 0;
 }

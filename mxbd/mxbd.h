@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * MXBD: network block device over RDMA. Shared by the device code
+ * (mxbd_dev.c) and the module's control interface (mxbd_main.c).
+ */
+#ifndef _MXBD_H
+#define _MXBD_H
+
+#include <linux/blk-mq.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+
+#include "knet.h"
+#include "uapi/mxbd_proto.h"
+
+#define MXBD_MINORS		16
+#define MXBD_MAX_DEVS		256
+#define MXBD_MAX_QUEUES		16
+#define MXBD_LOSS_FOREVER	(-1)
+
+/**
+ * struct mxbd_opts - what to attach, and how
+ * @addr: the server
+ * @volume: the volume's name on it
+ * @nr_queues: hardware queues (connections), 1 to MXBD_MAX_QUEUES
+ * @io_timeout: seconds without an answer before the connection is dropped
+ *	(and its requests held and sent again), 0 for none
+ * @loss_timeout: seconds a lost server is waited for, I/O held, before
+ *	I/O fails; MXBD_LOSS_FOREVER to wait for ever
+ * @read_only: attach read-only even if the server allows writes
+ */
+struct mxbd_opts {
+	struct sockaddr_in	addr;
+	char			volume[KNET_NAME_MAX + 1];
+	unsigned int		nr_queues;
+	unsigned int		io_timeout;
+	int			loss_timeout;
+	bool			read_only;
+};
+
+/*
+ * A device's state. I/O is sent when LIVE, held (queue quiesced, requests
+ * requeued) while RECONNECTING, and failed when FAILED (the server stayed
+ * away past the loss time-out) or DETACHING.
+ */
+enum mxbd_state {
+	MXBD_LIVE,
+	MXBD_RECONNECTING,
+	MXBD_FAILED,
+	MXBD_DETACHING,
+};
+
+/**
+ * struct mxbd_dev - one attached volume
+ * @opts: how it was attached
+ * @index: N of /dev/mxbdN
+ * @state: enum mxbd_state, changed under @state_lock, read without it
+ * @state_lock: orders state changes against requests being held
+ * @lock: serializes the connection's replacement, @quiesced and INFO
+ * @mq: the connections, one per hardware queue; NULL while reconnecting
+ * @quiesced: the queue is quiesced by the recovery
+ * @info: the volume's geometry, from INFO
+ * @tag_set: blk-mq tags, one per server credit
+ * @disk: the block device
+ * @err_work: takes a broken connection down, holding its requests
+ * @reconnect_work: connects again, with backoff, until the loss time-out
+ * @rescan_work: asks the server for the volume's size now and then
+ * @lost_at: jiffies when the connection was lost
+ * @backoff_ms: the next reconnect delay
+ * @reconnects: connections made again
+ * @held: requests held at a connection loss and sent again
+ * @failed: requests ended with an error by a transport failure
+ */
+struct mxbd_dev {
+	struct mxbd_opts	opts;
+	int			index;
+	enum mxbd_state		state;
+	spinlock_t		state_lock;	/* @state, and holding requests */
+	struct mutex		lock;		/* @mq, @quiesced, @info */
+	struct knet_mq		*mq;
+	bool			quiesced;
+	struct mxbd_info	info;
+	struct blk_mq_tag_set	tag_set;
+	struct gendisk		*disk;
+	struct work_struct	err_work;
+	struct delayed_work	reconnect_work;
+	struct delayed_work	rescan_work;
+	unsigned long		lost_at;
+	unsigned int		backoff_ms;
+	atomic_t		reconnects;
+	atomic64_t		held;
+	atomic64_t		failed;
+};
+
+int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out);
+void mxbd_dev_remove(struct mxbd_dev *d, bool force);
+bool mxbd_dev_busy(struct mxbd_dev *d);
+int mxbd_dev_init(int major, unsigned int rescan_interval);
+void mxbd_dev_exit(void);
+
+#endif /* _MXBD_H */

@@ -1,0 +1,772 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * MXBD devices: a blk-mq driver whose requests go to knet unchanged. The
+ * bio pages of a request become a page descriptor, the server RDMAs
+ * straight into or out of them (no copy), and knet's completion callback
+ * ends the request. The queue's virtual boundary keeps every request
+ * registrable as one FRWR.
+ *
+ * Failures. Any transport error breaks the connection (knet fails every
+ * request of an endpoint together). Its requests are requeued, not ended;
+ * a work item quiesces the queue, takes the connections down and a second
+ * one connects again with backoff, asks INFO again (the volume may have
+ * grown) and lets the held requests go, in the order blk-mq keeps. A
+ * server away past the loss time-out fails them, and everything after.
+ * A request the server answered with a lie (-EPROTO) ends with EIO: it
+ * is not sent again to the server that lied about it.
+ */
+#define pr_fmt(fmt) "mxbd: " fmt
+
+#include <linux/blkdev.h>
+#include <linux/slab.h>
+
+#include "mxbd.h"
+
+/* A request is sent again at most this many times after connection losses. */
+#define MXBD_MAX_RETRIES	10
+#define MXBD_BACKOFF_MIN_MS	100
+#define MXBD_BACKOFF_MAX_MS	4000
+#define MXBD_MAX_SEGS		128
+
+static int mxbd_major;
+static unsigned long mxbd_rescan_every;	/* jiffies, 0 for never */
+static struct workqueue_struct *mxbd_wq;
+
+/* Per request: what knet needs, next to the block layer's request. */
+struct mxbd_cmd {
+	struct knet_request	rq;
+	struct mxbd_io		io;
+	struct knet_mem		mem;
+	unsigned int		retries;
+	struct bio_vec		bv[MXBD_MAX_SEGS];
+};
+
+static const char *const mxbd_state_names[] = {
+	[MXBD_LIVE]		= "live",
+	[MXBD_RECONNECTING]	= "reconnecting",
+	[MXBD_FAILED]		= "failed",
+	[MXBD_DETACHING]	= "detaching",
+};
+
+static const char *mxbd_name(struct mxbd_dev *d)
+{
+	return d->disk->disk_name;
+}
+
+static blk_status_t mxbd_errno_to_blk(u32 status)
+{
+	switch (status) {
+	case 0:
+		return BLK_STS_OK;
+	case ENOSPC:
+		return BLK_STS_NOSPC;
+	case EOPNOTSUPP:
+		return BLK_STS_NOTSUPP;
+	case EROFS:
+	case EPERM:
+		return BLK_STS_PROTECTION;
+	default:
+		return BLK_STS_IOERR;
+	}
+}
+
+/* Errors of the connection, after which the server may not have seen it. */
+static bool mxbd_transport_error(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+	case -ENOTCONN:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -EIO:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Under d->state_lock: a live device starts its recovery. */
+static void __mxbd_start_recovery(struct mxbd_dev *d)
+{
+	if (d->state != MXBD_LIVE)
+		return;
+	d->state = MXBD_RECONNECTING;
+	queue_work(mxbd_wq, &d->err_work);
+}
+
+static void mxbd_start_recovery(struct mxbd_dev *d)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&d->state_lock, flags);
+	__mxbd_start_recovery(d);
+	spin_unlock_irqrestore(&d->state_lock, flags);
+}
+
+/*
+ * The connection broke under REQ: hold it for the next connection, unless
+ * the device fails I/O now or it was tried too often. True when held.
+ */
+static bool mxbd_hold(struct mxbd_dev *d, struct request *req, int err)
+{
+	struct mxbd_cmd *cmd = blk_mq_rq_to_pdu(req);
+	unsigned long flags;
+	bool held = false;
+
+	spin_lock_irqsave(&d->state_lock, flags);
+	if (mxbd_transport_error(err) && cmd->retries < MXBD_MAX_RETRIES &&
+	    (d->state == MXBD_LIVE || d->state == MXBD_RECONNECTING)) {
+		cmd->retries++;
+		/* Sent again when the recovery kicks the requeue list. */
+		blk_mq_requeue_request(req, false);
+		atomic64_inc(&d->held);
+		held = true;
+	}
+	/* Whatever the error, the endpoint is gone: replace it. */
+	__mxbd_start_recovery(d);
+	spin_unlock_irqrestore(&d->state_lock, flags);
+	return held;
+}
+
+/* knet says the request is over, its pages out of the server's reach. */
+static void mxbd_done(struct knet_request *krq)
+{
+	struct mxbd_cmd *cmd = container_of(krq, struct mxbd_cmd, rq);
+	struct request *req = blk_mq_rq_from_pdu(cmd);
+	struct mxbd_dev *d = req->q->queuedata;
+	blk_status_t sts;
+
+	if (krq->error) {
+		if (mxbd_hold(d, req, krq->error))
+			return;
+		pr_err_ratelimited("%s: request at sector %llu failed: %d\n", mxbd_name(d),
+				   (unsigned long long)blk_rq_pos(req), krq->error);
+		atomic64_inc(&d->failed);
+		sts = BLK_STS_IOERR;
+	} else {
+		sts = mxbd_errno_to_blk(krq->status);
+	}
+	cmd->retries = 0;
+	blk_mq_end_request(req, sts);
+}
+
+/* Describe REQ to knet; false for an operation MXBD does not carry. */
+static bool mxbd_build(struct mxbd_cmd *cmd, struct request *req)
+{
+	struct req_iterator iter;
+	struct bio_vec bv;
+	unsigned int n = 0;
+	bool data = false;
+
+	memset(&cmd->rq, 0, sizeof(cmd->rq));
+	cmd->io.offset = cpu_to_le64(blk_rq_pos(req) << SECTOR_SHIFT);
+	cmd->io.length = cpu_to_le32(blk_rq_bytes(req));
+	cmd->io.flags = 0;
+	cmd->rq.body = &cmd->io;
+	cmd->rq.body_len = sizeof(cmd->io);
+	cmd->rq.done = mxbd_done;
+	switch (req_op(req)) {
+	case REQ_OP_READ:
+		cmd->rq.opcode = MXBD_OP_READ;
+		cmd->rq.dir = KNET_DIR_FROM_SERVER;
+		data = true;
+		break;
+	case REQ_OP_WRITE:
+		cmd->rq.opcode = MXBD_OP_WRITE;
+		cmd->rq.dir = KNET_DIR_TO_SERVER;
+		if (req->cmd_flags & REQ_FUA)
+			cmd->io.flags = cpu_to_le32(MXBD_IO_FUA);
+		data = true;
+		break;
+	case REQ_OP_FLUSH:
+		cmd->rq.opcode = MXBD_OP_FLUSH;
+		cmd->rq.body_len = 0;
+		break;
+	case REQ_OP_DISCARD:
+		cmd->rq.opcode = MXBD_OP_DISCARD;
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		cmd->rq.opcode = MXBD_OP_WRITE_ZEROES;
+		break;
+	default:
+		return false;
+	}
+	if (!data)
+		return true;
+	rq_for_each_bvec(bv, req, iter) {
+		if (n == MXBD_MAX_SEGS)
+			return false;	/* the queue limits forbid it */
+		cmd->bv[n++] = bv;
+	}
+	cmd->mem.type = KNET_MEM_BVEC;
+	cmd->mem.flags = 0;
+	cmd->mem.skip = 0;
+	cmd->mem.nr = n;
+	cmd->mem.len = blk_rq_bytes(req);
+	cmd->mem.bvec = cmd->bv;
+	cmd->rq.mem = &cmd->mem;
+	return true;
+}
+
+static blk_status_t mxbd_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_mq_queue_data *bd)
+{
+	struct request *req = bd->rq;
+	struct mxbd_dev *d = req->q->queuedata;
+	struct mxbd_cmd *cmd = blk_mq_rq_to_pdu(req);
+	struct knet_mq *mq;
+	int ret;
+
+	switch (READ_ONCE(d->state)) {
+	case MXBD_LIVE:
+		break;
+	case MXBD_RECONNECTING:
+		/* The recovery is about to quiesce the queue: it runs again after. */
+		return BLK_STS_RESOURCE;
+	default:
+		cmd->retries = 0;
+		return BLK_STS_IOERR;
+	}
+	if (!mxbd_build(cmd, req)) {
+		cmd->retries = 0;
+		return BLK_STS_NOTSUPP;
+	}
+	blk_mq_start_request(req);
+	/*
+	 * Each hardware queue has its own connection, completion queue and
+	 * credits. The recovery replaces @mq only with the queue quiesced,
+	 * after every queue_rq() in progress has returned.
+	 */
+	mq = READ_ONCE(d->mq);
+	ret = mq ? knet_submit(mq->q[hctx->queue_num % mq->nr], &cmd->rq) : -ENOTCONN;
+	switch (ret) {
+	case 0:
+		return BLK_STS_OK;
+	case -EAGAIN:
+		return BLK_STS_RESOURCE;	/* no credit: rerun when one comes back */
+	case -ENOTCONN:
+		mxbd_start_recovery(d);
+		return BLK_STS_RESOURCE;
+	default:
+		cmd->retries = 0;
+		return BLK_STS_IOERR;
+	}
+}
+
+static int mxbd_init_request(struct blk_mq_tag_set *set, struct request *req,
+			     unsigned int hctx_idx, unsigned int numa_node)
+{
+	struct mxbd_cmd *cmd = blk_mq_rq_to_pdu(req);
+
+	cmd->retries = 0;
+	return 0;
+}
+
+static const struct blk_mq_ops mxbd_mq_ops = {
+	.queue_rq	= mxbd_queue_rq,
+	.init_request	= mxbd_init_request,
+};
+
+static const struct block_device_operations mxbd_fops = {
+	.owner		= THIS_MODULE,
+};
+
+static int mxbd_get_info(struct knet_ep *ep, struct mxbd_info *info)
+{
+	struct knet_request rq = {
+		.opcode = MXBD_OP_INFO,
+		.reply = info,
+		.reply_max = sizeof(*info),
+	};
+	int ret = knet_call(ep, &rq, 10 * HZ);
+
+	if (ret)
+		return ret;
+	if (rq.status)
+		return -(int)rq.status;
+	if (rq.reply_len != sizeof(*info) || !le32_to_cpu(info->logical_block) ||
+	    !is_power_of_2(le32_to_cpu(info->logical_block)) ||
+	    le32_to_cpu(info->logical_block) < SECTOR_SIZE ||
+	    le32_to_cpu(info->logical_block) > PAGE_SIZE)
+		return -EPROTO;
+	return 0;
+}
+
+static bool mxbd_info_ro(const struct mxbd_dev *d, const struct mxbd_info *info)
+{
+	return d->opts.read_only || (le32_to_cpu(info->flags) & MXBD_INFO_READ_ONLY);
+}
+
+/*
+ * Under d->lock: a new INFO of a device already attached. Its size may
+ * have changed (the block layer and user space are told); a volume whose
+ * block size changed is not the one attached.
+ */
+static int mxbd_apply_info(struct mxbd_dev *d, const struct mxbd_info *info)
+{
+	u64 size = le64_to_cpu(info->size);
+
+	if (info->logical_block != d->info.logical_block) {
+		pr_err("%s: the volume's block size changed from %u to %u\n", mxbd_name(d),
+		       le32_to_cpu(d->info.logical_block), le32_to_cpu(info->logical_block));
+		return -EPROTO;
+	}
+	if (size != le64_to_cpu(d->info.size)) {
+		pr_info("%s: the volume is now %llu bytes (was %llu)\n", mxbd_name(d), size,
+			le64_to_cpu(d->info.size));
+		set_capacity_and_notify(d->disk, size >> SECTOR_SHIFT);
+	}
+	if (mxbd_info_ro(d, info) != mxbd_info_ro(d, &d->info))
+		set_disk_ro(d->disk, mxbd_info_ro(d, info));
+	d->info = *info;
+	return 0;
+}
+
+static struct knet_mq *mxbd_connect(struct mxbd_dev *d, int *reason)
+{
+	struct knet_ep_params p = {
+		.addr = d->opts.addr,
+		.service = KNET_SVC_BLOCK,
+		.name = d->opts.volume,
+		.request_timeout_ms = d->opts.io_timeout * 1000,
+		/* An idle connection is checked too, so a lost server shows. */
+		.keepalive_ms = min(d->opts.io_timeout * 500, 10000U),
+	};
+
+	return knet_mq_connect(&p, d->opts.nr_queues, reason);
+}
+
+/* Under d->lock: the queue runs again; held requests go, or fail. */
+static void mxbd_release_held(struct mxbd_dev *d)
+{
+	if (d->quiesced) {
+		blk_mq_unquiesce_queue(d->disk->queue);
+		d->quiesced = false;
+	}
+	blk_mq_kick_requeue_list(d->disk->queue);
+}
+
+static void mxbd_err_work(struct work_struct *w)
+{
+	struct mxbd_dev *d = container_of(w, struct mxbd_dev, err_work);
+	unsigned int i;
+
+	mutex_lock(&d->lock);
+	if (READ_ONCE(d->state) != MXBD_RECONNECTING)
+		goto out;
+	if (!d->quiesced) {
+		blk_mq_quiesce_queue(d->disk->queue);
+		d->quiesced = true;
+	}
+	if (d->mq) {
+		/* Every request of it ends (held) once the server cannot reach its pages. */
+		for (i = 0; i < d->mq->nr; i++)
+			knet_ep_abort(d->mq->q[i]);
+		knet_mq_destroy(d->mq);
+		WRITE_ONCE(d->mq, NULL);
+	}
+	pr_warn("%s: connection to %pI4 lost: I/O held, reconnecting\n", mxbd_name(d),
+		&d->opts.addr.sin_addr);
+	d->lost_at = jiffies;
+	d->backoff_ms = MXBD_BACKOFF_MIN_MS;
+	mod_delayed_work(mxbd_wq, &d->reconnect_work, 0);
+out:
+	mutex_unlock(&d->lock);
+}
+
+/* Under d->lock: give up on the server; I/O fails from now on. */
+static void mxbd_fail(struct mxbd_dev *d)
+{
+	spin_lock_irq(&d->state_lock);
+	if (d->state == MXBD_RECONNECTING)
+		d->state = MXBD_FAILED;
+	spin_unlock_irq(&d->state_lock);
+	mxbd_release_held(d);
+}
+
+static void mxbd_reconnect_work(struct work_struct *w)
+{
+	struct mxbd_dev *d = container_of(to_delayed_work(w), struct mxbd_dev, reconnect_work);
+	struct mxbd_info info;
+	unsigned long delay;
+	struct knet_mq *mq;
+	int reason, ret;
+
+	mutex_lock(&d->lock);
+	if (READ_ONCE(d->state) != MXBD_RECONNECTING)
+		goto out;
+	mq = mxbd_connect(d, &reason);
+	if (!IS_ERR(mq)) {
+		ret = mxbd_get_info(mq->q[0], &info);
+		if (!ret)
+			ret = mxbd_apply_info(d, &info);
+		if (ret == -EPROTO) {
+			/* Not the volume we attached, or a server that lies. */
+			knet_mq_destroy(mq);
+			mxbd_fail(d);
+			goto out;
+		}
+		if (!ret) {
+			WRITE_ONCE(d->mq, mq);
+			spin_lock_irq(&d->state_lock);
+			if (d->state == MXBD_RECONNECTING)
+				d->state = MXBD_LIVE;
+			spin_unlock_irq(&d->state_lock);
+			atomic_inc(&d->reconnects);
+			pr_info("%s: reconnected to %pI4 after %u ms\n", mxbd_name(d),
+				&d->opts.addr.sin_addr, jiffies_to_msecs(jiffies - d->lost_at));
+			mxbd_release_held(d);
+			goto out;
+		}
+		knet_mq_destroy(mq);
+	}
+	delay = msecs_to_jiffies(d->backoff_ms);
+	d->backoff_ms = min(2 * d->backoff_ms, MXBD_BACKOFF_MAX_MS);
+	if (d->opts.loss_timeout != MXBD_LOSS_FOREVER) {
+		unsigned long deadline = d->lost_at + d->opts.loss_timeout * HZ;
+
+		if (time_after_eq(jiffies, deadline)) {
+			pr_err("%s: no server for %d s: failing I/O\n", mxbd_name(d),
+			       d->opts.loss_timeout);
+			mxbd_fail(d);
+			goto out;
+		}
+		/* The last try comes at the deadline, not a backoff after it. */
+		delay = min(delay, deadline - jiffies);
+	}
+	queue_delayed_work(mxbd_wq, &d->reconnect_work, delay);
+out:
+	mutex_unlock(&d->lock);
+}
+
+/* Under d->lock: ask the server the volume's size (it may have grown). */
+static int mxbd_rescan(struct mxbd_dev *d)
+{
+	struct mxbd_info info;
+	int ret;
+
+	if (READ_ONCE(d->state) != MXBD_LIVE || !d->mq)
+		return -ENOTCONN;
+	ret = mxbd_get_info(d->mq->q[0], &info);
+	if (ret)
+		return ret;
+	return mxbd_apply_info(d, &info);
+}
+
+static void mxbd_rescan_work(struct work_struct *w)
+{
+	struct mxbd_dev *d = container_of(to_delayed_work(w), struct mxbd_dev, rescan_work);
+
+	mutex_lock(&d->lock);
+	mxbd_rescan(d);
+	mutex_unlock(&d->lock);
+	if (READ_ONCE(d->state) != MXBD_DETACHING)
+		queue_delayed_work(mxbd_wq, &d->rescan_work, mxbd_rescan_every);
+}
+
+static struct mxbd_dev *mxbd_from_dev(struct device *dev)
+{
+	return dev_to_disk(dev)->private_data;
+}
+
+static ssize_t server_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct mxbd_dev *d = mxbd_from_dev(dev);
+
+	return sysfs_emit(buf, "%pI4:%u\n", &d->opts.addr.sin_addr,
+			  ntohs(d->opts.addr.sin_port));
+}
+static DEVICE_ATTR_RO(server);
+
+static ssize_t volume_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", mxbd_from_dev(dev)->opts.volume);
+}
+static DEVICE_ATTR_RO(volume);
+
+static ssize_t state_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", mxbd_state_names[READ_ONCE(mxbd_from_dev(dev)->state)]);
+}
+static DEVICE_ATTR_RO(state);
+
+static ssize_t queues_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", mxbd_from_dev(dev)->opts.nr_queues);
+}
+static DEVICE_ATTR_RO(queues);
+
+static ssize_t io_timeout_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", mxbd_from_dev(dev)->opts.io_timeout);
+}
+static DEVICE_ATTR_RO(io_timeout);
+
+static ssize_t loss_timeout_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", mxbd_from_dev(dev)->opts.loss_timeout);
+}
+static DEVICE_ATTR_RO(loss_timeout);
+
+static ssize_t stats_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct mxbd_dev *d = mxbd_from_dev(dev);
+
+	return sysfs_emit(buf, "reconnects %d\nheld %lld\nfailed %lld\n",
+			  atomic_read(&d->reconnects), atomic64_read(&d->held),
+			  atomic64_read(&d->failed));
+}
+static DEVICE_ATTR_RO(stats);
+
+static ssize_t rescan_store(struct device *dev, struct device_attribute *attr,
+			    const char *buf, size_t count)
+{
+	struct mxbd_dev *d = mxbd_from_dev(dev);
+	int ret;
+
+	if (mutex_lock_killable(&d->lock))
+		return -EINTR;
+	ret = mxbd_rescan(d);
+	mutex_unlock(&d->lock);
+	return ret ?: count;
+}
+static DEVICE_ATTR_WO(rescan);
+
+static struct attribute *mxbd_attrs[] = {
+	&dev_attr_server.attr,
+	&dev_attr_volume.attr,
+	&dev_attr_state.attr,
+	&dev_attr_queues.attr,
+	&dev_attr_io_timeout.attr,
+	&dev_attr_loss_timeout.attr,
+	&dev_attr_stats.attr,
+	&dev_attr_rescan.attr,
+	NULL,
+};
+
+static const struct attribute_group mxbd_attr_group = {
+	.name	= "mxbd",
+	.attrs	= mxbd_attrs,
+};
+
+static const struct attribute_group *mxbd_attr_groups[] = {
+	&mxbd_attr_group,
+	NULL,
+};
+
+static struct gendisk *mxbd_alloc_disk(struct mxbd_dev *d, const struct knet_limits *kl)
+{
+	u32 lbs = le32_to_cpu(d->info.logical_block);
+	u32 pbs = max(lbs, le32_to_cpu(d->info.physical_block));
+	u32 max_io = min(kl->max_io, le32_to_cpu(d->info.max_io));
+	u32 flags = le32_to_cpu(d->info.flags);
+	/* The most a 32-bit length can say, in whole logical blocks. */
+	unsigned int most = round_down(UINT_MAX >> SECTOR_SHIFT, lbs >> SECTOR_SHIFT);
+	unsigned int trim = (flags & MXBD_INFO_DISCARD) ? most : 0;
+	unsigned int zeroes = (flags & MXBD_INFO_WRITE_ZEROES) ? most : 0;
+#ifdef MXBD_QUEUE_LIMITS_AT_ALLOC
+	struct queue_limits lim = {
+		.logical_block_size	= lbs,
+		.physical_block_size	= pbs,
+		.max_hw_sectors		= max_io >> SECTOR_SHIFT,
+		.max_segments		= MXBD_MAX_SEGS,
+		.virt_boundary_mask	= PAGE_SIZE - 1,
+		.max_hw_discard_sectors	= trim,
+		.discard_granularity	= pbs,
+		.max_write_zeroes_sectors = zeroes,
+		.features		= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA,
+	};
+
+	return blk_mq_alloc_disk(&d->tag_set, &lim, d);
+#else
+	struct gendisk *disk = blk_mq_alloc_disk(&d->tag_set, d);
+	struct request_queue *q;
+
+	if (IS_ERR(disk))
+		return disk;
+	q = disk->queue;
+	blk_queue_logical_block_size(q, lbs);
+	blk_queue_physical_block_size(q, pbs);
+	blk_queue_max_hw_sectors(q, max_io >> SECTOR_SHIFT);
+	blk_queue_max_segments(q, MXBD_MAX_SEGS);
+	blk_queue_virt_boundary(q, PAGE_SIZE - 1);
+	blk_queue_max_discard_sectors(q, trim);
+	/* 6.1 leaves it 0 and warns on the first discard if the driver does too. */
+	q->limits.discard_granularity = pbs;
+	blk_queue_max_write_zeroes_sectors(q, zeroes);
+	blk_queue_write_cache(q, true, true);
+	return disk;
+#endif
+}
+
+static void mxbd_report_connect_error(const struct mxbd_opts *o, int ret, int reason)
+{
+	if (ret == -ECONNREFUSED)
+		pr_err("cannot attach volume '%s' of %pI4: refused: %s\n", o->volume,
+		       &o->addr.sin_addr, knet_reject_str(reason));
+	else
+		pr_err("cannot attach volume '%s' of %pI4: %d\n", o->volume, &o->addr.sin_addr,
+		       ret);
+}
+
+/**
+ * mxbd_dev_create() - attach a volume as /dev/mxbdN
+ * @o: what and how; copied
+ * @index: N, free
+ * @out: the device
+ *
+ * Context: process context, may sleep (connects, asks the volume's
+ * geometry, adds the disk).
+ * Return: 0, or a negative errno (the reason is logged).
+ */
+int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
+{
+	struct knet_limits kl;
+	struct mxbd_dev *d;
+	int reason, ret;
+
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
+	d->opts = *o;
+	d->index = index;
+	d->state = MXBD_LIVE;
+	spin_lock_init(&d->state_lock);
+	mutex_init(&d->lock);
+	INIT_WORK(&d->err_work, mxbd_err_work);
+	INIT_DELAYED_WORK(&d->reconnect_work, mxbd_reconnect_work);
+	INIT_DELAYED_WORK(&d->rescan_work, mxbd_rescan_work);
+	atomic_set(&d->reconnects, 0);
+	atomic64_set(&d->held, 0);
+	atomic64_set(&d->failed, 0);
+
+	d->mq = mxbd_connect(d, &reason);
+	if (IS_ERR(d->mq)) {
+		ret = PTR_ERR(d->mq);
+		mxbd_report_connect_error(o, ret, reason);
+		goto free_dev;
+	}
+	ret = mxbd_get_info(d->mq->q[0], &d->info);
+	if (ret) {
+		pr_err("volume '%s': INFO failed: %d\n", o->volume, ret);
+		goto destroy_ep;
+	}
+	knet_ep_limits(d->mq->q[0], &kl);
+
+	d->tag_set.ops = &mxbd_mq_ops;
+	d->tag_set.nr_hw_queues = d->mq->nr;
+	d->tag_set.queue_depth = kl.credits;
+	d->tag_set.numa_node = NUMA_NO_NODE;
+	d->tag_set.cmd_size = sizeof(struct mxbd_cmd);
+	d->tag_set.driver_data = d;
+	ret = blk_mq_alloc_tag_set(&d->tag_set);
+	if (ret)
+		goto destroy_ep;
+
+	d->disk = mxbd_alloc_disk(d, &kl);
+	if (IS_ERR(d->disk)) {
+		ret = PTR_ERR(d->disk);
+		goto free_tags;
+	}
+	d->disk->major = mxbd_major;
+	d->disk->first_minor = index * MXBD_MINORS;
+	d->disk->minors = MXBD_MINORS;
+	d->disk->fops = &mxbd_fops;
+	d->disk->private_data = d;
+	snprintf(d->disk->disk_name, sizeof(d->disk->disk_name), "mxbd%d", index);
+	set_capacity(d->disk, le64_to_cpu(d->info.size) >> SECTOR_SHIFT);
+	set_disk_ro(d->disk, mxbd_info_ro(d, &d->info));
+	ret = device_add_disk(NULL, d->disk, mxbd_attr_groups);
+	if (ret)
+		goto put_disk;
+	if (mxbd_rescan_every)
+		queue_delayed_work(mxbd_wq, &d->rescan_work, mxbd_rescan_every);
+	pr_info("%s: volume '%s' of %pI4, %llu bytes, %u-byte blocks, %u queues%s\n",
+		d->disk->disk_name, o->volume, &o->addr.sin_addr, le64_to_cpu(d->info.size),
+		le32_to_cpu(d->info.logical_block), d->mq->nr,
+		get_disk_ro(d->disk) ? ", read-only" : "");
+	*out = d;
+	return 0;
+
+put_disk:
+	put_disk(d->disk);
+free_tags:
+	blk_mq_free_tag_set(&d->tag_set);
+destroy_ep:
+	knet_mq_destroy(d->mq);
+free_dev:
+	kfree(d);
+	return ret;
+}
+
+/**
+ * mxbd_dev_busy() - is the device open (mounted, in use)?
+ * @d: the device
+ *
+ * Return: true when something holds it open.
+ */
+bool mxbd_dev_busy(struct mxbd_dev *d)
+{
+	return disk_openers(d->disk) > 0;
+}
+
+/**
+ * mxbd_dev_remove() - detach a device and free it
+ * @d: the device, no longer findable by its owner's registry
+ * @force: break the connection first, so that requests in flight fail
+ *	at once instead of being answered
+ *
+ * Requests held for a reconnect fail; requests in flight are answered
+ * (or fail, with @force or a lost server); nothing waits for a server
+ * longer than the I/O time-out.
+ *
+ * Context: process context, may sleep.
+ */
+void mxbd_dev_remove(struct mxbd_dev *d, bool force)
+{
+	unsigned int i;
+
+	spin_lock_irq(&d->state_lock);
+	d->state = MXBD_DETACHING;	/* nothing is held or sent again from now on */
+	spin_unlock_irq(&d->state_lock);
+	cancel_delayed_work_sync(&d->rescan_work);
+	cancel_work_sync(&d->err_work);
+	cancel_delayed_work_sync(&d->reconnect_work);
+	mutex_lock(&d->lock);
+	if (force && d->mq)
+		for (i = 0; i < d->mq->nr; i++)
+			knet_ep_abort(d->mq->q[i]);
+	mxbd_release_held(d);
+	mutex_unlock(&d->lock);
+	/* Every request ends before del_gendisk() returns. */
+	del_gendisk(d->disk);
+	if (d->mq)
+		knet_mq_destroy(d->mq);
+	put_disk(d->disk);
+	blk_mq_free_tag_set(&d->tag_set);
+	pr_info("mxbd%d: detached\n", d->index);
+	kfree(d);
+}
+
+/**
+ * mxbd_dev_init() - set up what every device shares
+ * @major: the block major of /dev/mxbdN
+ * @rescan_interval: seconds between asking servers for volume sizes, 0 never
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int mxbd_dev_init(int major, unsigned int rescan_interval)
+{
+	mxbd_major = major;
+	mxbd_rescan_every = rescan_interval * HZ;
+	mxbd_wq = alloc_workqueue("mxbd", WQ_MEM_RECLAIM, 0);
+	return mxbd_wq ? 0 : -ENOMEM;
+}
+
+/** mxbd_dev_exit() - undo mxbd_dev_init(), every device removed */
+void mxbd_dev_exit(void)
+{
+	destroy_workqueue(mxbd_wq);
+}

@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# MXBD when the server goes away: killed and restarted under a verified
+# fio run (I/O is held, resent, and fio finds every block right); flushed
+# data survives a kill; a server that hangs is found by the I/O time-out
+# and I/O resumes when it wakes; a server that never comes back fails I/O
+# after the loss time-out, and the failed device detaches.
+# timeout: 360
+. "$(dirname "$0")/lib.sh"
+
+ctl() { "$ORFS_PROJ/tools/mxbdctl" "$@"; }
+truncate -s 128M /tmp/rvol
+start_server -b rvol=/tmp/rvol
+modprobe -a ib_core rdma_cm
+insmod "$ORFS_KMOD/regcache/regcache.ko"
+insmod "$ORFS_KMOD/knet/knet.ko"
+on_exit "rmmod knet; rmmod regcache"
+insmod "$ORFS_KMOD/mxbd/mxbd.ko"
+on_exit "module_loaded mxbd && rmmod mxbd"
+
+# kill_server SIGNAL: end the server without its clean stop
+kill_server() {
+	kill "-$1" "$ORFS_SERVER_PID"
+	wait "$ORFS_SERVER_PID" || true
+	ORFS_SERVER_PID=
+}
+# writes_done: writes the block layer has completed on mxbd0
+writes_done() { set -- $(cat /sys/block/mxbd0/stat); echo "$5"; }
+stat_of() { awk -v k="$1" '$1 == k { print $2 }' /sys/block/mxbd0/mxbd/stats; }
+
+step "server killed and restarted under verified fio: no error, every block right"
+expect_eq "attach" "$(ctl attach "$ORFS_ADDR" rvol io_timeout=5 loss_timeout=60)" /dev/mxbd0
+fio --name=verify --filename=/dev/mxbd0 --direct=1 --ioengine=libaio --rw=randwrite \
+	--bsrange=4k-128k --iodepth=16 --size=96M --verify=crc32c --verify_fatal=1 \
+	--do_verify=1 --verify_state_save=0 --output=/tmp/fio.out &
+fio=$!
+for ((i = 0; i < 300; i++)); do [ "$(writes_done)" -gt 200 ] && break; sleep 0.1; done
+[ "$(writes_done)" -gt 200 ] || fail "fio's writes never flowed"
+kill_server KILL
+sleep 1
+expect_eq "state with the server gone" "$(cat /sys/block/mxbd0/mxbd/state)" reconnecting
+sleep 1
+start_server -b rvol=/tmp/rvol
+wait $fio || { cat /tmp/fio.out; fail "fio failed across the restart"; }
+grep -E 'err=|WRITE:|READ:' /tmp/fio.out
+expect_grep 'err= 0' /tmp/fio.out
+cat /sys/block/mxbd0/mxbd/stats
+[ "$(stat_of reconnects)" -ge 1 ] || fail "no reconnect counted"
+[ "$(stat_of held)" -ge 1 ] || fail "no request was held"
+expect_eq "failed requests" "$(stat_of failed)" 0
+expect_eq "state" "$(cat /sys/block/mxbd0/mxbd/state)" live
+expect_grep 'mxbd0: reconnected to' <(dmesg)
+
+step "data acknowledged by a flush survives a killed server"
+head -c 8M /dev/urandom > /tmp/flushed.bin
+dd if=/tmp/flushed.bin of=/dev/mxbd0 bs=1M seek=100 conv=fsync status=none
+kill_server KILL
+start_server -b rvol=/tmp/rvol
+cmp <(dd if=/dev/mxbd0 bs=1M skip=100 count=8 iflag=direct status=none) /tmp/flushed.bin ||
+	fail "flushed data was lost"
+cmp <(dd if=/tmp/rvol bs=1M skip=100 count=8 status=none) /tmp/flushed.bin ||
+	fail "the volume file does not hold the flushed data"
+
+step "a hung server: the I/O time-out drops the connection, I/O resumes when it wakes"
+r0=$(stat_of reconnects)
+kill -STOP "$ORFS_SERVER_PID"
+on_exit "kill -CONT $ORFS_SERVER_PID 2>/dev/null"
+dd if=/dev/mxbd0 of=/tmp/read.bin bs=1M count=8 skip=100 iflag=direct status=none &
+dd_pid=$!
+sleep 8
+kill -0 $dd_pid 2>/dev/null || fail "the read finished while the server was stopped"
+expect_grep 'no answer within 5000 ms' <(dmesg)
+kill -CONT "$ORFS_SERVER_PID"
+wait $dd_pid || fail "the read failed"
+cmp /tmp/read.bin /tmp/flushed.bin || fail "the read after the hang differs"
+[ "$(stat_of reconnects)" -gt "$r0" ] || fail "no reconnect after the hang"
+expect_eq "failed requests" "$(stat_of failed)" 0
+
+step "a server that never comes back: I/O fails after the loss time-out"
+ctl detach mxbd0
+expect_eq "attach" "$(ctl attach "$ORFS_ADDR" rvol io_timeout=5 loss_timeout=4)" /dev/mxbd0
+kill_server KILL
+t0=$(date +%s)
+if dd if=/dev/mxbd0 of=/dev/null bs=4k count=1 iflag=direct status=none 2>/tmp/dd.err; then
+	fail "a read without a server succeeded"
+fi
+t1=$(date +%s)
+cat /tmp/dd.err
+expect_grep 'Input/output error' /tmp/dd.err
+echo "failed after $((t1 - t0)) s"
+[ $((t1 - t0)) -ge 3 ] || fail "I/O failed before the loss time-out ($((t1 - t0)) s)"
+# The loss is seen at once (the server's end closes the connections) and
+# the last try comes at the deadline: a second or two of slack.
+[ $((t1 - t0)) -le 6 ] || fail "I/O failed only after $((t1 - t0)) s"
+expect_eq "state" "$(cat /sys/block/mxbd0/mxbd/state)" failed
+expect_grep 'mxbd0: no server for 4 s: failing I/O' <(dmesg)
+if dd if=/dev/mxbd0 of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null; then
+	fail "a failed device served a read"
+fi
+ctl detach mxbd0
+[ ! -e /sys/block/mxbd0 ] || fail "mxbd0 is still there"
+echo ok
