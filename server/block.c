@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -72,8 +74,12 @@ int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_
 		v->lbs = (uint32_t)lbs;
 		v->pbs = pbs;
 	} else if (S_ISREG(st.st_mode)) {
+		struct statfs fs;
+
 		v->lbs = 512;
 		v->pbs = 4096;
+		v->in_memory = !fstatfs(v->fd, &fs) &&
+			       (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
 	} else {
 		err = -EINVAL;
 		fprintf(stderr, "orfs-server: volume %s: not a file or a block device\n", path);
@@ -247,6 +253,24 @@ int block_read(const struct volume *v, void *buf, uint64_t off, uint32_t len)
 		done += (uint32_t)n;
 	}
 	return 0;
+}
+
+int block_try_now(struct volume *v, int write, void *buf, uint64_t off, uint32_t len)
+{
+	int fd = aligned(v, buf, off, len) ? v->fd_direct : v->fd;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	ssize_t n;
+
+	if (v->in_memory)
+		return !(write ? block_write(v, buf, off, len, 0) : block_read(v, buf, off, len));
+	if (v->no_nowait)
+		return 0;
+	n = write ? pwritev2(fd, &iov, 1, (off_t)off, RWF_NOWAIT) :
+		    preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT);
+	if (n < 0 && errno == EOPNOTSUPP)
+		v->no_nowait = 1;
+	/* Short (the end of the store, or part of it cached): the worker's loop handles it. */
+	return n == (ssize_t)len;
 }
 
 int block_write(const struct volume *v, const void *buf, uint64_t off, uint32_t len, int fua)

@@ -20,6 +20,8 @@ struct volume {
 	uint32_t	lbs;		/* logical block size */
 	uint32_t	pbs;		/* physical block size */
 	uint32_t	max_io;
+	int		no_nowait;	/* the store refuses RWF_NOWAIT: do not ask again */
+	int		in_memory;	/* tmpfs or ramfs: I/O never waits for a device */
 };
 
 /* A decoded, validated block request. Offsets are within the message. */
@@ -83,5 +85,15 @@ int block_write(const struct volume *v, const void *buf, uint64_t off, uint32_t 
 int block_flush(const struct volume *v);
 int block_discard(const struct volume *v, uint64_t off, uint64_t len);
 int block_write_zeroes(const struct volume *v, uint64_t off, uint64_t len);
+
+/*
+ * A read or (not FUA) write done now if it needs no waiting: the data is
+ * in the page cache, or the store takes it at once (RWF_NOWAIT). Returns 1
+ * when done whole, 0 when it must go to a worker (it would block, came out
+ * short, failed, or the store refuses RWF_NOWAIT, then never tried again).
+ * A store in memory (tmpfs, ramfs) is read and written here whatever the
+ * kernel says of RWF_NOWAIT (tmpfs takes it only since 6.6 or so).
+ */
+int block_try_now(struct volume *v, int write, void *buf, uint64_t off, uint32_t len);
 
 #endif /* ORFS_SERVER_BLOCK_H */

@@ -182,7 +182,33 @@ static int run_block_job(struct job *j)
 	}
 }
 
-static void submit(struct srv *s, struct job *j, int kind, const struct volume *v,
+/*
+ * Hand job J to a worker, or, when it can be done without waiting (a read
+ * the page cache holds, a write the store takes at once), do it here and
+ * queue it as done: a small request then needs no thread hop, which is most
+ * of its time on the server. Its completion still runs from the
+ * loop (eng_run_now()), never from inside the caller.
+ */
+/*
+ * Larger pieces go to the workers even when they would not wait: copying
+ * them here would hold up every other connection, and workers copy several
+ * at once.
+ */
+#define TRY_NOW_MAX	(64u << 10)
+
+static void dispatch_job(struct srv *s, struct job *j, int try_now)
+{
+	if (try_now) {
+		j->result = 0;
+		j->next = s->now;
+		s->now = j;
+		s->jobs_now++;
+		return;
+	}
+	workers_submit(&s->w, j);
+}
+
+static void submit(struct srv *s, struct job *j, int kind, struct volume *v,
 		   void *buf, uint64_t off, uint32_t len, int fua)
 {
 	j->run = run_block_job;
@@ -193,7 +219,8 @@ static void submit(struct srv *s, struct job *j, int kind, const struct volume *
 	j->len = len;
 	j->fua = fua;
 	j->result = 0;
-	workers_submit(&s->w, j);
+	dispatch_job(s, j, (kind == JOB_READ || (kind == JOB_WRITE && !fua)) &&
+		     len <= TRY_NOW_MAX && block_try_now(v, kind == JOB_WRITE, buf, off, len));
 }
 
 static void req_job(struct req *r, int kind, void *buf)
@@ -653,10 +680,9 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 	}
 }
 
-void eng_on_jobs(struct srv *s)
+/* Jobs are over (list J): move their requests on. */
+static void jobs_done(struct job *j)
 {
-	struct job *j = workers_reap(&s->w);
-
 	while (j) {
 		struct job *next = j->next;
 
@@ -700,6 +726,23 @@ void eng_on_jobs(struct srv *s)
 		}
 		j = next;
 	}
+}
+
+
+void eng_run_now(struct srv *s)
+{
+	while (s->now) {
+		struct job *j = s->now;
+
+		s->now = NULL;
+		jobs_done(j);
+	}
+}
+
+void eng_on_jobs(struct srv *s)
+{
+	jobs_done(workers_reap(&s->w));
+	eng_run_now(s);
 }
 
 void eng_conn_closing(struct conn *c)

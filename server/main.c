@@ -732,6 +732,11 @@ static void srv_loop(struct srv *s)
 	while (!s->stop) {
 		handle_eq(s);
 		handle_cq(s);
+		if (s->now) {
+			/* Finishing them may complete or start more: look again first. */
+			eng_run_now(s);
+			continue;
+		}
 		if (s->stopping) {
 			if (!active_requests(s) || time(NULL) >= deadline) {
 				if (active_requests(s))
@@ -934,7 +939,8 @@ int main(int argc, char **argv)
 		srv_log("no allow list: any client that reaches %s may connect", s.cfg.listen);
 	srv_loop(&s);
 	srv_close(&s);
-	srv_log("stopped (%llu waits for a buffer)", (unsigned long long)s.buffer_waits);
+	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker)",
+		(unsigned long long)s.buffer_waits, s.jobs_now);
 	return 0;
 
 fail_msg:

@@ -155,6 +155,8 @@ struct srv {
 	struct chunk		*chunks;	/* one per pool chunk, same index */
 	struct fq		fq;
 	struct workers		w;
+	struct job		*now;		/* jobs done without a worker, to finish */
+	unsigned long		jobs_now;	/* how many were */
 	int			epfd, sigfd, eqfd, cqfd;
 	int			stopping;
 	unsigned long		left;		/* requests that came after the signal, not started */
@@ -196,6 +198,8 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len);
 void eng_on_send_done(struct conn *c, int t);
 void eng_on_rdma_done(struct chunk *ch, int err);
 void eng_on_jobs(struct srv *s);
+/* Finish the jobs done on the progress thread itself (see dispatch_job()). */
+void eng_run_now(struct srv *s);
 void eng_conn_closing(struct conn *c);
 
 #endif /* ORFS_SERVER_SRV_H */

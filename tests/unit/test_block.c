@@ -213,6 +213,38 @@ static void test_refresh(void)
 	CU_ASSERT_EQUAL(block_decode(&vol, buf, n, 4096, &r), ENOSPC);
 }
 
+/* Reads and writes done on the spot: whole, right, or left to a worker. */
+static void test_try_now(void)
+{
+	unsigned char *a, *b;
+	int saved = vol.in_memory, r;
+	unsigned int i;
+
+	CU_ASSERT_FATAL(!posix_memalign((void **)&a, 4096, 8192));
+	CU_ASSERT_FATAL(!posix_memalign((void **)&b, 4096, 8192));
+	for (i = 0; i < 8192; i++)
+		a[i] = (unsigned char)(i * 13 + 1);
+	/* A store in memory: always done here. */
+	vol.in_memory = 1;
+	CU_ASSERT_EQUAL(block_try_now(&vol, 1, a, 8192, 8192), 1);
+	memset(b, 0, 8192);
+	CU_ASSERT_EQUAL(block_try_now(&vol, 0, b, 8192, 8192), 1);
+	CU_ASSERT_EQUAL(memcmp(a, b, 8192), 0);
+	/* Past the end: zero-filled here in memory; elsewhere short, left to the worker. */
+	CU_ASSERT_EQUAL(block_try_now(&vol, 0, b, VOL_SIZE - 4096, 8192), 1);
+	vol.in_memory = 0;
+	CU_ASSERT_EQUAL(block_try_now(&vol, 0, b, VOL_SIZE - 4096, 8192), 0);
+	/* Elsewhere RWF_NOWAIT decides; done means done right. */
+	memset(b, 0, 8192);
+	r = block_try_now(&vol, 0, b, 8192, 8192);
+	CU_ASSERT(r == 0 || r == 1);
+	if (r)
+		CU_ASSERT_EQUAL(memcmp(a, b, 8192), 0);
+	vol.in_memory = saved;
+	free(a);
+	free(b);
+}
+
 int unit_add_block_suite(void)
 {
 	CU_pSuite s = CU_add_suite("block service", setup, teardown);
@@ -222,7 +254,8 @@ int unit_add_block_suite(void)
 	    !CU_add_test(s, "decode: bad requests get their errno", test_decode_bad) ||
 	    !CU_add_test(s, "segments: a range split over uneven segments", test_map_segments) ||
 	    !CU_add_test(s, "backend: write, read, flush, zeroes, discard", test_backend) ||
-	    !CU_add_test(s, "refresh: a volume that grows and shrinks", test_refresh))
+	    !CU_add_test(s, "refresh: a volume that grows and shrinks", test_refresh) ||
+	    !CU_add_test(s, "try now: done on the spot or left to a worker", test_try_now))
 		return -1;
 	return 0;
 }
