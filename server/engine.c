@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -199,7 +200,6 @@ static int run_block_job(struct job *j)
 static void dispatch_job(struct srv *s, struct job *j, int try_now)
 {
 	if (try_now) {
-		j->result = 0;
 		j->next = s->now;
 		s->now = j;
 		s->jobs_now++;
@@ -357,6 +357,28 @@ static int run_file_io(struct job *j)
 	return (int)done;
 }
 
+/*
+ * A file's piece done now if it cannot wait (see dispatch_job()): whole
+ * from the page cache (RWF_NOWAIT) or an export in memory. Sets the job's
+ * result as a worker would; 0 leaves it to a worker.
+ */
+static int file_try_now(const struct fsvc_export *fx, struct job *j)
+{
+	struct iovec iov = { .iov_base = j->buf, .iov_len = j->len };
+	ssize_t n;
+
+	if (fx->in_memory) {
+		j->result = run_file_io(j);
+		return 1;
+	}
+	n = j->kind == JOB_READ ? preadv2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT) :
+				  pwritev2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT);
+	if (n != (ssize_t)j->len)
+		return 0;
+	j->result = (int)n;
+	return 1;
+}
+
 /* Move chunk CH between its buffer and the volume or file. */
 static void chunk_job(struct chunk *ch, int kind)
 {
@@ -372,7 +394,8 @@ static void chunk_job(struct chunk *ch, int kind)
 		ch->job.buf = ch->buf;
 		ch->job.off = r->br.offset + ch->off;
 		ch->job.len = ch->len;
-		workers_submit(&c->s->w, &ch->job);
+		dispatch_job(c->s, &ch->job, ch->len <= TRY_NOW_MAX &&
+			     file_try_now(&c->ex->fx, &ch->job));
 		return;
 	}
 	submit(c->s, &ch->job, kind, &c->ex->vol, ch->buf, r->br.offset + ch->off, ch->len,

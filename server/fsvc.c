@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -150,6 +151,7 @@ static void cred_leave(void)
 int fsvc_export_open(struct fsvc_export *fx, const char *name, const char *path, int read_only,
 		     int squash, const uint8_t *key, uint64_t boot)
 {
+	struct statfs sfs;
 	struct stat st;
 	struct orfs_fh fh;
 	int err;
@@ -171,6 +173,8 @@ int fsvc_export_open(struct fsvc_export *fx, const char *name, const char *path,
 		return err;
 	}
 	fx->dev = st.st_dev;
+	fx->in_memory = !fstatfs(fx->root_fd, &sfs) &&
+			(sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
 	/* The file system must give handles, or nothing will work. */
 	err = fsvc_make_fh(fx, fx->root_fd, "", &fh);
 	if (err) {

@@ -23,6 +23,7 @@ struct fsvc_export {
 	char		name[KNET_NAME_MAX + 1];
 	int		root_fd;	/* the export's directory, O_RDONLY */
 	dev_t		dev;		/* its file system */
+	int		in_memory;	/* that is tmpfs or ramfs: file I/O never waits */
 	int		read_only;
 	int		squash;
 	uint8_t		key[16];	/* handle MAC key */
