@@ -765,7 +765,9 @@ int mxbd_dev_init(int major, unsigned int rescan_interval)
 	return mxbd_wq ? 0 : -ENOMEM;
 }
 
-/** mxbd_dev_exit() - undo mxbd_dev_init(), every device removed */
+/**
+ * mxbd_dev_exit() - undo mxbd_dev_init(), every device removed
+ */
 void mxbd_dev_exit(void)
 {
 	destroy_workqueue(mxbd_wq);
