@@ -257,12 +257,12 @@ static struct class mxbd_class = {
 	.class_groups	= mxbd_class_groups,
 };
 
+/* server= and volume= at load: attached as if written to the attach file. */
 static int __init mxbd_attach_at_load(void)
 {
-	struct mxbd_opts o = {
-		.io_timeout = io_timeout,
-		.loss_timeout = loss_timeout,
-	};
+	struct mxbd_opts o;
+	char *opts;
+	int ret;
 
 	if (!server && !volume)
 		return 0;
@@ -270,18 +270,12 @@ static int __init mxbd_attach_at_load(void)
 		pr_err("attaching at load needs both server= and volume=\n");
 		return -EINVAL;
 	}
-	o.addr.sin_family = AF_INET;
-	o.addr.sin_port = htons(port);
-	if (!in4_pton(server, -1, (u8 *)&o.addr.sin_addr.s_addr, -1, NULL)) {
-		pr_err("server '%s' is not an IPv4 address\n", server);
-		return -EINVAL;
-	}
-	if (!*volume || strscpy(o.volume, volume, sizeof(o.volume)) < 0) {
-		pr_err("a volume name is 1 to %d bytes\n", KNET_NAME_MAX);
-		return -EINVAL;
-	}
-	o.nr_queues = mxbd_default_queues();
-	return mxbd_attach(&o);
+	opts = kasprintf(GFP_KERNEL, "server=%s volume=%s port=%u", server, volume, port);
+	if (!opts)
+		return -ENOMEM;
+	ret = mxbd_parse_opts(opts, &o);
+	kfree(opts);
+	return ret ?: mxbd_attach(&o);
 }
 
 static void mxbd_detach_all(void)
