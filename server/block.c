@@ -7,10 +7,10 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/uio.h>
@@ -255,22 +255,27 @@ int block_read(const struct volume *v, void *buf, uint64_t off, uint32_t len)
 	return 0;
 }
 
-int block_try_now(struct volume *v, int write, void *buf, uint64_t off, uint32_t len)
+int rw_nowait(int fd, int write, void *buf, uint64_t off, uint32_t len, int *refused)
 {
-	int fd = aligned(v, buf, off, len) ? v->fd_direct : v->fd;
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	ssize_t n;
 
-	if (v->in_memory)
-		return !(write ? block_write(v, buf, off, len, 0) : block_read(v, buf, off, len));
-	if (v->no_nowait)
+	if (*refused)
 		return 0;
 	n = write ? pwritev2(fd, &iov, 1, (off_t)off, RWF_NOWAIT) :
 		    preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT);
 	if (n < 0 && errno == EOPNOTSUPP)
-		v->no_nowait = 1;
+		*refused = 1;
 	/* Short (the end of the store, or part of it cached): the worker's loop handles it. */
 	return n == (ssize_t)len;
+}
+
+int block_try_now(struct volume *v, int write, void *buf, uint64_t off, uint32_t len)
+{
+	if (v->in_memory)
+		return !(write ? block_write(v, buf, off, len, 0) : block_read(v, buf, off, len));
+	return rw_nowait(aligned(v, buf, off, len) ? v->fd_direct : v->fd, write, buf, off, len,
+			 &v->no_nowait);
 }
 
 int block_write(const struct volume *v, const void *buf, uint64_t off, uint32_t len, int fua)

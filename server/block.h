@@ -96,4 +96,11 @@ int block_write_zeroes(const struct volume *v, uint64_t off, uint64_t len);
  */
 int block_try_now(struct volume *v, int write, void *buf, uint64_t off, uint32_t len);
 
+/*
+ * One read or write of LEN bytes at OFF on FD with RWF_NOWAIT, for the
+ * volume and file paths alike. Returns 1 when done whole, else 0; a store
+ * that refuses RWF_NOWAIT sets *REFUSED, and callers do not ask it again.
+ */
+int rw_nowait(int fd, int write, void *buf, uint64_t off, uint32_t len, int *refused);
+
 #endif /* ORFS_SERVER_BLOCK_H */

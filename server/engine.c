@@ -21,7 +21,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,19 +183,19 @@ static int run_block_job(struct job *j)
 }
 
 /*
- * Hand job J to a worker, or, when it can be done without waiting (a read
- * the page cache holds, a write the store takes at once), do it here and
- * queue it as done: a small request then needs no thread hop, which is most
- * of its time on the server. Its completion still runs from the
- * loop (eng_run_now()), never from inside the caller.
- */
-/*
  * Larger pieces go to the workers even when they would not wait: copying
  * them here would hold up every other connection, and workers copy several
  * at once.
  */
 #define TRY_NOW_MAX	(64u << 10)
 
+/*
+ * Hand job J to a worker, or, when it was done here without waiting (a read
+ * the page cache holds, a write the store takes at once), queue it as done:
+ * a small request then needs no thread hop, which is most of its time on
+ * the server. Its completion still runs from the loop (eng_run_now()),
+ * never from inside the caller.
+ */
 static void dispatch_job(struct srv *s, struct job *j, int try_now)
 {
 	if (try_now) {
@@ -362,20 +361,15 @@ static int run_file_io(struct job *j)
  * from the page cache (RWF_NOWAIT) or an export in memory. Sets the job's
  * result as a worker would; 0 leaves it to a worker.
  */
-static int file_try_now(const struct fsvc_export *fx, struct job *j)
+static int file_try_now(struct fsvc_export *fx, struct job *j)
 {
-	struct iovec iov = { .iov_base = j->buf, .iov_len = j->len };
-	ssize_t n;
-
 	if (fx->in_memory) {
 		j->result = run_file_io(j);
 		return 1;
 	}
-	n = j->kind == JOB_READ ? preadv2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT) :
-				  pwritev2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT);
-	if (n != (ssize_t)j->len)
+	if (!rw_nowait(j->fd, j->kind == JOB_WRITE, j->buf, j->off, j->len, &fx->no_nowait))
 		return 0;
-	j->result = (int)n;
+	j->result = (int)j->len;
 	return 1;
 }
 
@@ -750,7 +744,6 @@ static void jobs_done(struct job *j)
 		j = next;
 	}
 }
-
 
 void eng_run_now(struct srv *s)
 {

@@ -24,6 +24,7 @@ struct fsvc_export {
 	int		root_fd;	/* the export's directory, O_RDONLY */
 	dev_t		dev;		/* its file system */
 	int		in_memory;	/* that is tmpfs or ramfs: file I/O never waits */
+	int		no_nowait;	/* it refuses RWF_NOWAIT: do not ask again */
 	int		read_only;
 	int		squash;
 	uint8_t		key[16];	/* handle MAC key */
