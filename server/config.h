@@ -16,6 +16,7 @@
 
 #define CFG_MAX_EXPORTS	64
 #define CFG_MAX_ALLOW	64
+#define CFG_POLL_US	0	/* see 'poll' in orfs-server(8) */
 
 struct cfg_export {
 	char		name[KNET_NAME_MAX + 1];
@@ -38,6 +39,7 @@ struct config {
 	unsigned int		pool_mib;
 	unsigned int		chunk_kib;
 	unsigned int		threads;
+	unsigned int		poll_us;	/* busy-poll this long after activity */
 	struct cfg_export	ex[CFG_MAX_EXPORTS];
 	int			nex;
 	struct cfg_net		allow[CFG_MAX_ALLOW];

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "server/srv.h"
@@ -48,6 +49,7 @@ static void req_finish(struct req *r)
 	r->fbody = NULL;
 	r->active = 0;
 	c->active--;
+	c->s->active--;
 	conn_maybe_free(c);
 }
 
@@ -90,6 +92,55 @@ static size_t inject_fault(int fault, char *buf, size_t n)
 	return n + extra;
 }
 
+/*
+ * Make a file service reply body lie as FAULT says (a test aid): the
+ * framing stays right, the content is what no file system can hold.
+ */
+static void inject_fs_fault(int fault, struct req *r)
+{
+	uint8_t *b = r->fbody;
+	uint32_t v;
+
+	if (!b || r->f.status)
+		return;
+	switch (fault) {
+	case FAULT_FS_NAME:
+		/* The first entry's name, after the header and the entry. */
+		if (r->fr.op == ORFS_OP_READDIR && r->fbody_len > sizeof(struct orfs_readdir_rep) +
+		    sizeof(struct orfs_dirent))
+			b[sizeof(struct orfs_readdir_rep) + sizeof(struct orfs_dirent)] = '/';
+		break;
+	case FAULT_FS_COUNT:
+		if (r->fr.op == ORFS_OP_READ) {
+			v = htole32(le32toh(r->fr.u.io.length) + 4096);
+			memcpy(b + offsetof(struct orfs_io_rep, count), &v, sizeof(v));
+		}
+		break;
+	case FAULT_FS_ATTR: {
+		size_t at = r->fr.op == ORFS_OP_GETATTR ? 0 :
+			    r->fr.op == ORFS_OP_LOOKUP ? offsetof(struct orfs_entry_rep, attr) : 1;
+
+		if (at == 1)
+			break;
+		at += offsetof(struct orfs_attr, mode);
+		memcpy(&v, b + at, sizeof(v));
+		v = htole32(le32toh(v) | S_IFMT);
+		memcpy(b + at, &v, sizeof(v));
+		break;
+	}
+	case FAULT_FS_LOOP: {
+		/* A subdirectory that is the export's root, its own ancestor. */
+		struct orfs_entry_rep *e = (struct orfs_entry_rep *)b, root;
+		struct fsvc_req rq = { .op = ORFS_OP_GETROOT };
+
+		if (r->fr.op == ORFS_OP_LOOKUP && S_ISDIR(le32toh(e->attr.mode)) &&
+		    !fsvc_execute(&r->c->ex->fx, &rq, &root, sizeof(root), &v))
+			memcpy(e, &root, sizeof(root));
+		break;
+	}
+	}
+}
+
 /* Send R's reply, built from its state; parks R if no reply buffer is free. */
 static void reply(struct req *r)
 {
@@ -119,6 +170,8 @@ static void reply(struct req *r)
 	if (is_file(c)) {
 		const uint8_t *body = r->fbody;
 
+		if (c->s->fault >= FAULT_FS_NAME && c->st.requests > 2)
+			inject_fs_fault(c->s->fault, r);
 		blen = r->f.status || !body ? 0 : r->fbody_len;
 		ilen = 0;
 		/* An inline READ's data follows its reply body as inline data. */
@@ -140,7 +193,7 @@ static void reply(struct req *r)
 		req_finish(r);
 		return;
 	}
-	if (c->s->fault && c->st.requests > 2)
+	if (c->s->fault && c->s->fault < FAULT_FS_NAME && c->st.requests > 2)
 		n = inject_fault(c->s->fault, conn_tx_buf(c, t), n);
 	c->bytes_out += ilen;
 	/* The receive goes back before the reply that returns its credit. */
@@ -307,6 +360,27 @@ static int post_rdma(struct chunk *ch)
 }
 
 static void chunk_done(struct chunk *ch, int err);
+static void req_progress(struct req *r);
+
+/*
+ * A read's chunk whose RDMA WRITEs are posted is done as far as its
+ * request is concerned: the reply may go now, without waiting for the
+ * WRITEs to complete. A reliable connection delivers the reply after the
+ * data it follows, and a WRITE that fails breaks the connection, so the
+ * reply is then lost, never taken for a success. The chunk keeps its
+ * buffer until the WRITEs complete (eng_on_rdma_done()), but lets go of
+ * the request, whose slot the reply gives back to the client.
+ */
+static void chunk_pushed(struct chunk *ch)
+{
+	struct req *r = ch->r;
+
+	ch->r = NULL;
+	r->inflight--;
+	r->done += ch->len;
+	req_progress(r);
+	schedule(ch->c->s);
+}
 
 /* Post CH's RDMA, or park it until the send queue drains. */
 static void chunk_rdma(struct chunk *ch)
@@ -330,7 +404,10 @@ static void chunk_rdma(struct chunk *ch)
 		conn_close(c, "cannot post RDMA");
 		if (!ch->pending)
 			chunk_done(ch, EIO);
+		return;
 	}
+	if (ch->r->br.opcode == MXBD_OP_READ)
+		chunk_pushed(ch);
 }
 
 /* A file's piece: plain pread/pwrite; a read returns what it got. */
@@ -404,6 +481,7 @@ static void start_chunk(struct req *r)
 	uint32_t left = r->br.length - r->next;
 
 	ch->r = r;
+	ch->c = r->c;
 	ch->buf = buf;
 	ch->off = r->next;
 	ch->len = left < s->pool.chunk ? left : (uint32_t)s->pool.chunk;
@@ -539,6 +617,13 @@ static int run_fsvc_open(struct job *j)
 	return -fsvc_io_open(j->target, &r->fr, &r->fd);
 }
 
+/*
+ * A file service job, always on a worker: it takes the caller's
+ * credentials, and a thread that ever changed its credentials may no
+ * longer write to the verbs and rdma_cm devices (the kernel's
+ * ib_safe_file_access() wants the opener's credentials), which the
+ * progress thread must.
+ */
 static void file_job(struct req *r, int tag, job_fn fn)
 {
 	r->inflight++;
@@ -615,6 +700,7 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 	r->fd = -1;
 	r->active = 1;
 	c->active++;
+	c->s->active++;
 
 	switch (dispatch_frame(msg, len, &r->f, &c->st)) {
 	case DISPATCH_DROP:
@@ -675,13 +761,15 @@ static void retry_rdma_waiters(struct conn *c)
 			chunk_done(ch, EIO);
 			return;
 		}
+		if (ch->r->br.opcode == MXBD_OP_READ)
+			chunk_pushed(ch);
 	}
 }
 
 void eng_on_rdma_done(struct chunk *ch, int err)
 {
 	struct req *r = ch->r;
-	struct conn *c = r->c;
+	struct conn *c = ch->c;
 
 	c->sq_free++;
 	retry_rdma_waiters(c);
@@ -689,6 +777,13 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 		ch->err = err;
 	if (--ch->pending)
 		return;
+	if (!r) {
+		/* A read's pushed data (see chunk_pushed()): only the buffer is left. */
+		pool_put(&c->s->pool, ch->buf);
+		ch->buf = NULL;
+		schedule(c->s);
+		return;
+	}
 	if (ch->err || c->closing || r->br.opcode == MXBD_OP_READ) {
 		chunk_done(ch, ch->err ? ch->err : (c->closing ? ECONNRESET : 0));
 	} else {

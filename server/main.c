@@ -449,7 +449,7 @@ static void handle_eq(struct srv *s)
 static void on_completion(struct op *op, size_t len, int err)
 {
 	struct chunk *ch = op->kind == OP_RDMA ? op->owner : NULL;
-	struct conn *c = ch ? ch->r->c : op->owner;
+	struct conn *c = ch ? ch->c : op->owner;
 
 	conn_get(c);
 	c->pending--;
@@ -476,34 +476,77 @@ static void on_completion(struct op *op, size_t len, int err)
 	conn_put(c);
 }
 
-static void handle_cq(struct srv *s)
+/* Handle what the completion queue holds; returns how many completions. */
+static int handle_cq(struct srv *s)
 {
 	struct fi_cq_data_entry ent[16];
 	ssize_t n, k;
+	int seen = 0;
 
 	for (;;) {
 		n = fi_cq_read(s->cq, ent, 16);
 		if (n == -FI_EAGAIN)
-			return;
+			return seen;
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err;
 
 			memset(&err, 0, sizeof(err));
 			if (fi_cq_readerr(s->cq, &err, 0) < 0)
-				return;
+				return seen;
 			if (s->verbose && err.err != FI_ECANCELED)
 				srv_log("operation failed: %s", fi_strerror(err.err));
 			on_completion(err.op_context, 0, err.err ? err.err : EIO);
+			seen++;
 			continue;
 		}
 		if (n < 0) {
 			fab_err("fi_cq_read", (int)n);
 			s->stop = 1;
-			return;
+			return seen;
 		}
 		for (k = 0; k < n; k++)
 			on_completion(ent[k].op_context, ent[k].len, 0);
+		seen += (int)n;
 	}
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
+}
+
+/*
+ * Poll the completion queue and the workers' done list for up to the
+ * configured time after the last work, instead of sleeping: a wake-up
+ * from epoll costs more than a request's own work on small I/O. Only
+ * while at most one request is in service: that is when a client waits
+ * on every step of the server; with more, completions come in batches
+ * and sleeping costs little, while a spinning thread would take a CPU
+ * from the workers. Returns 1 if work was found (and done), 0 to sleep.
+ */
+static int srv_poll(struct srv *s)
+{
+	uint64_t t = now_us(), end = s->last_busy + s->cfg.poll_us;
+
+	while (t < end && !s->stop && s->active <= 1) {
+		int got = handle_cq(s);
+
+		if (workers_have_done(&s->w)) {
+			eng_on_jobs(s);
+			got = 1;
+		}
+		if (got) {
+			eng_run_now(s);
+			s->last_busy = now_us();
+			s->poll_hits++;
+			return 1;
+		}
+		t = now_us();
+	}
+	return 0;
 }
 
 static int epoll_add(int epfd, int fd)
@@ -730,8 +773,11 @@ static void srv_loop(struct srv *s)
 	int n, i;
 
 	while (!s->stop) {
+		int polled = 0;
+
 		handle_eq(s);
-		handle_cq(s);
+		if (handle_cq(s) && s->cfg.poll_us)
+			s->last_busy = now_us();
 		if (s->now) {
 			/* Finishing them may complete or start more: look again first. */
 			eng_run_now(s);
@@ -752,9 +798,14 @@ static void srv_loop(struct srv *s)
 				break;
 			}
 		}
-		if (fi_trywait(s->fabric, fids, 2) != FI_SUCCESS)
+		if (s->cfg.poll_us && !s->stopping)
+			polled = srv_poll(s);
+		/* Now and then after a successful poll, a look at signals. */
+		if (polled && s->poll_hits % 32)
 			continue;
-		n = epoll_wait(s->epfd, ev, 8, s->stopping ? 100 : -1);
+		if (!polled && fi_trywait(s->fabric, fids, 2) != FI_SUCCESS)
+			continue;
+		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : s->stopping ? 100 : -1);
 		if (n < 0 && errno != EINTR) {
 			perror("orfs-server: epoll_wait");
 			return;
@@ -762,6 +813,8 @@ static void srv_loop(struct srv *s)
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.fd == s->w.efd) {
 				eng_on_jobs(s);
+				if (s->cfg.poll_us)
+					s->last_busy = now_us();
 			} else if (ev[i].data.fd == s->sigfd) {
 				struct signalfd_siginfo si;
 
@@ -788,8 +841,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: orfs-server [-c FILE] [-a ADDRESS] [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
-		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-s DIR]\n"
-		"                   [-P PROVIDER] [-v]\n"
+		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-B USEC]\n"
+		"                   [-s DIR] [-P PROVIDER] [-v]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on\n"
 		"  -p  port (default %d)\n"
@@ -800,16 +853,18 @@ static void usage(FILE *f)
 		"  -m  data buffer pool in MiB (default 64): the bound on data in flight\n"
 		"  -C  buffer chunk in KiB (default 256)\n"
 		"  -t  I/O worker threads (default 4)\n"
+		"  -B  busy-poll for completions this many microseconds after the last work\n"
+		"      before sleeping (default %d; 0 never polls)\n"
 		"  -s  state directory, for the file handle key (default /var/lib/orfs-server)\n"
 		"  -P  libfabric provider (default verbs)\n"
-		"  -v  log failed operations too\n", KNET_DEFAULT_PORT);
+		"  -v  log failed operations too\n", KNET_DEFAULT_PORT, CFG_POLL_US);
 }
 
 int main(int argc, char **argv)
 {
 	static struct srv s;
 	char err[512], line[96];
-	const char *opts = "c:a:p:e:b:A:m:C:t:s:P:vh";
+	const char *opts = "c:a:p:e:b:A:m:C:t:B:s:P:vh";
 	int opt, i;
 
 	s.prov = "verbs";
@@ -849,8 +904,10 @@ int main(int argc, char **argv)
 		case 'm':
 		case 'C':
 		case 't':
+		case 'B':
 			snprintf(line, sizeof(line), "%s %s",
-				 opt == 'm' ? "pool" : opt == 'C' ? "chunk" : "threads", optarg);
+				 opt == 'm' ? "pool" : opt == 'C' ? "chunk" :
+				 opt == 't' ? "threads" : "poll", optarg);
 			if (config_parse_line(&s.cfg, line, err, sizeof(err)))
 				goto fail_msg;
 			break;
@@ -904,9 +961,20 @@ int main(int argc, char **argv)
 	if (getenv("ORFS_SERVER_FAULT")) {
 		const char *f = getenv("ORFS_SERVER_FAULT");
 
-		s.fault = !strcmp(f, "tag") ? FAULT_TAG : !strcmp(f, "inline") ? FAULT_INLINE :
-			  !strcmp(f, "body") ? FAULT_BODY : !strcmp(f, "opcode") ? FAULT_OPCODE :
-			  FAULT_NONE;
+		static const char *const names[] = {
+			[FAULT_TAG] = "tag", [FAULT_INLINE] = "inline", [FAULT_BODY] = "body",
+			[FAULT_OPCODE] = "opcode", [FAULT_FS_NAME] = "fs-name",
+			[FAULT_FS_COUNT] = "fs-count", [FAULT_FS_ATTR] = "fs-attr",
+			[FAULT_FS_LOOP] = "fs-loop",
+		};
+
+		for (i = FAULT_TAG; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+			if (!strcmp(f, names[i]))
+				s.fault = i;
+		if (!s.fault) {
+			fprintf(stderr, "orfs-server: ORFS_SERVER_FAULT=%s: no such fault\n", f);
+			return 2;
+		}
 		srv_log("ORFS_SERVER_FAULT=%s: replies will lie (a test aid)", f);
 	}
 	replay_init(&s.replay);
@@ -932,15 +1000,16 @@ int main(int argc, char **argv)
 		srv_close(&s);
 		return 1;
 	}
-	srv_log("listening on %s port %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers",
+	srv_log("listening on %s port %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, poll %u us",
 		s.cfg.listen, s.cfg.port, s.info->domain_attr->name, s.cfg.nex,
-		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads);
+		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads,
+		s.cfg.poll_us);
 	if (!s.cfg.nallow)
 		srv_log("no allow list: any client that reaches %s may connect", s.cfg.listen);
 	srv_loop(&s);
 	srv_close(&s);
-	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker)",
-		(unsigned long long)s.buffer_waits, s.jobs_now);
+	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker, %lu polls found work)",
+		(unsigned long long)s.buffer_waits, s.jobs_now, s.poll_hits);
 	return 0;
 
 fail_msg:

@@ -53,7 +53,8 @@ struct op {
 
 /* A pool buffer moving one piece of a request's data. */
 struct chunk {
-	struct req		*r;
+	struct req		*r;		/* NULL once a read's data is posted */
+	struct conn		*c;
 	char			*buf;
 	uint32_t		off;		/* within the request */
 	uint32_t		len;
@@ -159,6 +160,9 @@ struct srv {
 	unsigned long		jobs_now;	/* how many were */
 	int			epfd, sigfd, eqfd, cqfd;
 	int			stopping;
+	uint64_t		last_busy;	/* us, CLOCK_MONOTONIC: for polling */
+	int			active;		/* requests being served, all connections */
+	unsigned long		poll_hits;	/* polls that found work */
 	unsigned long		left;		/* requests that came after the signal, not started */
 	int			stop;
 	struct conn		*conns;
@@ -181,6 +185,11 @@ enum srv_fault {
 	FAULT_INLINE,		/* "inline": inline data nobody asked for */
 	FAULT_BODY,		/* "body": a body larger than any request allows */
 	FAULT_OPCODE,		/* "opcode": the reply of another operation */
+	/* File service bodies, well framed but impossible: */
+	FAULT_FS_NAME,		/* "fs-name": a directory entry named with a '/' */
+	FAULT_FS_COUNT,		/* "fs-count": a READ that returns more than asked */
+	FAULT_FS_ATTR,		/* "fs-attr": attributes of no known file type */
+	FAULT_FS_LOOP,		/* "fs-loop": a directory found inside itself */
 };
 
 /* main.c */

@@ -8,6 +8,7 @@
 #define ORFS_SERVER_WORKERS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct job;
@@ -35,6 +36,7 @@ struct workers {
 	pthread_cond_t		cond;
 	struct job		*todo, **todo_tail;
 	struct job		*done;
+	atomic_int		ndone;		/* a hint for a polling reaper */
 	int			efd;		/* readable when done is not empty */
 	int			stop;
 	int			nthreads;
@@ -46,5 +48,11 @@ void workers_stop(struct workers *w);
 void workers_submit(struct workers *w, struct job *j);
 /* Take every finished job (in no particular order); clears the eventfd. */
 struct job *workers_reap(struct workers *w);
+
+/* Are there finished jobs to reap? A hint, without the lock or a system call. */
+static inline int workers_have_done(struct workers *w)
+{
+	return atomic_load_explicit(&w->ndone, memory_order_relaxed) != 0;
+}
 
 #endif /* ORFS_SERVER_WORKERS_H */

@@ -5,7 +5,9 @@
 # reads, through a pool small enough that requests must queue for buffers,
 # with segment lists that straddle the server's chunks, and inline for
 # small blocks; every byte read back is compared, and the backing file is
-# checked independently. A read-only volume refuses writes.
+# checked independently. A read-only volume refuses writes. The server
+# busy-polls (-B), so both ways of waiting for completions are covered by
+# the guest tests (the others sleep in epoll).
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }
@@ -18,7 +20,8 @@ mount -t tmpfs -o size=2m tmpfs /tmp/small
 on_exit "umount /tmp/small"
 truncate -s 64M /tmp/small/full0
 # 1 MiB of pool in 256 KiB chunks: 4 buffers for everything.
-start_server -b vol0=/tmp/vol0 -b ro0=/tmp/ro0,ro -b full0=/tmp/small/full0 -m 1 -C 256 -t 2
+start_server -b vol0=/tmp/vol0 -b ro0=/tmp/ro0,ro -b full0=/tmp/small/full0 -m 1 -C 256 -t 2 -B 500
+expect_grep 'poll 500 us$' "$ORFS_SERVER_LOG"
 
 step "INFO gives the volume's geometry"
 load -n vol0 -w info | tee /tmp/info.out
@@ -73,8 +76,8 @@ cat /tmp/full.out
 expect_eq "exit code" "$rc" 1
 expect_grep 'No space left on device' /tmp/full.out
 
-step "the server waited for buffers, did small I/O of its tmpfs volumes without a worker, and ends cleanly"
+step "the server waited for buffers, did small I/O of its tmpfs volumes without a worker, found work by polling, and ends cleanly"
 stop_server
 cat "$ORFS_SERVER_LOG" | tail -n 5
-expect_grep 'stopped \([1-9][0-9]* waits for a buffer, [1-9][0-9]* jobs done without a worker\)' "$ORFS_SERVER_LOG"
+expect_grep 'stopped \([1-9][0-9]* waits for a buffer, [1-9][0-9]* jobs done without a worker, [1-9][0-9]* polls found work\)' "$ORFS_SERVER_LOG"
 echo ok

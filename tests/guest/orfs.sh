@@ -5,7 +5,8 @@
 # and as a user), close-to-open consistency with changes made on the
 # server, fio with verification through the page cache and O_DIRECT, a
 # server restarted during a verified run on a hard mount, a soft mount
-# that gives EIO, umount -f with a dead server, and a lying server.
+# that gives EIO, umount -f with a dead server, and a lying server (bad
+# framing, and well-framed replies no file system could give).
 # timeout: 420
 . "$(dirname "$0")/lib.sh"
 ft="$ORFS_BIN/orfs-fstest"
@@ -195,4 +196,54 @@ for fault in tag inline body; do
 	stop_server
 done
 dmesg | grep -E 'knet: (reply for no request|malformed reply|reply larger)' | tail -n 3
+
+step "file service lies, well framed: each call fails with its error, the rest of the mount works"
+mkdir -p $exp/lie/sub
+head -c 3000 /dev/urandom > $exp/lie/small
+head -c 65536 /dev/urandom > $exp/lie/big
+echo truth > $exp/plain
+# lie FAULT EXPECTED-MESSAGE COMMAND...: COMMAND fails with that message
+lie() {
+	local rc
+	set +e
+	"${@:3}" > /tmp/out 2>&1; rc=$?
+	set -e
+	cat /tmp/out
+	[ "$rc" -ne 0 ] || fail "a lie was taken ($1: ${*:3})"
+	expect_grep "$2" /tmp/out
+}
+for fault in fs-name fs-count fs-attr fs-loop; do
+	ORFS_SERVER_FAULT=$fault start_server -s $state -e data=$exp
+	mnt -o soft,timeo=10,retrans=1
+	case $fault in
+	fs-name)
+		lie $fault 'Input/output error' ls /tmp/mnt/lie
+		dmesg | tail -n 20 | grep -q 'malformed directory listing' ||
+			fail "no word of the bad listing in the log"
+		;;
+	fs-count)
+		lie $fault 'Input/output error' cat /tmp/mnt/lie/small
+		lie $fault 'Input/output error' dd if=/tmp/mnt/lie/big of=/dev/null bs=64k iflag=direct
+		dmesg | tail -n 20 | grep -q 'answer to an I/O did not add up' ||
+			fail "no word of the bad count in the log"
+		;;
+	fs-attr)
+		lie $fault 'Input/output error' stat /tmp/mnt/lie/small
+		;;
+	fs-loop)
+		lie $fault 'Too many levels of symbolic links' stat /tmp/mnt/lie/sub
+		;;
+	esac
+	# What the lie does not touch still works.
+	if [ $fault != fs-name ]; then
+		ls /tmp/mnt > /tmp/out
+		expect_grep '^plain$' /tmp/out
+	fi
+	if [ $fault != fs-count ] && [ $fault != fs-attr ]; then
+		expect_eq "$fault: a file the lie does not touch" "$(cat /tmp/mnt/plain)" truth
+	fi
+	umnt
+	stop_server
+done
+rm -r $exp/lie $exp/plain
 echo ok
