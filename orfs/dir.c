@@ -52,6 +52,7 @@ static struct dentry *orfs_lookup(struct inode *dir, struct dentry *dentry, unsi
 {
 	struct orfs_entry_rep *rep;
 	struct inode *inode = NULL;
+	struct dentry *res;
 	int ret;
 
 	if (dentry->d_name.len > ORFS_NAME_MAX)
@@ -62,15 +63,23 @@ static struct dentry *orfs_lookup(struct inode *dir, struct dentry *dentry, unsi
 	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
 	if (!rep)
 		return ERR_PTR(-ENOMEM);
-	/* A negative answer stays true while the directory does not change. */
+	/*
+	 * A negative answer stays true while the directory does not change;
+	 * a positive one for the inode's attribute timeout from now.
+	 */
 	dentry->d_time = (unsigned long)ORFS_I(dir)->change;
 	ret = orfs_lookup_rpc(dir, &dentry->d_name, rep);
-	if (!ret)
+	if (!ret) {
 		inode = orfs_iget(dir->i_sb, &rep->fh, &rep->attr);
-	else if (ret != -ENOENT)
+		dentry->d_time = jiffies;
+	} else if (ret != -ENOENT) {
 		inode = ERR_PTR(ret);
+	}
 	kfree(rep);
-	return d_splice_alias(inode, dentry);
+	res = d_splice_alias(inode, dentry);
+	if (!IS_ERR_OR_NULL(res))
+		res->d_time = jiffies;	/* a directory's alias, moved here */
+	return res;
 }
 
 static int orfs_d_revalidate(struct dentry *dentry, unsigned int flags)
@@ -94,9 +103,14 @@ static int orfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 			dentry->d_time == (unsigned long)ORFS_I(dir)->change;
 		goto out;
 	}
+	/*
+	 * The name was checked (d_time) within the inode's attribute timeout.
+	 * Not the attributes' own age: our changes to a directory expire its
+	 * attributes, not its name in its parent.
+	 */
 	ci = ORFS_I(inode);
 	if (!ORFS_SB(inode->i_sb)->opts.noac &&
-	    time_before(jiffies, ci->attr_time + ci->attr_timeo)) {
+	    time_before(jiffies, dentry->d_time + ci->attr_timeo)) {
 		valid = 1;
 		goto out;
 	}
@@ -107,6 +121,7 @@ static int orfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	if (!ret && !memcmp(&rep->fh, &ci->fh, sizeof(rep->fh)) &&
 	    !((le32_to_cpu(rep->attr.mode) ^ inode->i_mode) & S_IFMT)) {
 		orfs_refresh(inode, &rep->attr);
+		dentry->d_time = jiffies;
 		valid = 1;
 	} else if (ret && ret != -ENOENT && ret != -ESTALE) {
 		valid = ret;	/* cannot tell now: say so rather than drop it */
@@ -163,6 +178,7 @@ static int orfs_new_entry(struct inode *dir, struct dentry *dentry, u16 op, umod
 		goto out;
 	}
 	/* An O_EXCL create skipped the lookup: the dentry is not hashed yet. */
+	dentry->d_time = jiffies;
 	if (d_unhashed(dentry))
 		d_add(dentry, inode);
 	else
@@ -230,6 +246,7 @@ static int orfs_link(struct dentry *old, struct inode *dir, struct dentry *dentr
 		return ret;
 	orfs_refresh(inode, &attr);
 	ihold(inode);
+	dentry->d_time = jiffies;
 	d_instantiate(dentry, inode);
 	return 0;
 }
