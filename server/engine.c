@@ -116,18 +116,16 @@ static void inject_fs_fault(int fault, struct req *r)
 			memcpy(b + offsetof(struct orfs_io_rep, count), &v, sizeof(v));
 		}
 		break;
-	case FAULT_FS_ATTR: {
-		size_t at = r->fr.op == ORFS_OP_GETATTR ? 0 :
-			    r->fr.op == ORFS_OP_LOOKUP ? offsetof(struct orfs_entry_rep, attr) : 1;
-
-		if (at == 1)
+	case FAULT_FS_ATTR:
+		/* GETATTR's body is the attributes; LOOKUP's has them after the handle. */
+		if (r->fr.op == ORFS_OP_LOOKUP)
+			b += offsetof(struct orfs_entry_rep, attr);
+		else if (r->fr.op != ORFS_OP_GETATTR)
 			break;
-		at += offsetof(struct orfs_attr, mode);
-		memcpy(&v, b + at, sizeof(v));
+		memcpy(&v, b + offsetof(struct orfs_attr, mode), sizeof(v));
 		v = htole32(le32toh(v) | S_IFMT);
-		memcpy(b + at, &v, sizeof(v));
+		memcpy(b + offsetof(struct orfs_attr, mode), &v, sizeof(v));
 		break;
-	}
 	case FAULT_FS_LOOP: {
 		/* A subdirectory that is the export's root, its own ancestor. */
 		struct orfs_entry_rep *e = (struct orfs_entry_rep *)b, root;
@@ -363,7 +361,7 @@ static void chunk_done(struct chunk *ch, int err);
 static void req_progress(struct req *r);
 
 /*
- * A read's chunk whose RDMA WRITEs are posted is done as far as its
+ * CH's RDMA is posted. A read's chunk is then done as far as its
  * request is concerned: the reply may go now, without waiting for the
  * WRITEs to complete. A reliable connection delivers the reply after the
  * data it follows, and a WRITE that fails breaks the connection, so the
@@ -371,10 +369,12 @@ static void req_progress(struct req *r);
  * buffer until the WRITEs complete (eng_on_rdma_done()), but lets go of
  * the request, whose slot the reply gives back to the client.
  */
-static void chunk_pushed(struct chunk *ch)
+static void chunk_posted(struct chunk *ch)
 {
 	struct req *r = ch->r;
 
+	if (r->br.opcode != MXBD_OP_READ)
+		return;	/* a write's chunk goes on to the store when its READs complete */
 	ch->r = NULL;
 	r->inflight--;
 	r->done += ch->len;
@@ -406,8 +406,7 @@ static void chunk_rdma(struct chunk *ch)
 			chunk_done(ch, EIO);
 		return;
 	}
-	if (ch->r->br.opcode == MXBD_OP_READ)
-		chunk_pushed(ch);
+	chunk_posted(ch);
 }
 
 /* A file's piece: plain pread/pwrite; a read returns what it got. */
@@ -761,8 +760,7 @@ static void retry_rdma_waiters(struct conn *c)
 			chunk_done(ch, EIO);
 			return;
 		}
-		if (ch->r->br.opcode == MXBD_OP_READ)
-			chunk_pushed(ch);
+		chunk_posted(ch);
 	}
 }
 
@@ -778,7 +776,7 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 	if (--ch->pending)
 		return;
 	if (!r) {
-		/* A read's pushed data (see chunk_pushed()): only the buffer is left. */
+		/* A read's posted data (see chunk_posted()): only the buffer is left. */
 		pool_put(&c->s->pool, ch->buf);
 		ch->buf = NULL;
 		schedule(c->s);

@@ -538,8 +538,8 @@ static int srv_poll(struct srv *s)
 			eng_on_jobs(s);
 			got = 1;
 		}
+		/* Jobs done without a worker are finished at the top of the loop. */
 		if (got) {
-			eng_run_now(s);
 			s->last_busy = now_us();
 			s->poll_hits++;
 			return 1;
@@ -675,16 +675,6 @@ static void srv_close(struct srv *s)
 			export_release(&s->ex[i]);
 }
 
-static int active_requests(const struct srv *s)
-{
-	const struct conn *c;
-	int n = 0;
-
-	for (c = s->conns; c; c = c->next)
-		n += c->active;
-	return n;
-}
-
 static int same_export(const struct cfg_export *a, const struct cfg_export *b)
 {
 	return !strcmp(a->path, b->path) && a->read_only == b->read_only &&
@@ -784,10 +774,10 @@ static void srv_loop(struct srv *s)
 			continue;
 		}
 		if (s->stopping) {
-			if (!active_requests(s) || time(NULL) >= deadline) {
-				if (active_requests(s))
+			if (!s->active || time(NULL) >= deadline) {
+				if (s->active)
 					srv_log("giving up on %d requests after %d s",
-						active_requests(s), DRAIN_SECONDS);
+						s->active, DRAIN_SECONDS);
 				if (s->left)
 					srv_log("%lu requests that came after the signal were not started",
 						s->left);
@@ -831,7 +821,7 @@ static void srv_loop(struct srv *s)
 				s->stopping = 1;
 				deadline = time(NULL) + DRAIN_SECONDS;
 				srv_log("signal %u: draining %d requests on %d connections",
-					si.ssi_signo, active_requests(s), s->nconns);
+					si.ssi_signo, s->active, s->nconns);
 			}
 		}
 	}

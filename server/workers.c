@@ -32,7 +32,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&w->lock);
 		j->next = w->done;
 		w->done = j;
-		atomic_store_explicit(&w->ndone, 1, memory_order_relaxed);
+		atomic_store_explicit(&w->have_done, 1, memory_order_relaxed);
 		if (write(w->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 			perror("orfs-server: eventfd write");
 	}
@@ -45,7 +45,7 @@ int workers_start(struct workers *w, int nthreads)
 	int i, ret;
 
 	memset(w, 0, sizeof(*w));
-	atomic_init(&w->ndone, 0);
+	atomic_init(&w->have_done, 0);
 	w->todo_tail = &w->todo;
 	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->efd < 0) {
@@ -106,7 +106,7 @@ struct job *workers_reap(struct workers *w)
 	pthread_mutex_lock(&w->lock);
 	list = w->done;
 	w->done = NULL;
-	atomic_store_explicit(&w->ndone, 0, memory_order_relaxed);
+	atomic_store_explicit(&w->have_done, 0, memory_order_relaxed);
 	if (read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		perror("orfs-server: eventfd read");
 	pthread_mutex_unlock(&w->lock);

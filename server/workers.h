@@ -36,7 +36,7 @@ struct workers {
 	pthread_cond_t		cond;
 	struct job		*todo, **todo_tail;
 	struct job		*done;
-	atomic_int		ndone;		/* a hint for a polling reaper */
+	atomic_int		have_done;	/* done is not empty: a hint for a polling reaper */
 	int			efd;		/* readable when done is not empty */
 	int			stop;
 	int			nthreads;
@@ -52,7 +52,7 @@ struct job *workers_reap(struct workers *w);
 /* Are there finished jobs to reap? A hint, without the lock or a system call. */
 static inline int workers_have_done(struct workers *w)
 {
-	return atomic_load_explicit(&w->ndone, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&w->have_done, memory_order_relaxed);
 }
 
 #endif /* ORFS_SERVER_WORKERS_H */
