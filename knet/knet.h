@@ -257,6 +257,21 @@ void knet_session_exit(void);
 
 /* knet_main.c: where endpoints publish their counters, and device caches */
 struct dentry *knet_debugfs_endpoints(void);
+
+/*
+ * Objects knet holds, counted for debugfs knet/objects: all must be zero
+ * once the modules using knet are gone (tests check; unload warns).
+ */
+enum knet_obj {
+	KNET_OBJ_EP,		/* endpoints */
+	KNET_OBJ_GROUP,		/* completion groups */
+	KNET_OBJ_MR,		/* fast-registration MRs */
+	KNET_OBJ_PIN,		/* regcache entries held by requests */
+	KNET_OBJ_MAP,		/* scatterlists DMA-mapped for requests */
+	KNET_OBJ_NR
+};
+
+void knet_obj_add(enum knet_obj o, int n);
 struct ib_device;
 struct regcache *knet_device_regcache(struct ib_device *dev);
 int knet_submit(struct knet_ep *ep, struct knet_request *rq);

@@ -149,8 +149,10 @@ static bool knet_slot_over(struct knet_slot *s)
 /* Give back the regcache entries of a request's user memory. */
 static void knet_unpin(struct knet_request *rq)
 {
-	while (rq->npin)
+	while (rq->npin) {
 		regcache_put(rq->pin[--rq->npin]);
+		knet_obj_add(KNET_OBJ_PIN, -1);
+	}
 }
 
 /* The request of S is over: give back its memory and tell its owner. */
@@ -162,8 +164,10 @@ static void knet_slot_finish(struct knet_slot *s)
 	unsigned int i;
 	u64 us;
 
-	if (s->sg_nents)
+	if (s->sg_nents) {
 		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
+		knet_obj_add(KNET_OBJ_MAP, -1);
+	}
 	s->sg_nents = 0;
 	if (s->dma_dir == DMA_FROM_DEVICE)
 		for (i = 0; i < s->usg; i++)
@@ -759,8 +763,10 @@ static void knet_free_buffers(struct knet_ep *ep)
 	for (i = 0; i < KNET_SLOTS; i++) {
 		struct knet_slot *s = &ep->slot[i];
 
-		if (s->mr)
+		if (s->mr) {
 			ib_dereg_mr(s->mr);
+			knet_obj_add(KNET_OBJ_MR, -1);
+		}
 		if (s->msg_dma)
 			ib_dma_unmap_single(ep->dev, s->msg_dma, KNET_MSG_SIZE, DMA_TO_DEVICE);
 		kfree(s->msg);
@@ -816,6 +822,7 @@ static int knet_alloc_buffers(struct knet_ep *ep)
 			s->mr = NULL;
 			return ret;
 		}
+		knet_obj_add(KNET_OBJ_MR, 1);
 	}
 	return 0;
 }
@@ -886,6 +893,7 @@ static void knet_teardown(struct knet_ep *ep, bool was_connected)
 		ib_dealloc_pd(ep->pd);
 	rdma_destroy_id(ep->cm_id);
 	kfree(ep);
+	knet_obj_add(KNET_OBJ_EP, -1);
 }
 
 /**
@@ -913,6 +921,7 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	if (!ep)
 		return ERR_PTR(-ENOMEM);
+	knet_obj_add(KNET_OBJ_EP, 1);
 	spin_lock_init(&ep->lock);
 	init_waitqueue_head(&ep->wait);
 	INIT_LIST_HEAD(&ep->done_list);
@@ -930,6 +939,7 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	if (IS_ERR(ep->cm_id)) {
 		ret = PTR_ERR(ep->cm_id);
 		kfree(ep);
+		knet_obj_add(KNET_OBJ_EP, -1);
 		return ERR_PTR(ret);
 	}
 
@@ -1030,6 +1040,7 @@ struct knet_mq *knet_mq_connect(const struct knet_ep_params *p, unsigned int nr,
 	mq = kzalloc(struct_size(mq, q, nr), GFP_KERNEL);
 	if (!mq)
 		return ERR_PTR(-ENOMEM);
+	knet_obj_add(KNET_OBJ_GROUP, 1);
 	for (i = 0; i < nr; i++) {
 		qp.comp_vector = i;
 		mq->q[i] = knet_ep_connect(&qp, reason);
@@ -1038,6 +1049,7 @@ struct knet_mq *knet_mq_connect(const struct knet_ep_params *p, unsigned int nr,
 			while (i--)
 				knet_ep_destroy(mq->q[i]);
 			kfree(mq);
+			knet_obj_add(KNET_OBJ_GROUP, -1);
 			return ERR_PTR(ret);
 		}
 		mq->nr = i + 1;
@@ -1059,6 +1071,7 @@ void knet_mq_destroy(struct knet_mq *mq)
 	for (i = 0; i < mq->nr; i++)
 		knet_ep_destroy(mq->q[i]);
 	kfree(mq);
+	knet_obj_add(KNET_OBJ_GROUP, -1);
 }
 EXPORT_SYMBOL_GPL(knet_mq_destroy);
 
@@ -1225,6 +1238,7 @@ static int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, struct knet_req
 		s->sg_nents = ib_dma_map_sg(ep->dev, s->sg, b.n, s->dma_dir);
 		if (!s->sg_nents)
 			return -EIO;
+		knet_obj_add(KNET_OBJ_MAP, 1);
 		n = ib_map_mr_sg(s->mr, s->sg, s->sg_nents, NULL, PAGE_SIZE);
 		if (n != s->sg_nents)
 			/* A gap inside a page between entries: not one registration. */
@@ -1262,6 +1276,7 @@ static int knet_pin_piece(const struct knet_mem *m, unsigned int i, size_t off, 
 	if (IS_ERR(e))
 		return PTR_ERR(e);
 	p->rq->pin[p->rq->npin++] = e;
+	knet_obj_add(KNET_OBJ_PIN, 1);
 	return 0;
 }
 
@@ -1382,8 +1397,10 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	return 0;
 
 unmap:
-	if (s->sg_nents)
+	if (s->sg_nents) {
 		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
+		knet_obj_add(KNET_OBJ_MAP, -1);
+	}
 	s->sg_nents = 0;
 	s->usg = 0;
 release:

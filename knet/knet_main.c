@@ -10,6 +10,7 @@
  */
 #define pr_fmt(fmt) "knet: " fmt
 
+#include <linux/atomic.h>
 #include <linux/debugfs.h>
 #include <linux/list.h>
 #include <linux/module.h>
@@ -51,6 +52,48 @@ struct dentry *knet_debugfs_endpoints(void)
 }
 
 static struct ib_client knet_ib_client;
+
+static atomic_t knet_objs[KNET_OBJ_NR];
+static const char * const knet_obj_names[KNET_OBJ_NR] = {
+	[KNET_OBJ_EP]		= "endpoints",
+	[KNET_OBJ_GROUP]	= "groups",
+	[KNET_OBJ_MR]		= "mrs",
+	[KNET_OBJ_PIN]		= "user_pins",
+	[KNET_OBJ_MAP]		= "dma_maps",
+};
+
+/* Count @n more (or, negative, fewer) objects of kind @o. */
+void knet_obj_add(enum knet_obj o, int n)
+{
+	atomic_add(n, &knet_objs[o]);
+}
+
+static int knet_objects_show(struct seq_file *m, void *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < KNET_OBJ_NR; i++)
+		seq_printf(m, "%s %d\n", knet_obj_names[i], atomic_read(&knet_objs[i]));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(knet_objects);
+
+/* At unload every object must be gone: anything left is a leak. */
+static void knet_check_objects(void)
+{
+	bool leaked = false;
+	unsigned int i;
+
+	for (i = 0; i < KNET_OBJ_NR; i++) {
+		int n = atomic_read(&knet_objs[i]);
+
+		if (n) {
+			pr_err("%d %s left at unload\n", n, knet_obj_names[i]);
+			leaked = true;
+		}
+	}
+	WARN(leaked, "knet: objects leaked\n");
+}
 
 /**
  * knet_device_regcache() - the registration cache of an RDMA device
@@ -223,6 +266,7 @@ static int __init knet_init(void)
 	debugfs_create_file("devices", 0444, knet_debugfs, NULL,
 			    &knet_devices_fops);
 	debugfs_create_file("ulps", 0444, knet_debugfs, NULL, &knet_ulps_fops);
+	debugfs_create_file("objects", 0444, knet_debugfs, NULL, &knet_objects_fops);
 	knet_debugfs_eps = debugfs_create_dir("endpoints", knet_debugfs);
 
 	ret = ib_register_client(&knet_ib_client);
@@ -244,6 +288,7 @@ static void __exit knet_exit(void)
 	/* Calls knet_remove_one() for every device still present. */
 	ib_unregister_client(&knet_ib_client);
 	WARN_ON(!list_empty(&knet_devices) || !list_empty(&knet_ulps));
+	knet_check_objects();
 	debugfs_remove_recursive(knet_debugfs);
 	knet_session_exit();
 	pr_info("unloaded\n");

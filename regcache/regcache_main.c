@@ -537,7 +537,16 @@ void regcache_destroy(struct regcache *rc)
 		spin_lock_irqsave(&rc->lock, flags);
 	}
 	spin_unlock_irqrestore(&rc->lock, flags);
-	wait_event(rc->freed, !atomic64_read(&rc->live));
+	/*
+	 * The endpoints on the device are gone, so nothing should hold an
+	 * entry. One still held after a while is a leak: warn and leave the
+	 * cache allocated rather than hang or free what it points to.
+	 */
+	if (!wait_event_timeout(rc->freed, !atomic64_read(&rc->live), 30 * HZ)) {
+		WARN(1, "regcache: %s: %lld entries still held at teardown\n", rc->name,
+		     atomic64_read(&rc->live));
+		return;
+	}
 	flush_workqueue(regcache_wq);
 	WARN_ON(atomic64_read(&rc->entries) || atomic64_read(&rc->pinned_bytes));
 	pr_debug("destroyed cache %s\n", rc->name);

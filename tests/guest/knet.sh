@@ -4,7 +4,9 @@
 # device: the connect protocol (accepted, refused with its reason), NOPs,
 # and verified block I/O whose data knet moves from kernel memory of every
 # kind it describes (inline, a kmalloc buffer through FRWR, pages at page
-# and odd offsets, 1 MiB spanning 257 pages); then a server that dies.
+# and odd offsets, 1 MiB spanning 257 pages); then a server that lies, one
+# that dies, no server at all, and unloading with a live endpoint; every
+# object knet counts is gone at the end.
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
 kt() { timeout 120 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" "$@"; }
@@ -117,3 +119,39 @@ set -e
 cat /tmp/bg.out
 [ "$rc" -ne 0 ] || fail "the client did not notice the server's death"
 echo ok
+
+step "nobody listening: the connect is refused at once, without a server's reason"
+t0=$(date +%s)
+set +e
+kt -n kvol -w connect > /tmp/out; rc=$?
+set -e
+cat /tmp/out
+expect_eq "exit code with no server" "$rc" 3
+expect_grep '^connect: Connection refused$' /tmp/out
+[ $(($(date +%s) - t0)) -le 5 ] || fail "a refused connect took $(($(date +%s) - t0)) s"
+
+step "unloading with a live endpoint is refused; once it is gone knet holds nothing"
+start_server -b kvol=/tmp/kvol
+objs=/sys/kernel/debug/knet/objects
+obj() { awk -v k="$1" '$1 == k { print $2 }' "$objs"; }
+kt -n kvol -w batch -b 65536 -N 3000 -q 8 > /tmp/bg.out 2>&1 &
+bg=$!
+for ((i = 0; i < 100; i++)); do
+	[ "$(obj endpoints)" = 1 ] && break
+	sleep 0.1
+done
+cat "$objs"
+expect_eq "live endpoints" "$(obj endpoints)" 1
+[ "$(obj mrs)" -gt 0 ] || fail "no registration counted for a live endpoint"
+expect_fail rmmod knet_test
+expect_fail rmmod knet
+kill "$bg"
+wait "$bg" 2>/dev/null || true
+for ((i = 0; i < 100; i++)); do
+	[ "$(obj endpoints)" = 0 ] && break
+	sleep 0.1
+done
+cat "$objs"
+for o in endpoints groups mrs user_pins dma_maps; do
+	expect_eq "knet $o once the process is gone" "$(obj $o)" 0
+done

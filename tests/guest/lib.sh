@@ -13,11 +13,13 @@ set -euo pipefail
 : "${ORFS_KMOD:?not running inside the test guest (use tools/vm run)}"
 
 _exit_hooks=()
+_exit_rc=0	# set by a cleanup that finds something wrong
 on_exit() { _exit_hooks=("$*" "${_exit_hooks[@]}"); }
 _run_exit_hooks() {
 	local rc=$? h
 	set +e
 	for h in "${_exit_hooks[@]}"; do eval "$h"; done
+	[ "$rc" -eq 0 ] && rc=$_exit_rc
 	exit $rc
 }
 trap _run_exit_hooks EXIT
@@ -54,11 +56,27 @@ load_suite() {
 	on_exit unload_suite
 }
 
-# unload_suite: rmmod every loaded module, users first
+# check_knet_objects: with no module using knet any more, knet must hold
+# no endpoint, group, registration, pin or DMA mapping (a leak fails the
+# script, after its own verdict)
+check_knet_objects() {
+	local f=/sys/kernel/debug/knet/objects
+	[ -r "$f" ] || return 0
+	if awk '$2 != 0 { bad = 1 } END { exit !bad }' "$f"; then
+		echo "FAIL: knet objects left once their users are gone:" >&2
+		cat "$f" >&2
+		_exit_rc=1
+	fi
+}
+
+# unload_suite: rmmod every loaded module, users first, checking that
+# knet is left with no object
 unload_suite() {
 	local i m
 	for ((i = ${#ORFS_MODULES[@]} - 1; i >= 0; i--)); do
 		m=${ORFS_MODULES[$i]}
+		[ "$m" != knet ] || ! module_loaded knet || module_loaded knet_test ||
+			check_knet_objects
 		if module_loaded "$m"; then rmmod "$m"; fi
 	done
 }
