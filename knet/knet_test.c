@@ -591,6 +591,7 @@ static long knet_test_batch(struct knet_test_file *tf, void __user *arg)
 	t0 = ktime_get_ns();
 	if (!ret)
 		ret = run->b.mode == 2 ? knet_test_pass_groups(mq, run) : knet_test_pass(ep, run);
+	run->b.write_ns = ktime_get_ns() - t0;
 	run->reading = true;
 	if (!ret)
 		ret = run->b.mode == 2 ? knet_test_pass_groups(mq, run) : knet_test_pass(ep, run);

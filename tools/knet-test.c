@@ -276,6 +276,9 @@ int main(int argc, char **argv)
 		       modes[b.mode], b.count, b.bs, b.depth,
 		       2.0 * b.count * (double)b.bs / ((double)b.elapsed_ns / 1e3),
 		       (double)b.elapsed_ns / 1e3 / (2.0 * b.count), b.errors, b.mismatches, b.busy);
+		printf("passes: write %.1f MB/s, read %.1f MB/s\n",
+		       b.count * (double)b.bs / ((double)b.write_ns / 1e3),
+		       b.count * (double)b.bs / ((double)(b.elapsed_ns - b.write_ns) / 1e3));
 		return b.errors || b.mismatches ? 1 : 0;
 	}
 	fprintf(stderr, "knet-test: unknown -w %s\n", what);

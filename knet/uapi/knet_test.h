@@ -71,6 +71,7 @@ struct knet_test_batch {
 	__u32	mismatches;	/* out: blocks read back wrong */
 	__u32	busy;		/* out: times knet said -EAGAIN (no credit) */
 	__u32	min_served;	/* out, mode 2: fewest requests one thread collected */
+	__u64	write_ns;	/* out: of elapsed_ns, the write pass */
 };
 
 #define KNET_TEST_CONNECT	_IOWR('k', 1, struct knet_test_connect)

@@ -61,10 +61,19 @@ for bs in 8192 65536 1048576; do
 done
 cat "$stats"
 
-# Bandwidth: 1 MiB blocks, 8 in flight, written then read back.
-bw=$(kt -n bvol -w batch -b 1048576 -N 256 -q 8 | sed -n 's/.*depth 8: \([0-9.]*\) MB\/s.*/\1/p')
+# Bandwidth: 1 MiB blocks, 8 in flight, written then read back. The
+# server pulls written data with RDMA READ and pushes read data with RDMA
+# WRITE: each pass against the perftest run of that operation.
+kt -n bvol -w batch -b 1048576 -N 256 -q 8 > /tmp/bw.out
+cat /tmp/bw.out
+bw=$(sed -n 's/.*depth 8: \([0-9.]*\) MB\/s.*/\1/p' /tmp/bw.out)
+bw_w=$(sed -n 's/^passes: write \([0-9.]*\) MB\/s, read .*/\1/p' /tmp/bw.out)
+bw_r=$(sed -n 's/^passes: write .*, read \([0-9.]*\) MB\/s$/\1/p' /tmp/bw.out)
 stop_server
 wbw=$(perftest 4 ib_write_bw -s 1048576 -n 200 -F) || fail "ib_write_bw failed"
 rbw=$(perftest 4 ib_read_bw -s 1048576 -n 200 -F) || fail "ib_read_bw failed"
-[ -n "$bw" ] && [ -n "$wbw" ] && [ -n "$rbw" ] || fail "no bandwidth figures"
+[ -n "$bw" ] && [ -n "$bw_w" ] && [ -n "$bw_r" ] && [ -n "$wbw" ] && [ -n "$rbw" ] ||
+	fail "no bandwidth figures"
+row bw_1M_q8_write_MBps "$bw_w" "$rbw" MBps
+row bw_1M_q8_read_MBps "$bw_r" "$wbw" MBps
 row bw_1M_q8_MBps "$bw" "$(echo "($wbw + $rbw) / 2" | bc -l | xargs printf '%.2f')" MBps
