@@ -25,6 +25,7 @@
  * Limits: entries and pinned bytes per cache (module parameters), with an
  * LRU of idle entries evicted first; pinned pages are accounted to the
  * owning mm (pinned_vm) against RLIMIT_MEMLOCK unless CAP_IPC_LOCK.
+ * Under memory pressure a shrinker evicts idle entries of every cache.
  *
  * Locking: rc->lock (a spinlock, irq-safe since entries are put from
  * completion context) protects the tree, the LRU and the cached/dead
@@ -42,6 +43,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
+#include <linux/shrinker.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/wait.h>
@@ -175,26 +177,31 @@ static const struct mmu_interval_notifier_ops regcache_mni_ops = {
 };
 
 /*
- * Evict idle entries, least recently used first, until the cache can take
- * NEED more pages and one more entry, or, with MM set, until that mm's
- * idle entries are all gone. Process context.
+ * Evict idle entries, least recently used first: with SCAN set, until
+ * SCAN pages are evicted (memory pressure); else with MM set, all of that
+ * mm's idle entries; else until the cache can take NEED more pages and
+ * one more entry. The pages go back from a work item. Never sleeps.
+ * Return: the number of pages evicted.
  */
-static void regcache_evict(struct regcache *rc, unsigned long need, struct mm_struct *mm)
+static unsigned long regcache_evict(struct regcache *rc, unsigned long need,
+				    struct mm_struct *mm, unsigned long scan)
 {
 	unsigned long max_pages = (unsigned long)READ_ONCE(max_mb) << (20 - PAGE_SHIFT);
 	struct regcache_entry *e, *tmp;
-	unsigned long flags;
+	unsigned long flags, evicted = 0;
 	LIST_HEAD(victims);
 
 	spin_lock_irqsave(&rc->lock, flags);
 	list_for_each_entry_safe(e, tmp, &rc->lru, lru) {
-		if (!mm && rc->cached_pages + need <= max_pages &&
+		if (scan ? evicted >= scan :
+		    !mm && rc->cached_pages + need <= max_pages &&
 		    atomic64_read(&rc->entries) < READ_ONCE(max_entries))
 			break;
 		if (mm && e->mm != mm)
 			continue;
 		if (kref_read(&e->ref) > 1)
 			continue;		/* in use */
+		evicted += e->npages;
 		regcache_unlink(rc, e);
 		list_add_tail(&e->lru, &victims);
 		atomic64_inc(&rc->evictions);
@@ -204,7 +211,78 @@ static void regcache_evict(struct regcache *rc, unsigned long need, struct mm_st
 		list_del_init(&e->lru);
 		regcache_put(e);
 	}
+	return evicted;
 }
+
+/*
+ * Memory pressure: cached idle entries hold pinned pages the kernel cannot
+ * reclaim, so a shrinker gives them back, least recently used first, in
+ * every device's cache. The objects it counts are pinned pages.
+ */
+static unsigned long regcache_shrink_count(struct shrinker *sh, struct shrink_control *sc)
+{
+	unsigned long pages = 0;
+	struct regcache *rc;
+
+	if (!mutex_trylock(&regcache_list_lock))
+		return 0;
+	list_for_each_entry(rc, &regcache_list, node)
+		pages += READ_ONCE(rc->cached_pages);
+	mutex_unlock(&regcache_list_lock);
+	return pages ?: SHRINK_EMPTY;
+}
+
+static unsigned long regcache_shrink_scan(struct shrinker *sh, struct shrink_control *sc)
+{
+	unsigned long freed = 0;
+	struct regcache *rc;
+
+	if (!mutex_trylock(&regcache_list_lock))
+		return SHRINK_STOP;
+	list_for_each_entry(rc, &regcache_list, node) {
+		if (freed >= sc->nr_to_scan)
+			break;
+		freed += regcache_evict(rc, 0, NULL, sc->nr_to_scan - freed);
+	}
+	mutex_unlock(&regcache_list_lock);
+	return freed ?: SHRINK_STOP;
+}
+
+#ifdef REGCACHE_HAVE_SHRINKER_ALLOC
+static struct shrinker *regcache_shrinker;
+
+static int regcache_shrinker_register(void)
+{
+	regcache_shrinker = shrinker_alloc(0, "regcache");
+	if (!regcache_shrinker)
+		return -ENOMEM;
+	regcache_shrinker->count_objects = regcache_shrink_count;
+	regcache_shrinker->scan_objects = regcache_shrink_scan;
+	shrinker_register(regcache_shrinker);
+	return 0;
+}
+
+static void regcache_shrinker_unregister(void)
+{
+	shrinker_free(regcache_shrinker);
+}
+#else
+static struct shrinker regcache_shrinker_s = {
+	.count_objects	= regcache_shrink_count,
+	.scan_objects	= regcache_shrink_scan,
+	.seeks		= DEFAULT_SEEKS,
+};
+
+static int regcache_shrinker_register(void)
+{
+	return register_shrinker(&regcache_shrinker_s, "regcache");
+}
+
+static void regcache_shrinker_unregister(void)
+{
+	unregister_shrinker(&regcache_shrinker_s);
+}
+#endif
 
 /* Charge NPAGES to the caller's mm against RLIMIT_MEMLOCK. */
 static int regcache_charge(struct regcache *rc, struct mm_struct *mm, unsigned long npages)
@@ -221,7 +299,7 @@ static int regcache_charge(struct regcache *rc, struct mm_struct *mm, unsigned l
 		if (evicted)
 			return -ENOMEM;
 		/* Our own idle entries of this mm count too: drop them first. */
-		regcache_evict(rc, 0, mm);
+		regcache_evict(rc, 0, mm, 0);
 		flush_workqueue(regcache_wq);
 		evicted = true;
 	}
@@ -349,7 +427,7 @@ struct regcache_entry *regcache_get(struct regcache *rc, unsigned long addr, siz
 		goto free;
 	}
 	if (cache)
-		regcache_evict(rc, e->npages, NULL);
+		regcache_evict(rc, e->npages, NULL, 0);
 	ret = regcache_charge(rc, mm, e->npages);
 	if (ret)
 		goto free;
@@ -461,7 +539,7 @@ static ssize_t regcache_flush_write(struct file *file, const char __user *buf, s
 {
 	struct regcache *rc = file_inode(file)->i_private;
 
-	regcache_evict(rc, ULONG_MAX / 2, NULL);
+	regcache_evict(rc, ULONG_MAX / 2, NULL, 0);
 	flush_workqueue(regcache_wq);
 	return count;
 }
@@ -556,18 +634,30 @@ EXPORT_SYMBOL_GPL(regcache_destroy);
 
 static int __init regcache_init(void)
 {
+	int ret;
+
 	regcache_wq = alloc_workqueue("regcache", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!regcache_wq)
 		return -ENOMEM;
+	ret = regcache_shrinker_register();
+	if (ret) {
+		pr_err("cannot register a shrinker: %d\n", ret);
+		goto destroy_wq;
+	}
 	regcache_debugfs = debugfs_create_dir("regcache", NULL);
 	pr_info("loaded (max_entries=%u max_mb=%u)\n", max_entries, max_mb);
 	return 0;
+
+destroy_wq:
+	destroy_workqueue(regcache_wq);
+	return ret;
 }
 
 static void __exit regcache_exit(void)
 {
 	/* Every cache belongs to a module that depends on us and is gone. */
 	WARN_ON(!list_empty(&regcache_list));
+	regcache_shrinker_unregister();
 	destroy_workqueue(regcache_wq);
 	debugfs_remove_recursive(regcache_debugfs);
 	pr_info("unloaded\n");

@@ -12,12 +12,14 @@
  *   knet-test -a ADDR -n VOLUME -s block -w batch|batch-cb -b BYTES -N COUNT -q DEPTH [-o OFFSET]
  *   knet-test -a ADDR -n VOLUME -s block -w batch-groups -Q QUEUES -b BYTES -N COUNT -q DEPTH
  *   knet-test -a ADDR -n VOLUME -s block -w reuse|fresh -b BYTES -N COUNT -m user|user-nocache
+ *   knet-test -a ADDR -n VOLUME -s block -w hold -b BYTES -N COUNT -m user
  *
  * Exit status: 0 as expected, 1 failure, 2 usage, 3 connection refused.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,43 @@
 #include "ktest.h"
 #include "mxbd/uapi/mxbd_proto.h"
 #include "server/proto.h"
+
+/* SPAN bytes of private, populated memory for user-memory modes. */
+static uint8_t *user_buffer(size_t span, int mem, const char *what)
+{
+	uint8_t *buf;
+
+	if (mem < KNET_TEST_MEM_USER) {
+		fprintf(stderr, "knet-test: %s needs -m user|user-nocache\n", what);
+		return NULL;
+	}
+	buf = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		   -1, 0);
+	if (buf == MAP_FAILED) {
+		fprintf(stderr, "knet-test: mmap %zu bytes: %s\n", span, strerror(errno));
+		return NULL;
+	}
+	memset(buf, 0x5a, span);
+	return buf;
+}
+
+/* COUNT reads of BS bytes into BUF: all into one buffer, or SPREAD side by side. */
+static int user_reads(int fd, uint8_t *buf, unsigned long count, unsigned long bs, int spread,
+		      int mem)
+{
+	unsigned long i;
+
+	for (i = 0; i < count; i++) {
+		uint8_t *p = buf + (spread ? i * bs : 0);
+
+		if (ktest_block_io(fd, MXBD_OP_READ, (uint64_t)(i % 64) * bs, p, (uint32_t)bs, mem,
+				   0, NULL, 0) < 0) {
+			fprintf(stderr, "knet-test: read: %s\n", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
 
 static double now_us(void)
 {
@@ -234,27 +273,50 @@ int main(int argc, char **argv)
 		 */
 		int fresh = !strcmp(what, "fresh");
 		size_t span = fresh ? count * bs : bs;
-		uint8_t *buf = mmap(NULL, span, PROT_READ | PROT_WRITE,
-				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-		unsigned long i;
+		uint8_t *buf = user_buffer(span, mem, what);
 		double t0;
 
-		if (buf == MAP_FAILED || mem < KNET_TEST_MEM_USER)
-			return fprintf(stderr, "knet-test: %s needs -m user|user-nocache and memory\n",
-				       what), 2;
-		memset(buf, 0x5a, span);
+		if (!buf)
+			return 2;
 		t0 = now_us();
-		for (i = 0; i < count; i++) {
-			uint8_t *p = buf + (fresh ? i * bs : 0);
-
-			if (ktest_block_io(fd, MXBD_OP_READ, (uint64_t)(i % 64) * bs, p,
-					   (uint32_t)bs, mem, 0, NULL, 0) < 0) {
-				fprintf(stderr, "knet-test: read: %s\n", strerror(errno));
-				return 1;
-			}
-		}
+		if (user_reads(fd, buf, count, bs, fresh, mem))
+			return 1;
 		printf("%s %s %lu x %lu bytes: mean %.1f us per request\n", what, mem_name(mem),
 		       count, bs, (now_us() - t0) / (double)count);
+		return 0;
+	}
+	if (!strcmp(what, "hold")) {
+		/*
+		 * Reads into COUNT buffers, which stay cached while the
+		 * program waits for SIGUSR1 (the test puts the cache under
+		 * memory pressure meanwhile); then reads them again and
+		 * compares with the first time.
+		 */
+		size_t span = count * bs;
+		uint8_t *buf = user_buffer(span, mem, what);
+		uint8_t *first = malloc(span);
+		sigset_t usr1;
+		int sig;
+
+		if (!buf || !first)
+			return fprintf(stderr, "knet-test: hold: no memory\n"), 2;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		if (sigprocmask(SIG_BLOCK, &usr1, NULL))
+			return fprintf(stderr, "knet-test: sigprocmask: %s\n", strerror(errno)), 1;
+		if (user_reads(fd, buf, count, bs, 1, mem))
+			return 1;
+		memcpy(first, buf, span);
+		memset(buf, 0xa5, span);
+		printf("holding %lu buffers of %lu bytes\n", count, bs);
+		fflush(stdout);
+		if (sigwait(&usr1, &sig))
+			return fprintf(stderr, "knet-test: sigwait failed\n"), 1;
+		if (user_reads(fd, buf, count, bs, 1, mem))
+			return 1;
+		if (memcmp(first, buf, span))
+			return fprintf(stderr, "knet-test: hold: the second reads differ\n"), 1;
+		printf("read again %lu buffers: same data\n", count);
 		return 0;
 	}
 	if (!strcmp(what, "batch") || !strcmp(what, "batch-cb") || !strcmp(what, "batch-groups")) {

@@ -4,7 +4,8 @@
 # regcache, checked by data through every change of mapping a process can
 # make (munmap/mmap, mremap, mprotect, DONTNEED, fork, exit, two processes
 # at the same addresses, an unmap racing the I/O, RLIMIT_MEMLOCK, huge
-# pages); the cache's counters; and nothing left pinned at the end.
+# pages); the cache's counters; memory pressure (the shrinker); and
+# nothing left pinned at the end.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 kt() { timeout 120 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n rvol "$@"; }
@@ -59,6 +60,35 @@ cat "$stats"
 expect_eq "entries" "$(stat_of entries)" 0
 expect_eq "pinned bytes" "$(stat_of pinned_bytes)" 0
 expect_eq "live entries" "$(stat_of live)" 0
+
+step "memory pressure: the shrinker gives idle pinned pages back; the buffers work after"
+# Not through kt: timeout(1) would die of the SIGUSR1 meant for the program.
+"$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n rvol -w hold -N 16 -b 65536 -m user > /tmp/hold.out &
+hold=$!
+on_exit "kill $hold 2>/dev/null"
+for ((i = 0; i < 300; i++)); do
+	grep -q '^holding' /tmp/hold.out && break
+	sleep 0.1
+done
+expect_grep '^holding 16 buffers of 65536 bytes$' /tmp/hold.out
+cat "$stats"
+n=$(stat_of entries)
+[ "$n" -ge 1 ] || fail "no entry cached for a live process"
+expect_eq "pinned bytes of the live process" "$(stat_of pinned_bytes)" $((16 * 65536))
+e0=$(stat_of evictions)
+# drop_caches=2 runs every shrinker, as reclaim does under memory pressure.
+echo 2 > /proc/sys/vm/drop_caches
+for ((i = 0; i < 50; i++)); do
+	[ "$(stat_of live)" = 0 ] && break
+	sleep 0.1
+done
+cat "$stats"
+expect_eq "entries after the shrinker" "$(stat_of entries)" 0
+expect_eq "pinned bytes after the shrinker" "$(stat_of pinned_bytes)" 0
+expect_eq "evictions by the shrinker" "$(stat_of evictions)" $((e0 + n))
+kill -USR1 "$hold"
+wait "$hold" || { cat /tmp/hold.out; fail "the held buffers failed after the shrinker"; }
+expect_grep '^read again 16 buffers: same data$' /tmp/hold.out
 
 step "limits: the cache keeps at most max_entries, evicting the least recently used"
 echo 4 > /sys/module/regcache/parameters/max_entries
