@@ -18,6 +18,7 @@
  * All of this runs on the progress thread; workers only run struct job.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,13 @@
 
 #define REQ_OF(it) ((struct req *)((char *)(it) - offsetof(struct req, qi)))
 
-enum { JOB_TAG_REQ = 1, JOB_TAG_CHUNK, JOB_TAG_FSVC, JOB_TAG_FOPEN };
+/*
+ * What a job does: a block request's operation, a chunk's piece, a file
+ * operation, a file opened for its READ or WRITE of segments, a file
+ * opened and its inline data moved, inline data moved on a file open in
+ * the cache.
+ */
+enum { JOB_TAG_REQ = 1, JOB_TAG_CHUNK, JOB_TAG_FSVC, JOB_TAG_FOPEN, JOB_TAG_FOPEN_IO, JOB_TAG_FIO };
 
 static void schedule(struct srv *s);
 
@@ -42,8 +49,11 @@ static void req_finish(struct req *r)
 {
 	struct conn *c = r->c;
 
-	if (r->fd >= 0)
+	if (r->fde)
+		fdc_put(r->fde);
+	else if (r->fd >= 0)
 		close(r->fd);
+	r->fde = NULL;
 	r->fd = -1;
 	free(r->fbody);
 	r->fbody = NULL;
@@ -616,6 +626,22 @@ static int run_fsvc_open(struct job *j)
 	return -fsvc_io_open(j->target, &r->fr, &r->fd);
 }
 
+/* An inline READ or WRITE on R's open file: no credentials needed. */
+static int run_fsvc_io(struct job *j)
+{
+	struct req *r = j->owner;
+
+	return -fsvc_io_inline(&r->fr, r->fd, r->fbody, SRV_TX_SIZE - sizeof(struct knet_hdr),
+			       &r->fbody_len, 0, NULL);
+}
+
+static int run_fsvc_open_io(struct job *j)
+{
+	int err = run_fsvc_open(j);
+
+	return err ? err : run_fsvc_io(j);
+}
+
 /*
  * A file service job, always on a worker: it takes the caller's
  * credentials, and a thread that ever changed its credentials may no
@@ -633,8 +659,107 @@ static void file_job(struct req *r, int tag, job_fn fn)
 	workers_submit(&r->c->s->w, &r->job);
 }
 
+static time_t mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* The open-file cache's key for R: its export, file, open flags, credentials. */
+static void file_key(const struct req *r, struct fdc_key *k)
+{
+	const struct fsvc_req *fr = &r->fr;
+
+	fdc_key(k, &r->c->ex->fx, &fr->fh, fsvc_io_flags(fr), fr->uid, fr->gid, fr->ngroups,
+		fr->groups);
+}
+
+/*
+ * An inline READ or WRITE on a cached open file, done now if it needs no
+ * waiting (an export in memory, or RWF_NOWAIT); 0 leaves it to a worker.
+ */
+static int file_io_now(struct req *r)
+{
+	struct fsvc_export *fx = &r->c->ex->fx;
+	int sync = r->fr.op == ORFS_OP_WRITE && (fsvc_io_flags(&r->fr) & O_DSYNC);
+	int err;
+
+	if (!fx->in_memory && (sync || fx->no_nowait))
+		return 0;
+	err = fsvc_io_inline(&r->fr, r->fd, r->fbody, SRV_TX_SIZE - sizeof(struct knet_hdr),
+			     &r->fbody_len, !fx->in_memory, &fx->no_nowait);
+	if (err == EAGAIN && !fx->in_memory)
+		return 0;
+	r->status = err;
+	r->c->s->jobs_now++;
+	return 1;
+}
+
+/*
+ * A READ or WRITE. With the file open in the cache (for these
+ * credentials), segment data goes straight to the pool's chunks and
+ * inline data moves now when that needs no waiting. Otherwise a worker
+ * opens the file with the caller's credentials (and moves inline data),
+ * and the open file joins the cache when the job is over.
+ */
+static void file_io_start(struct req *r, char *msg)
+{
+	struct fsvc_req *fr = &r->fr;
+	struct fdc_key k;
+
+	file_key(r, &k);
+	r->fde = fdc_get(&r->c->s->fdc, &k, mono_s());
+	if (r->fde)
+		r->fd = r->fde->fd;
+	if (fr->nsegs) {
+		/* Data through the pool, like a volume's, once the file is open. */
+		r->br.opcode = fr->op == ORFS_OP_READ ? MXBD_OP_READ : MXBD_OP_WRITE;
+		r->br.offset = le64toh(fr->u.io.offset);
+		r->br.length = le32toh(fr->u.io.length);
+		r->br.nsegs = fr->nsegs;
+		r->br.seg_off = fr->seg_off;
+		r->eof_at = UINT64_MAX;
+		if (r->fde)
+			start(r, msg);
+		else
+			file_job(r, JOB_TAG_FOPEN, run_fsvc_open);
+		return;
+	}
+	if (!r->fde)
+		file_job(r, JOB_TAG_FOPEN_IO, run_fsvc_open_io);
+	else if (file_io_now(r))
+		reply(r);
+	else
+		file_job(r, JOB_TAG_FIO, run_fsvc_io);
+}
+
+/* A worker opened R's file: keep it for the next READ or WRITE. */
+static void file_opened(struct req *r)
+{
+	struct fdc_key k;
+
+	if (r->fd < 0 || r->fde)
+		return;
+	file_key(r, &k);
+	r->fde = fdc_add(&r->c->s->fdc, &k, r->fd, mono_s());
+}
+
+/* Operations after which no open file of the export is used again. */
+static int file_op_forgets(uint16_t op)
+{
+	switch (op) {
+	case ORFS_OP_SETATTR: case ORFS_OP_SETXATTR: case ORFS_OP_REMOVEXATTR:
+	case ORFS_OP_UNLINK: case ORFS_OP_RMDIR: case ORFS_OP_RENAME:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* A file service request: decode, answer from the replay cache, or run. */
-static void file_start(struct req *r, const char *msg, uint32_t len)
+static void file_start(struct req *r, char *msg, uint32_t len)
 {
 	struct conn *c = r->c;
 	struct fsvc_req *fr = &r->fr;
@@ -673,15 +798,8 @@ static void file_start(struct req *r, const char *msg, uint32_t len)
 		}
 		r->replay = e;
 	}
-	if ((fr->op == ORFS_OP_READ || fr->op == ORFS_OP_WRITE) && fr->nsegs) {
-		/* Data through the pool, like a volume's, once the file is open. */
-		r->br.opcode = fr->op == ORFS_OP_READ ? MXBD_OP_READ : MXBD_OP_WRITE;
-		r->br.offset = le64toh(fr->u.io.offset);
-		r->br.length = le32toh(fr->u.io.length);
-		r->br.nsegs = fr->nsegs;
-		r->br.seg_off = fr->seg_off;
-		r->eof_at = UINT64_MAX;
-		file_job(r, JOB_TAG_FOPEN, run_fsvc_open);
+	if (fr->op == ORFS_OP_READ || fr->op == ORFS_OP_WRITE) {
+		file_io_start(r, msg);
 		return;
 	}
 	file_job(r, JOB_TAG_FSVC, run_fsvc_job);
@@ -805,6 +923,10 @@ static void jobs_done(struct job *j)
 			r->inflight--;
 			if (j->result && !r->status)
 				r->status = -j->result;
+			if (j->tag == JOB_TAG_FOPEN || j->tag == JOB_TAG_FOPEN_IO)
+				file_opened(r);
+			if (j->tag == JOB_TAG_FSVC && file_op_forgets(r->fr.op))
+				fdc_forget(&c->s->fdc, &c->ex->fx);
 			if (j->tag == JOB_TAG_FSVC && r->replay) {
 				/* Recorded even if the link died: the retry gets it. */
 				replay_done(&c->s->replay, r->replay, (uint32_t)r->status, r->fbody,

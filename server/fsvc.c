@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -666,7 +667,7 @@ static int do_xattr(const struct fsvc_req *rq, int fd, struct out *o)
 	return 0;
 }
 
-static int io_open_flags(const struct fsvc_req *rq)
+int fsvc_io_flags(const struct fsvc_req *rq)
 {
 	uint32_t flags = le32toh(rq->u.io.flags);
 
@@ -675,43 +676,59 @@ static int io_open_flags(const struct fsvc_req *rq)
 	return O_WRONLY | ((flags & ORFS_WRITE_SYNC) ? O_SYNC : (flags & ORFS_WRITE_DSYNC) ? O_DSYNC : 0);
 }
 
-static int do_inline_io(const struct fsvc_req *rq, int fd, struct out *o)
+int fsvc_io_inline(const struct fsvc_req *rq, int fd, void *body, size_t cap, uint32_t *body_len,
+		   int nowait, int *refused)
 {
-	struct orfs_io_rep rep;
-	uint32_t length = le32toh(rq->u.io.length);
+	uint32_t length = le32toh(rq->u.io.length), done = 0, len;
+	uint8_t *data = (uint8_t *)body + sizeof(struct orfs_io_rep);
 	off_t off = (off_t)le64toh(rq->u.io.offset);
-	uint32_t done = 0;
-	int rfd, err;
+	int read = rq->op == ORFS_OP_READ, err;
 
-	if (fd_type(fd) != S_IFREG)
-		return fd_type(fd) == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen(fd, io_open_flags(rq), &rfd);
-	if (err)
-		return err;
-	if (o->len + sizeof(rep) + (rq->op == ORFS_OP_READ ? length : 0) > o->cap) {
-		err = EOVERFLOW;
-		goto out;
-	}
+	if (sizeof(struct orfs_io_rep) + (read ? length : 0) > cap)
+		return EOVERFLOW;
 	while (done < length) {
-		ssize_t n = rq->op == ORFS_OP_READ ?
-			pread(rfd, o->p + o->len + sizeof(rep) + done, length - done, off + done) :
-			pwrite(rfd, rq->inl + done, length - done, off + done);
+		struct iovec iov = { read ? data + done : (void *)(rq->inl + done), length - done };
+		ssize_t n = read ? preadv2(fd, &iov, 1, off + done, nowait ? RWF_NOWAIT : 0) :
+				   pwritev2(fd, &iov, 1, off + done, nowait ? RWF_NOWAIT : 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			err = errno;
-			goto out;
-		}
+		if (nowait && n < 0 && errno == EOPNOTSUPP)
+			*refused = 1;
+		/*
+		 * Waiting needed, or a short transfer (maybe the end of the
+		 * file): a worker does it whole again (pwrite at an offset
+		 * may be repeated).
+		 */
+		if (nowait && (n < 0 ? errno == EAGAIN || errno == EOPNOTSUPP :
+			       (size_t)n < iov.iov_len))
+			return EAGAIN;
+		if (n < 0)
+			return errno;
 		if (n == 0)
 			break;
 		done += (uint32_t)n;
 	}
-	err = fsvc_io_reply(rq, rfd, done, o->p + o->len, o->cap - o->len, &length);
+	err = fsvc_io_reply(rq, fd, done, body, cap, &len);
 	/* Inline READ data follows the reply body: the engine sends it as inline data. */
 	if (!err)
-		o->len += length + (rq->op == ORFS_OP_READ ? done : 0);
-out:
+		*body_len = len + (read ? done : 0);
+	return err;
+}
+
+static int do_inline_io(const struct fsvc_req *rq, int fd, struct out *o)
+{
+	uint32_t len;
+	int rfd, err;
+
+	if (fd_type(fd) != S_IFREG)
+		return fd_type(fd) == S_IFDIR ? EISDIR : EINVAL;
+	err = reopen(fd, fsvc_io_flags(rq), &rfd);
+	if (err)
+		return err;
+	err = fsvc_io_inline(rq, rfd, o->p + o->len, o->cap - o->len, &len, 0, NULL);
+	if (!err)
+		o->len += len;
 	close(rfd);
 	return err;
 }
@@ -730,7 +747,7 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	}
 	err = cred_enter(fx, rq);
 	if (!err)
-		err = reopen(pfd, io_open_flags(rq), fd);
+		err = reopen(pfd, fsvc_io_flags(rq), fd);
 	cred_leave();
 	close(pfd);
 	return err;

@@ -94,6 +94,19 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, void *
  * fsvc_io_reply() fills the reply with COUNT bytes moved.
  */
 int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fd);
+
+/* The open flags fsvc_io_open() uses for RQ. */
+int fsvc_io_flags(const struct fsvc_req *rq);
+
+/*
+ * An inline READ or WRITE on FD (from fsvc_io_open(), no credentials
+ * needed): the reply body and, for a READ, its data after it, in BODY
+ * (CAP bytes, *BODY_LEN used). With NOWAIT, only if it needs no waiting
+ * (RWF_NOWAIT): EAGAIN when it would, or when it came out short, and
+ * *REFUSED set when the file system refuses RWF_NOWAIT.
+ */
+int fsvc_io_inline(const struct fsvc_req *rq, int fd, void *body, size_t cap, uint32_t *body_len,
+		   int nowait, int *refused);
 int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body, size_t cap,
 		  uint32_t *body_len);
 

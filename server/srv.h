@@ -15,6 +15,7 @@
 #include "server/dispatch.h"
 #include "server/fsvc.h"
 #include "server/fab.h"
+#include "server/fdcache.h"
 #include "server/proto.h"
 #include "server/replay.h"
 #include "server/sched.h"
@@ -84,7 +85,8 @@ struct req {
 	struct fsvc_req		fr;
 	uint8_t			*fbody;		/* reply body, SRV_TX_SIZE bytes */
 	uint32_t		fbody_len;
-	int			fd;		/* file of a segment READ or WRITE */
+	int			fd;		/* file of a READ or WRITE */
+	struct fdc_entry	*fde;		/* where fd comes from, if cached */
 	uint64_t		eof_at;		/* READ: where the file ended */
 	struct replay_entry	*replay;	/* to complete with the result */
 	struct req		*tx_next;	/* waiting for a reply buffer */
@@ -172,6 +174,7 @@ struct srv {
 	uint8_t			key[16];	/* file handle MAC key, kept in state_dir */
 	uint64_t		boot;		/* this start's identity */
 	struct replay		replay;		/* answers to non-idempotent file operations */
+	struct fdcache		fdc;		/* files open for READ and WRITE */
 	int			fault;		/* ORFS_SERVER_FAULT, tests only */
 };
 

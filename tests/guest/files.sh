@@ -3,8 +3,10 @@
 # The file service end to end over rxe with the userspace client: every
 # operation, data through segments (server RDMA) and inline, a directory
 # listed by cookies, permissions as a user, read-only and squashed exports,
-# hostile names and forged handles, a retransmitted create answered from
-# the replay cache, and handles that survive a server restart.
+# hostile names and forged handles, files kept open by the server used
+# only by their credentials and forgotten on a permission change, a
+# retransmitted create answered from the replay cache, and handles that
+# survive a server restart.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }
@@ -118,6 +120,48 @@ expect_grep '^read me$' /tmp/out.txt
 fs -n sq create pub/s 644 > /tmp/out.txt
 expect_grep '^ok type=file .* uid=65534 gid=65534' /tmp/out.txt
 
+step "files kept open for the next READ serve their credentials only; permission changes apply at once"
+echo "for user 1000 only, later" > /tmp/secret.txt
+cat > /tmp/fdc.txt <<OPS
+as 1000 1000
+create pub/c 644
+put /tmp/secret.txt pub/c
+get pub/c -
+get pub/c -
+as 1001 1001
+get pub/c -
+as 1000 1000
+chmod 600 pub/c
+as 1001 1001
+get pub/c -
+as 1000 1000
+get pub/c -
+chmod 644 pub/c
+as 1001 1001
+get pub/c -
+OPS
+fs -n data -f /tmp/fdc.txt > /tmp/out.txt || true
+cat /tmp/out.txt
+expect_eq "reads allowed by mode 644" "$(grep -c '^for user 1000 only, later$' /tmp/out.txt)" 5
+expect_eq "a read by 1001 after chmod 600" "$(grep -c '^error EACCES' /tmp/out.txt)" 1
+# A change made on the server's own file system, not through the server:
+# the next READ by the user who has the file open in the cache is refused.
+# (A new file, so that the open file read first is a fresh one.)
+rm -f /tmp/fdc.out
+{
+	printf 'as 1000 1000\ncreate pub/c2 644\nput /tmp/secret.txt pub/c2\n'
+	printf 'as 1001 1001\nget pub/c2 -\n'
+	for ((i = 0; i < 200; i++)); do
+		grep -q '^for user' /tmp/fdc.out 2>/dev/null && break
+		sleep 0.05
+	done
+	chmod 600 /tmp/exp/pub/c2
+	echo "get pub/c2 -"
+} | fs -n data -f - > /tmp/fdc.out || true
+cat /tmp/fdc.out
+expect_eq "the read before the local chmod" "$(grep -c '^for user 1000 only, later$' /tmp/fdc.out)" 1
+expect_grep '^error EACCES' /tmp/fdc.out
+
 step "a retransmitted create is answered from the replay cache, not run again"
 cat > /tmp/replay.txt <<OPS
 create pub/once 644 excl
@@ -136,6 +180,7 @@ step "handles survive a server restart; another key makes them stale"
 fh=$(fs -n data fh d/big | sed -n 's/^ok //p')
 [ ${#fh} = 128 ] || fail "no handle: $fh"
 stop_server
+expect_grep 'stopped \(.*, [1-9][0-9]* open files used again\)' "$ORFS_SERVER_LOG"
 start_server -s $state -e data=/tmp/exp
 fs -n data stat-fh "$fh" > /tmp/out.txt
 expect_grep '^ok type=file mode=644 size=2621440 ' /tmp/out.txt

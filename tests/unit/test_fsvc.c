@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/fdcache.h"
 #include "server/fsvc.h"
 #include "server/proto.h"
 #include "tests/unit/unit.h"
@@ -490,6 +491,103 @@ static void test_credentials(void)
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "back-to-root"), 0);
 }
 
+/* The open-file cache (server/fdcache.c) on files of the scratch export. */
+static void test_fdcache(void)
+{
+	static struct fdcache fc;
+	struct orfs_fh r = rootfh(&fx);
+	const uint32_t groups[2] = { 5, 6 };
+	struct fdc_key k, other;
+	struct fdc_entry *e, *held[FDC_ENTRIES];
+	struct orfs_entry_rep f;
+	char path[128];
+	int fd, i;
+
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "fc", 0644, 0, &f), 0);
+	snprintf(path, sizeof(path), "%s/fc", root);
+	fdc_init(&fc);
+	fdc_key(&k, &fx, &f.fh, O_RDONLY, 1000, 1000, 2, groups);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &k, 100));
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	e = fdc_add(&fc, &k, fd, 100);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	fdc_put(e);
+	/* Found again by the same export, file, flags and credentials only. */
+	e = fdc_get(&fc, &k, 101);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(e->fd, fd);
+	fdc_put(e);
+	other = k;
+	other.uid = 1001;
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &other, 101));
+	fdc_key(&other, &fx, &f.fh, O_RDONLY, 1000, 1000, 1, groups);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &other, 101));
+	fdc_key(&other, &fx, &f.fh, O_WRONLY, 1000, 1000, 2, groups);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &other, 101));
+	fdc_key(&other, &fx_ro, &f.fh, O_RDONLY, 1000, 1000, 2, groups);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &other, 101));
+	CU_ASSERT_EQUAL(fc.hits, 1);
+	/* Too old: opened again. */
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &k, 100 + FDC_SECONDS));
+	CU_ASSERT_EQUAL(fcntl(fd, F_GETFD), -1);	/* closed, nobody used it */
+
+	/* A change of permissions, held by a request: closed after it. */
+	fd = open(path, O_RDONLY);
+	e = fdc_add(&fc, &k, fd, 200);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(chmod(path, 0600), 0);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &k, 200));
+	CU_ASSERT(fcntl(fd, F_GETFD) >= 0);		/* still in use */
+	fdc_put(e);
+	CU_ASSERT_EQUAL(fcntl(fd, F_GETFD), -1);
+
+	/* Forgotten with its export; not a regular file: not kept. */
+	fd = open(path, O_RDONLY);
+	fdc_put(fdc_add(&fc, &k, fd, 300));
+	fdc_forget(&fc, &fx);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &k, 300));
+	fd = open(root, O_RDONLY | O_DIRECTORY);
+	CU_ASSERT_PTR_NULL(fdc_add(&fc, &k, fd, 300));
+	close(fd);
+
+	/* A file without a name any more is not served. */
+	fd = open(path, O_RDONLY);
+	fdc_put(fdc_add(&fc, &k, fd, 400));
+	CU_ASSERT_EQUAL(unlink(path), 0);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &k, 400));
+
+	/* Bounded: with every entry in use there is no room; then LRU. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "fc2", 0644, 0, &f), 0);
+	snprintf(path, sizeof(path), "%s/fc2", root);
+	for (i = 0; i < FDC_ENTRIES; i++) {
+		other = k;
+		other.uid = (uint32_t)i;
+		held[i] = fdc_add(&fc, &other, open(path, O_RDONLY), 500);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(held[i]);
+	}
+	other.uid = FDC_ENTRIES;
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_PTR_NULL(fdc_add(&fc, &other, fd, 500));
+	for (i = 0; i < FDC_ENTRIES; i++)
+		fdc_put(held[i]);
+	other.uid = 0;
+	e = fdc_get(&fc, &other, 501);			/* uid 0: added first, used last */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	fdc_put(e);
+	other.uid = FDC_ENTRIES;
+	e = fdc_add(&fc, &other, fd, 501);		/* takes the place of uid 1 */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	fdc_put(e);
+	other.uid = 1;
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &other, 501));
+	other.uid = 2;
+	CU_ASSERT_PTR_NOT_NULL(e = fdc_get(&fc, &other, 501));
+	if (e)
+		fdc_put(e);
+	fdc_forget(&fc, NULL);
+}
+
 static void test_read_only(void)
 {
 	struct orfs_fh r = rootfh(&fx_ro);
@@ -511,7 +609,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "attributes, inline I/O, xattrs", test_attrs_and_io) ||
 	    !CU_add_test(s, "readdir resumes with cookies over 300 entries", test_readdir) ||
 	    !CU_add_test(s, "credentials per request, root squash", test_credentials) ||
-	    !CU_add_test(s, "read-only export", test_read_only))
+	    !CU_add_test(s, "read-only export", test_read_only) ||
+	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache))
 		return -1;
 	return 0;
 }
