@@ -10,6 +10,15 @@ bad_lines() {
 	grep -aE "$BAD_KERNEL_LINES" "$1" || true
 }
 
+# crashed_before_init RESULTS QEMU_RC: true when the guest's kernel died
+# while booting, before the guest's init ran (it writes boot.dmesg first),
+# so before any module or script of ours: tools/vm boots such a guest once
+# more. A hang (QEMU killed, 137) or a crash after init is never retried.
+crashed_before_init() {
+	[ "$2" -ne 137 ] && [ ! -e "$1/boot.dmesg" ] &&
+		grep -qaE 'Oops|Kernel panic|BUG:' "$1/console.log" 2>/dev/null
+}
+
 # verdicts RESULTS KVER QEMU_RC: print PASS/FAIL/SKIP per planned script,
 # then write "passed failed skipped" to RESULTS/summary.
 verdicts() {
