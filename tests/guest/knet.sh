@@ -134,12 +134,10 @@ step "unloading with a live endpoint is refused; once it is gone knet holds noth
 start_server -b kvol=/tmp/kvol
 objs=/sys/kernel/debug/knet/objects
 obj() { awk -v k="$1" '$1 == k { print $2 }' "$objs"; }
+obj_is() { [ "$(obj "$1")" = "$2" ]; }
 kt -n kvol -w batch -b 65536 -N 3000 -q 8 > /tmp/bg.out 2>&1 &
 bg=$!
-for ((i = 0; i < 100; i++)); do
-	[ "$(obj endpoints)" = 1 ] && break
-	sleep 0.1
-done
+wait_until 100 obj_is endpoints 1 || true
 cat "$objs"
 expect_eq "live endpoints" "$(obj endpoints)" 1
 [ "$(obj mrs)" -gt 0 ] || fail "no registration counted for a live endpoint"
@@ -147,10 +145,7 @@ expect_fail rmmod knet_test
 expect_fail rmmod knet
 kill "$bg"
 wait "$bg" 2>/dev/null || true
-for ((i = 0; i < 100; i++)); do
-	[ "$(obj endpoints)" = 0 ] && break
-	sleep 0.1
-done
+wait_until 100 obj_is endpoints 0 || true
 cat "$objs"
 for o in endpoints groups mrs user_pins dma_maps; do
 	expect_eq "knet $o once the process is gone" "$(obj $o)" 0

@@ -37,6 +37,18 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
 # expect_fail CMD...: CMD must exit non-zero
 expect_fail() { if "$@"; then fail "'$*' succeeded but must fail"; fi; }
 
+# wait_until TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
+# TENTHS times; fails (returns 1) if it never did (the caller checks after)
+wait_until() {
+	local n=$1 i
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # expect_grep PATTERN FILE: FILE must have a line matching PATTERN
 expect_grep() { grep -qE "$1" "$2" || { cat "$2" >&2; fail "$2 has no line matching '$1'"; }; }
 

@@ -12,6 +12,7 @@ kt() { timeout 120 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n rvol "$@"; }
 rt() { timeout 120 "$ORFS_BIN/regcache-test" -a "$ORFS_ADDR" -n rvol "$@"; }
 stats="/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"
 stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
+stat_is() { [ "$(stat_of "$1")" = "$2" ]; }
 
 load_suite
 insmod "$ORFS_KMOD/knet/knet_test.ko"
@@ -52,10 +53,7 @@ i1=$(stat_of invalidations)
 [ "$i1" -gt "$((i0 + 10))" ] || fail "only $((i1 - i0)) invalidations for the mapping changes"
 
 step "the entries of processes that exited are released: nothing stays pinned"
-for ((i = 0; i < 50; i++)); do
-	[ "$(stat_of live)" = 0 ] && break
-	sleep 0.1
-done
+wait_until 50 stat_is live 0 || true
 cat "$stats"
 expect_eq "entries" "$(stat_of entries)" 0
 expect_eq "pinned bytes" "$(stat_of pinned_bytes)" 0
@@ -66,10 +64,7 @@ step "memory pressure: the shrinker gives idle pinned pages back; the buffers wo
 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n rvol -w hold -N 16 -b 65536 -m user > /tmp/hold.out &
 hold=$!
 on_exit "kill $hold 2>/dev/null"
-for ((i = 0; i < 300; i++)); do
-	grep -q '^holding' /tmp/hold.out && break
-	sleep 0.1
-done
+wait_until 300 grep -q '^holding' /tmp/hold.out || true
 expect_grep '^holding 16 buffers of 65536 bytes$' /tmp/hold.out
 cat "$stats"
 n=$(stat_of entries)
@@ -78,10 +73,7 @@ expect_eq "pinned bytes of the live process" "$(stat_of pinned_bytes)" $((16 * 6
 e0=$(stat_of evictions)
 # drop_caches=2 runs every shrinker, as reclaim does under memory pressure.
 echo 2 > /proc/sys/vm/drop_caches
-for ((i = 0; i < 50; i++)); do
-	[ "$(stat_of live)" = 0 ] && break
-	sleep 0.1
-done
+wait_until 50 stat_is live 0 || true
 cat "$stats"
 expect_eq "entries after the shrinker" "$(stat_of entries)" 0
 expect_eq "pinned bytes after the shrinker" "$(stat_of pinned_bytes)" 0
