@@ -416,9 +416,26 @@ static int knet_mem_walk(const struct knet_mem *m,
 }
 
 struct knet_copy {
-	u8	*buf;
-	bool	to_mem;
+	u8			*buf;
+	bool			to_mem;
+	struct knet_request	*pinned;	/* user memory through its pins */
+	unsigned int		pin;
 };
+
+/* Copy N bytes of BUF into user memory at ADDR through the pinned pages of E. */
+static void knet_copy_to_pins(struct regcache_entry *e, unsigned long addr, const u8 *buf,
+			      size_t n)
+{
+	while (n) {
+		size_t po = offset_in_page(addr);
+		size_t k = min(n, PAGE_SIZE - po);
+
+		memcpy_to_page(regcache_page(e, addr), po, buf, k);
+		addr += k;
+		buf += k;
+		n -= k;
+	}
+}
 
 static int knet_copy_piece(const struct knet_mem *m, unsigned int i, size_t off, size_t n,
 			   void *arg)
@@ -449,8 +466,14 @@ static int knet_copy_piece(const struct knet_mem *m, unsigned int i, size_t off,
 			pos += k;
 			left -= k;
 		}
+	} else if (c->pinned) {
+		/* Any context: the pages the request pinned, one entry a piece. */
+		if (!c->to_mem || c->pin >= c->pinned->npin)
+			return -EINVAL;
+		knet_copy_to_pins(c->pinned->pin[c->pin++], (unsigned long)m->iov[i].iov_base + off,
+				  c->buf, n);
 	} else {
-		/* User memory is copied only by its owner, in process context. */
+		/* Otherwise user memory is copied only by its owner, in process context. */
 		u8 __user *u = (u8 __user *)m->iov[i].iov_base + off;
 
 		if (c->to_mem ? copy_to_user(u, c->buf, n) : copy_from_user(c->buf, u, n))
@@ -460,11 +483,16 @@ static int knet_copy_piece(const struct knet_mem *m, unsigned int i, size_t off,
 	return 0;
 }
 
-/* Copy between the data of a descriptor and a linear buffer. */
-static int knet_mem_copy(const struct knet_mem *m, void *buf, size_t len, bool to_mem)
+/*
+ * Copy between the data of a descriptor and a linear buffer. User memory
+ * is reached through the pins of PINNED when set (into it only), else
+ * with copy_{to,from}_user() in its owner's context.
+ */
+static int knet_mem_copy(const struct knet_mem *m, void *buf, size_t len, bool to_mem,
+			 struct knet_request *pinned)
 {
 	struct knet_mem part = *m;
-	struct knet_copy c = { .buf = buf, .to_mem = to_mem };
+	struct knet_copy c = { .buf = buf, .to_mem = to_mem, .pinned = pinned };
 
 	if (m->type == KNET_MEM_UVEC && m->iov == &m->one)
 		part.iov = &part.one;
@@ -583,7 +611,8 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (ilen && (!s->inline_in || ilen > rq->mem->len)) {
 		err = -EPROTO;
 	} else if (ilen) {
-		if (knet_mem_copy(rq->mem, (u8 *)h + sizeof(*h) + blen, ilen, true))
+		if (knet_mem_copy(rq->mem, (u8 *)h + sizeof(*h) + blen, ilen, true,
+				  rq->mem->type == KNET_MEM_UVEC ? rq : NULL))
 			err = -EPROTO;
 		rq->inline_len = ilen;
 	}
@@ -1287,12 +1316,14 @@ static bool knet_inline_out(struct knet_ep *ep, const struct knet_request *rq)
 	       sizeof(struct knet_hdr) + rq->body_len + rq->mem->len <= KNET_MSG_SIZE;
 }
 
-/* Does the server send the data of RQ inside its reply? */
+/*
+ * Does the server send the data of RQ inside its reply? The reply is
+ * handled in softirq context: user memory is written through the pages
+ * knet_pin() pinned for it (no registration, RDMA WRITE or invalidation).
+ */
 static bool knet_inline_in(struct knet_ep *ep, const struct knet_request *rq)
 {
-	/* The reply is handled in softirq context, where user memory is out of reach. */
-	return rq->mem && rq->dir == KNET_DIR_FROM_SERVER && rq->mem->len <= ep->lim.inline_max &&
-	       rq->mem->type != KNET_MEM_UVEC;
+	return rq->mem && rq->dir == KNET_DIR_FROM_SERVER && rq->mem->len <= ep->lim.inline_max;
 }
 
 /* Pin the user memory of RQ when the server will reach it by RDMA. */
@@ -1356,7 +1387,7 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	hdr.body_len = cpu_to_le32(rq->body_len);
 	memcpy(s->msg + sizeof(hdr), rq->body, rq->body_len);
 	if (inline_out) {
-		ret = knet_mem_copy(m, s->msg + len, m->len, false);
+		ret = knet_mem_copy(m, s->msg + len, m->len, false, NULL);
 		if (ret)
 			goto release;
 		hdr.inline_len = cpu_to_le32(m->len);
@@ -1575,7 +1606,7 @@ int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout
 	}
 	ret = rq->error;
 	if (!ret && user && rq->inline_len)
-		ret = knet_mem_copy(user, bounce.iov_base, rq->inline_len, true);
+		ret = knet_mem_copy(user, bounce.iov_base, rq->inline_len, true, NULL);
 out:
 	if (user) {
 		rq->mem = user;

@@ -58,7 +58,8 @@ struct regcache_stats {
  * @pages: the pinned pages
  * @dma: the DMA address of each page for the cache's device
  *
- * Users see only @it.start, @npages and @dma, through regcache_dma().
+ * Users see only @it.start, @npages, @pages and @dma, through
+ * regcache_page() and regcache_dma().
  */
 struct regcache_entry {
 	struct interval_tree_node	it;
@@ -100,6 +101,22 @@ static inline u64 regcache_dma(const struct regcache_entry *e, unsigned long add
 	unsigned long off = addr - e->it.start;
 
 	return e->dma[off >> PAGE_SHIFT] + (off & ~PAGE_MASK);
+}
+
+/**
+ * regcache_page() - the pinned page of a user address inside an entry
+ * @e: an entry from regcache_get()
+ * @addr: a user address inside the range the entry was looked up for
+ *
+ * The CPU may write the page in any context (kmap_local_page(); with
+ * REGCACHE_WRITE) while @e is held: it stays pinned, so the data lands
+ * where the buffer was when the entry was taken, as a device's would.
+ *
+ * Return: the page that holds @addr's byte.
+ */
+static inline struct page *regcache_page(const struct regcache_entry *e, unsigned long addr)
+{
+	return e->pages[(addr - e->it.start) >> PAGE_SHIFT];
 }
 
 #endif /* _REGCACHE_H */
