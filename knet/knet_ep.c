@@ -1326,7 +1326,7 @@ static bool knet_inline_in(struct knet_ep *ep, const struct knet_request *rq)
 	return rq->mem && rq->dir == KNET_DIR_FROM_SERVER && rq->mem->len <= ep->lim.inline_max;
 }
 
-/* Pin the user memory of RQ when the server will reach it by RDMA. */
+/* Pin the user memory of RQ: the server reaches it by RDMA, or an inline reply lands in it. */
 static int knet_pin(struct knet_ep *ep, struct knet_request *rq)
 {
 	const struct knet_mem *m = rq->mem;
