@@ -659,14 +659,6 @@ static void file_job(struct req *r, int tag, job_fn fn)
 	workers_submit(&r->c->s->w, &r->job);
 }
 
-static time_t mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
-
 /* The open-file cache's key for R: its export, file, open flags, credentials. */
 static void file_key(const struct req *r, struct fdc_key *k)
 {
@@ -710,7 +702,7 @@ static void file_io_start(struct req *r, char *msg)
 	struct fdc_key k;
 
 	file_key(r, &k);
-	r->fde = fdc_get(&r->c->s->fdc, &k, mono_s());
+	r->fde = fdc_get(&r->c->s->fdc, &k, (time_t)(now_us() / 1000000));
 	if (r->fde)
 		r->fd = r->fde->fd;
 	if (fr->nsegs) {
@@ -743,7 +735,7 @@ static void file_opened(struct req *r)
 	if (r->fd < 0 || r->fde)
 		return;
 	file_key(r, &k);
-	r->fde = fdc_add(&r->c->s->fdc, &k, r->fd, mono_s());
+	r->fde = fdc_add(&r->c->s->fdc, &k, r->fd, (time_t)(now_us() / 1000000));
 }
 
 /* Operations after which no open file of the export is used again. */

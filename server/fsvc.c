@@ -25,10 +25,10 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "server/block.h"
 #include "server/fsvc.h"
 #include "server/proto.h"
 #include "server/siphash.h"
@@ -686,23 +686,22 @@ int fsvc_io_inline(const struct fsvc_req *rq, int fd, void *body, size_t cap, ui
 
 	if (sizeof(struct orfs_io_rep) + (read ? length : 0) > cap)
 		return EOVERFLOW;
+	if (nowait) {
+		/*
+		 * Whole without waiting, or a worker does it again (maybe
+		 * the end of the file; a pwrite at an offset may be repeated).
+		 */
+		if (!rw_nowait(fd, !read, read ? data : (void *)rq->inl, (uint64_t)off, length,
+			       refused))
+			return EAGAIN;
+		done = length;
+	}
 	while (done < length) {
-		struct iovec iov = { read ? data + done : (void *)(rq->inl + done), length - done };
-		ssize_t n = read ? preadv2(fd, &iov, 1, off + done, nowait ? RWF_NOWAIT : 0) :
-				   pwritev2(fd, &iov, 1, off + done, nowait ? RWF_NOWAIT : 0);
+		ssize_t n = read ? pread(fd, data + done, length - done, off + done) :
+				   pwrite(fd, rq->inl + done, length - done, off + done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (nowait && n < 0 && errno == EOPNOTSUPP)
-			*refused = 1;
-		/*
-		 * Waiting needed, or a short transfer (maybe the end of the
-		 * file): a worker does it whole again (pwrite at an offset
-		 * may be repeated).
-		 */
-		if (nowait && (n < 0 ? errno == EAGAIN || errno == EOPNOTSUPP :
-			       (size_t)n < iov.iov_len))
-			return EAGAIN;
 		if (n < 0)
 			return errno;
 		if (n == 0)

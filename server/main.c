@@ -512,7 +512,7 @@ static int handle_cq(struct srv *s)
 	}
 }
 
-static uint64_t now_us(void)
+uint64_t now_us(void)
 {
 	struct timespec t;
 

@@ -204,6 +204,8 @@ void conn_maybe_free(struct conn *c);
 void conn_get(struct conn *c);
 void conn_put(struct conn *c);
 void srv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* CLOCK_MONOTONIC in microseconds */
+uint64_t now_us(void);
 
 /* engine.c */
 void eng_on_recv(struct conn *c, int slot, uint32_t len);
