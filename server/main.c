@@ -346,7 +346,9 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 	if (!ret)
 		ret = fi_ep_bind(c->ep, &s->eq->fid, 0);
 	if (!ret)
-		ret = fi_ep_bind(c->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV);
+		ret = fi_ep_bind(c->ep, &s->txcq->fid, FI_TRANSMIT);
+	if (!ret)
+		ret = fi_ep_bind(c->ep, &s->rxcq->fid, FI_RECV);
 	if (!ret)
 		ret = fi_enable(c->ep);
 	if (!ret)
@@ -478,22 +480,22 @@ static void on_completion(struct op *op, size_t len, int err)
 	conn_put(c);
 }
 
-/* Handle what the completion queue holds; returns how many completions. */
-static int handle_cq(struct srv *s)
+/* Handle what completion queue CQ holds; returns how many completions. */
+static int handle_cq(struct srv *s, struct fid_cq *cq)
 {
 	struct fi_cq_data_entry ent[16];
 	ssize_t n, k;
 	int seen = 0;
 
 	for (;;) {
-		n = fi_cq_read(s->cq, ent, 16);
+		n = fi_cq_read(cq, ent, 16);
 		if (n == -FI_EAGAIN)
 			return seen;
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err;
 
 			memset(&err, 0, sizeof(err));
-			if (fi_cq_readerr(s->cq, &err, 0) < 0)
+			if (fi_cq_readerr(cq, &err, 0) < 0)
 				return seen;
 			if (s->verbose && err.err != FI_ECANCELED)
 				srv_log("operation failed: %s", fi_strerror(err.err));
@@ -534,7 +536,7 @@ static int srv_poll(struct srv *s)
 	uint64_t t = now_us(), end = s->last_busy + s->cfg.poll_us;
 
 	while (t < end && !s->stop && s->active <= 1) {
-		int got = handle_cq(s);
+		int got = handle_cq(s, s->txcq) + handle_cq(s, s->rxcq);
 
 		if (workers_have_done(&s->w)) {
 			eng_on_jobs(s);
@@ -565,9 +567,15 @@ static int epoll_add(int epfd, int fd)
 static int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
-	struct fi_cq_attr cq_attr = {
+	/* Every receive posted; every reply buffer and RDMA operation in flight. */
+	struct fi_cq_attr rx_attr = {
 		.format = FI_CQ_FORMAT_DATA,
-		.size = SRV_RX_BUDGET * 3 + SRV_MAX_CONNS * (3 * SRV_MIN_CREDITS + SRV_RDMA_SQ),
+		.size = SRV_RX_BUDGET + SRV_MAX_CONNS * SRV_MIN_CREDITS,
+		.wait_obj = FI_WAIT_FD,
+	};
+	struct fi_cq_attr tx_attr = {
+		.format = FI_CQ_FORMAT_DATA,
+		.size = SRV_RX_BUDGET * 2 + SRV_MAX_CONNS * (2 * SRV_MIN_CREDITS + SRV_RDMA_SQ),
 		.wait_obj = FI_WAIT_FD,
 	};
 	struct fi_info *hints = fab_hints(s->prov);
@@ -583,12 +591,14 @@ static int srv_open(struct srv *s)
 	if ((ret = fi_fabric(s->info->fabric_attr, &s->fabric, NULL)) ||
 	    (ret = fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL)) ||
 	    (ret = fi_domain(s->fabric, s->info, &s->domain, NULL)) ||
-	    (ret = fi_cq_open(s->domain, &cq_attr, &s->cq, NULL)) ||
+	    (ret = fi_cq_open(s->domain, &rx_attr, &s->rxcq, NULL)) ||
+	    (ret = fi_cq_open(s->domain, &tx_attr, &s->txcq, NULL)) ||
 	    (ret = fi_passive_ep(s->fabric, s->info, &s->pep, NULL)) ||
 	    (ret = fi_pep_bind(s->pep, &s->eq->fid, 0)))
 		return fab_err("setting up the fabric", ret);
 	if ((ret = fi_control(&s->eq->fid, FI_GETWAIT, &s->eqfd)) ||
-	    (ret = fi_control(&s->cq->fid, FI_GETWAIT, &s->cqfd)))
+	    (ret = fi_control(&s->rxcq->fid, FI_GETWAIT, &s->rxcqfd)) ||
+	    (ret = fi_control(&s->txcq->fid, FI_GETWAIT, &s->txcqfd)))
 		return fab_err("getting wait objects", ret);
 
 	/* The data buffers: allocated and registered once, bounded. */
@@ -633,7 +643,7 @@ static int srv_open(struct srv *s)
 		perror("orfs-server: epoll_create1");
 		return -1;
 	}
-	if (epoll_add(s->epfd, s->eqfd) || epoll_add(s->epfd, s->cqfd) ||
+	if (epoll_add(s->epfd, s->eqfd) || epoll_add(s->epfd, s->rxcqfd) ||
 	    epoll_add(s->epfd, s->sigfd) || epoll_add(s->epfd, s->w.efd))
 		return -1;
 	ret = fi_listen(s->pep);
@@ -656,8 +666,10 @@ static void srv_close(struct srv *s)
 		fi_close(&s->pep->fid);
 	if (s->pool_mr)
 		fi_close(&s->pool_mr->fid);
-	if (s->cq)
-		fi_close(&s->cq->fid);
+	if (s->txcq)
+		fi_close(&s->txcq->fid);
+	if (s->rxcq)
+		fi_close(&s->rxcq->fid);
 	if (s->domain)
 		fi_close(&s->domain->fid);
 	if (s->eq)
@@ -757,18 +769,61 @@ out:
 	free(n);
 }
 
+/*
+ * Does the engine wait for a completion of the transmit CQ? A reply's
+ * SEND completing only frees its buffer: those are reaped at the next
+ * wake-up, and the thread sleeps through them (one wake-up a request
+ * less). RDMA (data pulled, buffers to free), replies or chunks waiting
+ * for room, closing connections and a drain need them promptly.
+ */
+static int tx_awaited(const struct srv *s)
+{
+	const struct conn *c;
+
+	if (s->stopping)
+		return 1;
+	for (c = s->conns; c; c = c->next)
+		if (c->closing || c->tx_wait || c->rdma_wait || c->sq_free < SRV_RDMA_SQ)
+			return 1;
+	return 0;
+}
+
+/*
+ * Watch the transmit CQ's wait object (ON) or not. Unwatched, an event of
+ * a CQ armed before waits in its channel: the next fi_trywait() on it,
+ * once watched again, consumes it before arming.
+ */
+static int tx_watch(struct srv *s, int on)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s->txcqfd };
+
+	if (on == s->tx_watched)
+		return 0;
+	if (epoll_ctl(s->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, s->txcqfd, &ev)) {
+		fprintf(stderr, "orfs-server: epoll_ctl (transmit CQ): %s\n", strerror(errno));
+		return -1;
+	}
+	s->tx_watched = on;
+	return 0;
+}
+
 static void srv_loop(struct srv *s)
 {
-	struct fid *fids[2] = { &s->eq->fid, &s->cq->fid };
+	struct fid *fids[3];
 	struct epoll_event ev[8];
 	time_t deadline = 0;
 	int n, i;
 
+	s->eq_ready = 1;
 	while (!s->stop) {
-		int polled = 0;
+		int polled = 0, nfids = 0;
 
-		handle_eq(s);
-		if (handle_cq(s) && s->cfg.poll_us)
+		if (s->eq_ready) {
+			s->eq_ready = 0;
+			handle_eq(s);
+		}
+		/* Reply buffers back first: the requests below may need them. */
+		if ((handle_cq(s, s->txcq) + handle_cq(s, s->rxcq)) && s->cfg.poll_us)
 			s->last_busy = now_us();
 		if (s->now) {
 			/* Finishing them may complete or start more: look again first. */
@@ -795,15 +850,27 @@ static void srv_loop(struct srv *s)
 		/* Now and then after a successful poll, a look at signals. */
 		if (polled && s->poll_hits % 32)
 			continue;
-		if (!polled && fi_trywait(s->fabric, fids, 2) != FI_SUCCESS)
-			continue;
+		if (!polled) {
+			fids[nfids++] = &s->eq->fid;
+			fids[nfids++] = &s->rxcq->fid;
+			if (tx_watch(s, tx_awaited(s)))
+				return;
+			if (s->tx_watched)
+				fids[nfids++] = &s->txcq->fid;
+			if (fi_trywait(s->fabric, fids, nfids) != FI_SUCCESS) {
+				s->eq_ready = 1;
+				continue;
+			}
+		}
 		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : s->stopping ? 100 : -1);
 		if (n < 0 && errno != EINTR) {
 			perror("orfs-server: epoll_wait");
 			return;
 		}
 		for (i = 0; i < n; i++) {
-			if (ev[i].data.fd == s->w.efd) {
+			if (ev[i].data.fd == s->eqfd) {
+				s->eq_ready = 1;
+			} else if (ev[i].data.fd == s->w.efd) {
 				eng_on_jobs(s);
 				if (s->cfg.poll_us)
 					s->last_busy = now_us();

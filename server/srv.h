@@ -152,7 +152,8 @@ struct srv {
 	struct fid_eq		*eq;
 	struct fid_pep		*pep;
 	struct fid_domain	*domain;
-	struct fid_cq		*cq;
+	struct fid_cq		*rxcq;		/* receives: always armed */
+	struct fid_cq		*txcq;		/* sends and RDMA: armed when awaited */
 	struct pool		pool;
 	struct fid_mr		*pool_mr;
 	struct chunk		*chunks;	/* one per pool chunk, same index */
@@ -160,7 +161,9 @@ struct srv {
 	struct workers		w;
 	struct job		*now;		/* jobs done without a worker, to finish */
 	unsigned long		jobs_now;	/* how many were */
-	int			epfd, sigfd, eqfd, cqfd;
+	int			epfd, sigfd, eqfd, rxcqfd, txcqfd;
+	int			eq_ready;	/* the EQ may hold events: read it */
+	int			tx_watched;	/* txcqfd in the epoll set (see tx_watch()) */
 	int			stopping;
 	uint64_t		last_busy;	/* us, CLOCK_MONOTONIC: for polling */
 	int			active;		/* requests being served, all connections */
