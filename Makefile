@@ -100,9 +100,9 @@ $(BIN)/knet-load: tools/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tools/knet-load.c $(KCLIENT_SRC) -lfabric
 
-$(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) $(USER_HDR)
+$(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ $(UNIT_SRC) $(SERVER_LIB_SRC) -lcunit
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c -lcunit
 
 # The fuzzer (clang's libFuzzer with ASan and UBSan) and its seed writer.
 FUZZ_CC ?= clang-14

@@ -30,11 +30,14 @@ static void *worker_main(void *arg)
 		j->result = j->run(j);
 
 		pthread_mutex_lock(&w->lock);
+		/* The eventfd is readable exactly while done is not empty. */
+		if (!w->done) {
+			atomic_store_explicit(&w->have_done, 1, memory_order_relaxed);
+			if (write(w->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+				perror("orfs-server: eventfd write");
+		}
 		j->next = w->done;
 		w->done = j;
-		atomic_store_explicit(&w->have_done, 1, memory_order_relaxed);
-		if (write(w->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
-			perror("orfs-server: eventfd write");
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -107,7 +110,7 @@ struct job *workers_reap(struct workers *w)
 	list = w->done;
 	w->done = NULL;
 	atomic_store_explicit(&w->have_done, 0, memory_order_relaxed);
-	if (read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+	if (list && read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		perror("orfs-server: eventfd read");
 	pthread_mutex_unlock(&w->lock);
 	return list;

@@ -37,7 +37,7 @@ struct workers {
 	struct job		*todo, **todo_tail;
 	struct job		*done;
 	atomic_int		have_done;	/* done is not empty: a hint for a polling reaper */
-	int			efd;		/* readable when done is not empty */
+	int			efd;		/* readable while done is not empty */
 	int			stop;
 	int			nthreads;
 	pthread_t		*threads;

@@ -9,6 +9,7 @@ int unit_add_proto_suite(void);
 int unit_add_dispatch_suite(void);
 int unit_add_block_suite(void);
 int unit_add_sched_suite(void);
+int unit_add_workers_suite(void);
 int unit_add_config_suite(void);
 int unit_add_fsvc_suite(void);
 int unit_add_replay_suite(void);

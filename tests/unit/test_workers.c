@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Unit tests of the I/O worker threads (server/workers.c). */
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "server/workers.h"
+#include "tests/unit/unit.h"
+
+#define NJOBS	64
+
+static int job_square(struct job *j)
+{
+	return (int)(j->off * j->off);
+}
+
+/* Is the workers' eventfd readable within MS milliseconds? */
+static int efd_readable(const struct workers *w, int ms)
+{
+	struct pollfd p = { .fd = w->efd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+static void init_jobs(struct job *jobs, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&jobs[i], 0, sizeof(jobs[i]));
+		jobs[i].run = job_square;
+		jobs[i].off = (uint64_t)i;
+		jobs[i].tag = i;
+		jobs[i].result = -1;
+	}
+}
+
+static void test_workers_done(void)
+{
+	struct workers w;
+	struct job jobs[NJOBS], *j;
+	int seen[NJOBS] = { 0 };
+	int i, got = 0;
+
+	CU_ASSERT_EQUAL_FATAL(workers_start(&w, 4), 0);
+	CU_ASSERT_FALSE(efd_readable(&w, 0));
+	CU_ASSERT_PTR_NULL(workers_reap(&w));
+	init_jobs(jobs, NJOBS);
+	/* One at a time: a lone finished job signals. */
+	for (i = 0; i < 4; i++) {
+		workers_submit(&w, &jobs[i]);
+		CU_ASSERT_TRUE_FATAL(efd_readable(&w, 5000));
+		j = workers_reap(&w);
+		CU_ASSERT_PTR_EQUAL_FATAL(j, &jobs[i]);
+		CU_ASSERT_PTR_NULL(j->next);
+		CU_ASSERT_EQUAL(j->result, i * i);
+		CU_ASSERT_FALSE(efd_readable(&w, 0));
+	}
+	/* Many at once: every one is reaped once, whatever the interleaving. */
+	init_jobs(jobs, NJOBS);
+	for (i = 0; i < NJOBS; i++)
+		workers_submit(&w, &jobs[i]);
+	/* Every finished job not yet reaped keeps the eventfd readable. */
+	while (got < NJOBS && efd_readable(&w, 5000)) {
+		CU_ASSERT_TRUE(workers_have_done(&w));
+		for (j = workers_reap(&w); j; j = j->next) {
+			CU_ASSERT_EQUAL(j->result, j->tag * j->tag);
+			CU_ASSERT_FALSE(seen[j->tag]);
+			seen[j->tag] = 1;
+			got++;
+		}
+	}
+	CU_ASSERT_EQUAL(got, NJOBS);
+	/* All reaped: nothing left to signal. */
+	CU_ASSERT_FALSE(efd_readable(&w, 0));
+	CU_ASSERT_FALSE(workers_have_done(&w));
+	workers_stop(&w);
+}
+
+static void test_workers_stop(void)
+{
+	struct workers w;
+	struct job jobs[8];
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(workers_start(&w, 2), 0);
+	init_jobs(jobs, 8);
+	for (i = 0; i < 8; i++)
+		workers_submit(&w, &jobs[i]);
+	workers_stop(&w);	/* runs what was queued first */
+	for (i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL(jobs[i].result, i * i);
+	CU_ASSERT_EQUAL(w.efd, -1);
+}
+
+int unit_add_workers_suite(void)
+{
+	CU_pSuite s = CU_add_suite("worker threads", NULL, NULL);
+
+	if (!s ||
+	    !CU_add_test(s, "each job reaped once, eventfd readable while any is done",
+			 test_workers_done) ||
+	    !CU_add_test(s, "stop runs the queued jobs", test_workers_stop))
+		return -1;
+	return 0;
+}
