@@ -5,12 +5,14 @@
 # nvme_rdma), both over rxe0 and both backed by a file in tmpfs (buffered:
 # tmpfs refuses O_DIRECT on 6.1): 1 MiB sequential read and write at depth
 # 16, 4 KiB random read and write at depth 1 (mean and p99 latency) and at
-# depth 32 (IOPS).
-# timeout: 900
+# depth 32 (IOPS). Each figure is the median of BENCH_ROUNDS runs
+# (default 4) of BENCH_SECONDS (default 10) on each device.
+# timeout: 1800
 . "$(dirname "$0")/../guest/lib.sh"
 out=$ORFS_RESULTS/mxbd.tsv
 : > "$out"
 secs=${BENCH_SECONDS:-10}
+rounds=${BENCH_ROUNDS:-4}
 size=256M
 
 # MXBD.
@@ -55,15 +57,39 @@ for dev in /dev/mxbd0 /dev/nvme0n1; do
 done
 
 row() { bench_row "$out" "$@"; }
-for job in "seqread_1M_qd16 read 1M 16" "seqwrite_1M_qd16 write 1M 16" \
-	   "randread_4k_qd1 randread 4k 1" "randwrite_4k_qd1 randwrite 4k 1" \
-	   "randread_4k_qd32 randread 4k 32" "randwrite_4k_qd32 randwrite 4k 32"; do
+# Each job runs ROUNDS times on each device, alternating which goes first;
+# the table has the median of each figure (single runs in this guest vary by
+# up to 40%). Fields: bw lat p99 iops, as fio_figures prints them.
+jobs=("seqread_1M_qd16 read 1M 16" "seqwrite_1M_qd16 write 1M 16"
+      "randread_4k_qd1 randread 4k 1" "randwrite_4k_qd1 randwrite 4k 1"
+      "randread_4k_qd32 randread 4k 32" "randwrite_4k_qd32 randwrite 4k 32")
+declare -A fig
+for ((round = 1; round <= rounds; round++)); do
+	devs="mx nv"
+	((round % 2)) || devs="nv mx"
+	for job in "${jobs[@]}"; do
+		set -- $job
+		for d in $devs; do
+			dev=/dev/mxbd0
+			[ $d = nv ] && dev=/dev/nvme0n1
+			v=$(run "$d-$1-$round" $dev "$2" "$3" "$4")
+			echo "round $round $d $1: $v"
+			fig[$d-$1]+="$v;"
+		done
+	done
+done
+# pick D JOB FIELD: the median of FIELD (1-4) over the rounds of D's JOB
+pick() {
+	median $(tr ';' '\n' <<< "${fig[$1-$2]}" | awk -v f="$3" 'NF { print $f }')
+}
+for job in "${jobs[@]}"; do
 	set -- $job
-	read -r m_bw m_lat m_p99 m_iops < <(run "mx-$1" /dev/mxbd0 "$2" "$3" "$4")
-	read -r n_bw n_lat n_p99 n_iops < <(run "nv-$1" /dev/nvme0n1 "$2" "$3" "$4")
 	case $1 in
-	*_1M_*) row "${1}_MBps" "$m_bw" "$n_bw" MBps ;;
-	*_qd1) row "${1}_lat_us" "$m_lat" "$n_lat" us; row "${1%_qd1}_qd1_p99_us" "$m_p99" "$n_p99" us ;;
-	*_qd32) row "${1}_iops" "$m_iops" "$n_iops" IOPS ;;
+	*_1M_*) row "${1}_MBps" "$(pick mx "$1" 1)" "$(pick nv "$1" 1)" MBps ;;
+	*_qd1)
+		row "${1}_lat_us" "$(pick mx "$1" 2)" "$(pick nv "$1" 2)" us
+		row "${1}_p99_us" "$(pick mx "$1" 3)" "$(pick nv "$1" 3)" us
+		;;
+	*_qd32) row "${1}_iops" "$(pick mx "$1" 4)" "$(pick nv "$1" 4)" IOPS ;;
 	esac
 done

@@ -5,12 +5,14 @@
 # read and write at depth 16, 4 KiB random read and write at depth 1
 # (mean latency), a buffered sequential write then read of a large file,
 # create/stat/unlink of 1000 files (time per operation), and ORFS's O_DIRECT
-# 64 KiB reads with the registration cache on and off.
-# timeout: 900
+# 64 KiB reads with the registration cache on and off. Each figure is the
+# median of BENCH_ROUNDS runs (default 4) on each mount.
+# timeout: 2400
 . "$(dirname "$0")/../guest/lib.sh"
 out=$ORFS_RESULTS/orfs.tsv
 : > "$out"
 secs=${BENCH_SECONDS:-10}
+rounds=${BENCH_ROUNDS:-4}
 bufmb=${BENCH_BUF_MB:-512}
 row() { bench_row "$out" "$@"; }
 
@@ -47,16 +49,15 @@ for d in /tmp/omnt /tmp/nmnt; do
 	dd if=/dev/zero of=$d/f256 bs=1M count=256 status=none
 done
 
-for job in "dio_seqread_1M_qd16 read 1M 16" "dio_seqwrite_1M_qd16 write 1M 16" \
-	   "dio_randread_4k_qd1 randread 4k 1" "dio_randwrite_4k_qd1 randwrite 4k 1"; do
-	set -- $job
-	read -r o_bw o_lat _ _ < <(dio "o-$1" /tmp/omnt "$2" "$3" "$4")
-	read -r n_bw n_lat _ _ < <(dio "n-$1" /tmp/nmnt "$2" "$3" "$4")
-	case $1 in
-	*_1M_*) row "${1}_MBps" "$o_bw" "$n_bw" MBps ;;
-	*) row "${1}_lat_us" "$o_lat" "$n_lat" us ;;
-	esac
-done
+# Each measure runs ROUNDS times on each mount, alternating which goes
+# first; the table has the median of each figure (single runs in this guest
+# vary by up to 40%).
+declare -A fig
+# keep SYSTEM METRIC VALUE: one run's figure
+keep() {
+	echo "round $round $1 $2: $3"
+	fig[$1-$2]+="$3 "
+}
 
 # buffered DIR: write then read a BUFMB file through the page cache (the
 # cache dropped in between); prints "write_MBps read_MBps".
@@ -69,10 +70,6 @@ buffered() {
 	rm -f "$1/big"
 	echo "$w $r"
 }
-read -r o_w o_r < <(buffered /tmp/omnt)
-read -r n_w n_r < <(buffered /tmp/nmnt)
-row buf_seqwrite_MBps "$o_w" "$n_w" MBps
-row buf_seqread_MBps "$o_r" "$n_r" MBps
 
 # meta DIR: microseconds per create, stat and unlink of 1000 files.
 meta() {
@@ -95,17 +92,50 @@ os.rmdir(d)
 print('%.1f %.1f %.1f' % ((t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3))
 PY
 }
-read -r o_c o_s o_u < <(meta /tmp/omnt)
-read -r n_c n_s n_u < <(meta /tmp/nmnt)
-row create_us "$o_c" "$n_c" us
-row stat_us "$o_s" "$n_s" us
-row unlink_us "$o_u" "$n_u" us
 
-# The registration cache: the same 64 KiB O_DIRECT reads with it on and off.
-read -r on_bw _ _ _ < <(dio o-rc-on /tmp/omnt read 64k 1)
-umount /tmp/omnt
-mount -t orfs -o regcache=off "$ORFS_ADDR:/data" /tmp/omnt
-grep -q 'regcache=off' /proc/mounts || fail "could not mount with regcache=off"
-read -r off_bw _ _ _ < <(dio o-rc-off /tmp/omnt read 64k 1)
-row dio_64k_regcache_on_MBps "$on_bw" "$off_bw" MBps
+jobs=("dio_seqread_1M_qd16 read 1M 16" "dio_seqwrite_1M_qd16 write 1M 16"
+      "dio_randread_4k_qd1 randread 4k 1" "dio_randwrite_4k_qd1 randwrite 4k 1")
+for ((round = 1; round <= rounds; round++)); do
+	systems="o n"
+	((round % 2)) || systems="n o"
+	for job in "${jobs[@]}"; do
+		set -- $job
+		for x in $systems; do
+			read -r bw lat _ _ < <(dio "$x-$1-$round" /tmp/${x}mnt "$2" "$3" "$4")
+			case $1 in
+			*_1M_*) keep $x "${1}_MBps" "$bw" ;;
+			*) keep $x "${1}_lat_us" "$lat" ;;
+			esac
+		done
+	done
+	for x in $systems; do
+		read -r w r < <(buffered /tmp/${x}mnt)
+		keep $x buf_seqwrite_MBps "$w"
+		keep $x buf_seqread_MBps "$r"
+	done
+	for x in $systems; do
+		read -r c st u < <(meta /tmp/${x}mnt)
+		keep $x create_us "$c"
+		keep $x stat_us "$st"
+		keep $x unlink_us "$u"
+	done
+	# The registration cache: the same 64 KiB O_DIRECT reads with it on and off.
+	modes="on off"
+	((round % 2)) || modes="off on"
+	for m in $modes; do
+		umount /tmp/omnt
+		mount -t orfs -o regcache=$m "$ORFS_ADDR:/data" /tmp/omnt
+		grep -q "regcache=$m" /proc/mounts || fail "could not mount with regcache=$m"
+		read -r bw _ _ _ < <(dio "o-rc-$m-$round" /tmp/omnt read 64k 1)
+		keep o "dio_64k_regcache_${m}_MBps" "$bw"
+	done
+	umount /tmp/omnt
+	mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt
+done
+for m in dio_seqread_1M_qd16_MBps dio_seqwrite_1M_qd16_MBps dio_randread_4k_qd1_lat_us \
+	 dio_randwrite_4k_qd1_lat_us buf_seqwrite_MBps buf_seqread_MBps create_us stat_us unlink_us; do
+	row $m "$(median ${fig[o-$m]})" "$(median ${fig[n-$m]})" "$(sed 's/.*_//' <<< "$m")"
+done
+row dio_64k_regcache_on_MBps "$(median ${fig[o-dio_64k_regcache_on_MBps]})" \
+    "$(median ${fig[o-dio_64k_regcache_off_MBps]})" MBps
 cat "/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"

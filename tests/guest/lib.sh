@@ -164,6 +164,12 @@ print('%.2f %.1f %.1f %.0f' % (d['bw_bytes'] / 1e6, lat, p99, d['iops']))
 PY
 }
 
+# median VALUE...: the middle value (of an even count, the mean of the two)
+median() {
+	printf '%s\n' "$@" | sort -g |
+		awk '{ v[NR] = $1 } END { m = (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2; print m }'
+}
+
 # bench_row TSV METRIC OURS PEER UNIT: one figure of a benchmark
 bench_row() {
 	printf '%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" >> "$1"
