@@ -65,11 +65,9 @@ jobs=("seqread_1M_qd16 read 1M 16" "seqwrite_1M_qd16 write 1M 16"
       "randread_4k_qd32 randread 4k 32" "randwrite_4k_qd32 randwrite 4k 32")
 declare -A fig
 for ((round = 1; round <= rounds; round++)); do
-	devs="mx nv"
-	((round % 2)) || devs="nv mx"
 	for job in "${jobs[@]}"; do
 		set -- $job
-		for d in $devs; do
+		for d in $(turns $round mx nv); do
 			dev=/dev/mxbd0
 			[ $d = nv ] && dev=/dev/nvme0n1
 			v=$(run "$d-$1-$round" $dev "$2" "$3" "$4")

@@ -96,8 +96,7 @@ PY
 jobs=("dio_seqread_1M_qd16 read 1M 16" "dio_seqwrite_1M_qd16 write 1M 16"
       "dio_randread_4k_qd1 randread 4k 1" "dio_randwrite_4k_qd1 randwrite 4k 1")
 for ((round = 1; round <= rounds; round++)); do
-	systems="o n"
-	((round % 2)) || systems="n o"
+	systems=$(turns $round o n)
 	for job in "${jobs[@]}"; do
 		set -- $job
 		for x in $systems; do
@@ -120,9 +119,7 @@ for ((round = 1; round <= rounds; round++)); do
 		keep $x unlink_us "$u"
 	done
 	# The registration cache: the same 64 KiB O_DIRECT reads with it on and off.
-	modes="on off"
-	((round % 2)) || modes="off on"
-	for m in $modes; do
+	for m in $(turns $round on off); do
 		umount /tmp/omnt
 		mount -t orfs -o regcache=$m "$ORFS_ADDR:/data" /tmp/omnt
 		grep -q "regcache=$m" /proc/mounts || fail "could not mount with regcache=$m"

@@ -170,6 +170,11 @@ median() {
 		awk '{ v[NR] = $1 } END { m = (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2; print m }'
 }
 
+# turns ROUND A B: "A B" in odd rounds, "B A" in even ones (who goes first)
+turns() {
+	if (($1 % 2)); then echo "$2 $3"; else echo "$3 $2"; fi
+}
+
 # bench_row TSV METRIC OURS PEER UNIT: one figure of a benchmark
 bench_row() {
 	printf '%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" >> "$1"
