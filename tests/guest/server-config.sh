@@ -52,9 +52,14 @@ load -n v2 -w info > /tmp/out
 expect_grep 'size 33554432' /tmp/out
 
 step "a retired volume finishes its running client, then refuses and is released"
-load -n v1 -w verify -S 1 -q 2 -b 65536 -N 400 -r 21 > /tmp/bg.out 2>&1 &
+# Retire it once the client is connected: 4000 requests keep it busy for
+# seconds after that (a fixed sleep raced with a faster server).
+conns() { grep -c "connected to volume 'v1'" "$ORFS_SERVER_LOG" || true; }
+before=$(conns)
+one_more() { [ "$(conns)" -gt "$before" ]; }
+load -n v1 -w verify -S 1 -q 2 -b 16384 -N 2000 -r 21 > /tmp/bg.out 2>&1 &
 bg=$!
-sleep 2
+wait_until 100 one_more || fail "the running client did not connect"
 sed -i '/^volume v1 /d' $conf
 reload
 expect_grep "reload: volume 'v1' takes no new connections \(1 still use it\)" "$ORFS_SERVER_LOG"
