@@ -9,15 +9,15 @@
 load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }
 conf=/tmp/orfs-server.conf
 truncate -s 32M /tmp/v1 /tmp/v2
-reloads() { grep -c 'reload: .* added\|keeping the configuration' "$ORFS_SERVER_LOG" || true; }
+# log_count PATTERN: lines of the server's log that match PATTERN (basic regex)
+log_count() { grep -c -- "$1" "$ORFS_SERVER_LOG" || true; }
+# log_grew PATTERN N: more than N lines match PATTERN now
+log_grew() { [ "$(log_count "$1")" -gt "$2" ]; }
 reload() {
-	local n
-	n=$(reloads)
+	local pat='reload: .* added\|keeping the configuration' was
+	was=$(log_count "$pat")
 	kill -HUP "$ORFS_SERVER_PID"
-	for ((i = 0; i < 100; i++)); do
-		[ "$(reloads)" -gt "$n" ] && return 0
-		sleep 0.1
-	done
+	wait_until 100 log_grew "$pat" "$was" && return 0
 	cat "$ORFS_SERVER_LOG"
 	fail "the server did not reload"
 }
@@ -54,12 +54,11 @@ expect_grep 'size 33554432' /tmp/out
 step "a retired volume finishes its running client, then refuses and is released"
 # Retire it once the client is connected: 4000 requests keep it busy for
 # seconds after that (a fixed sleep raced with a faster server).
-conns() { grep -c "connected to volume 'v1'" "$ORFS_SERVER_LOG" || true; }
-before=$(conns)
-one_more() { [ "$(conns)" -gt "$before" ]; }
+v1conn="connected to volume 'v1'"
+before=$(log_count "$v1conn")
 load -n v1 -w verify -S 1 -q 2 -b 16384 -N 2000 -r 21 > /tmp/bg.out 2>&1 &
 bg=$!
-wait_until 100 one_more || fail "the running client did not connect"
+wait_until 100 log_grew "$v1conn" "$before" || fail "the running client did not connect"
 sed -i '/^volume v1 /d' $conf
 reload
 expect_grep "reload: volume 'v1' takes no new connections \(1 still use it\)" "$ORFS_SERVER_LOG"
