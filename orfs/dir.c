@@ -82,43 +82,71 @@ static struct dentry *orfs_lookup(struct inode *dir, struct dentry *dentry, unsi
 	return res;
 }
 
-static int orfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+/*
+ * What the cache alone says of DENTRY's answer: 1 still true, 0 stale,
+ * -ECHILD only the server can tell. Takes no lock and no reference, so an
+ * RCU path walk can use it.
+ */
+static int orfs_dentry_cached(struct inode *dir, struct dentry *dentry, struct inode *inode,
+			      unsigned int flags)
 {
-	struct inode *inode, *dir;
-	struct orfs_entry_rep *rep;
-	struct dentry *parent;
-	struct orfs_inode *ci;
-	int ret, valid = 0;
+	bool noac = ORFS_SB(dir->i_sb)->opts.noac;
+	unsigned long checked = READ_ONCE(dentry->d_time);
+	struct orfs_inode *di = ORFS_I(dir);
+	unsigned long dir_fresh;
 
-	if (flags & LOOKUP_RCU)
-		return -ECHILD;
-	parent = dget_parent(dentry);
-	dir = d_inode(parent);
-	inode = d_inode(dentry);
 	if (!inode) {
 		/* About to create: make sure with a real lookup. */
 		if (flags & (LOOKUP_EXCL | LOOKUP_RENAME_TARGET))
-			goto out;
-		valid = !orfs_revalidate(dir, false) &&
-			dentry->d_time == (unsigned long)ORFS_I(dir)->change;
-		goto out;
+			return 0;
+		/* True while the directory does not change, once its attributes are fresh. */
+		dir_fresh = READ_ONCE(di->attr_time) + READ_ONCE(di->attr_timeo);
+		if (noac || !time_before(jiffies, dir_fresh))
+			return -ECHILD;
+		return checked == (unsigned long)READ_ONCE(di->change);
 	}
 	/*
 	 * The name was checked (d_time) within the inode's attribute timeout.
 	 * Not the attributes' own age: our changes to a directory expire its
 	 * attributes, not its name in its parent.
 	 */
-	ci = ORFS_I(inode);
-	if (!ORFS_SB(inode->i_sb)->opts.noac &&
-	    time_before(jiffies, dentry->d_time + ci->attr_timeo)) {
-		valid = 1;
+	if (!noac && time_before(jiffies, checked + READ_ONCE(ORFS_I(inode)->attr_timeo)))
+		return 1;
+	return -ECHILD;
+}
+
+static int orfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	struct inode *inode, *dir;
+	struct orfs_entry_rep *rep;
+	struct dentry *parent;
+	int ret, valid;
+
+	if (flags & LOOKUP_RCU) {
+		/* A path walk under RCU: answer from the cache or have it walk again. */
+		parent = READ_ONCE(dentry->d_parent);
+		dir = d_inode_rcu(parent);
+		if (!dir)
+			return -ECHILD;
+		return orfs_dentry_cached(dir, dentry, d_inode_rcu(dentry), flags);
+	}
+	parent = dget_parent(dentry);
+	dir = d_inode(parent);
+	inode = d_inode(dentry);
+	valid = orfs_dentry_cached(dir, dentry, inode, flags);
+	if (valid != -ECHILD)
+		goto out;
+	valid = 0;
+	if (!inode) {
+		valid = !orfs_revalidate(dir, false) &&
+			dentry->d_time == (unsigned long)ORFS_I(dir)->change;
 		goto out;
 	}
 	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
 	if (!rep)
 		goto out;
 	ret = orfs_lookup_rpc(dir, &dentry->d_name, rep);
-	if (!ret && !memcmp(&rep->fh, &ci->fh, sizeof(rep->fh)) &&
+	if (!ret && !memcmp(&rep->fh, &ORFS_I(inode)->fh, sizeof(rep->fh)) &&
 	    !((le32_to_cpu(rep->attr.mode) ^ inode->i_mode) & S_IFMT)) {
 		orfs_refresh(inode, &rep->attr);
 		dentry->d_time = jiffies;

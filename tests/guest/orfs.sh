@@ -25,6 +25,8 @@ mkdir /tmp/e4/exp /tmp/e4/ref
 start_server -s $state -e data=$exp
 mnt() { mount -t orfs "$@" "$ORFS_ADDR:/data" /tmp/mnt; }
 umnt() { umount /tmp/mnt; }
+# ep_sum COUNTER: COUNTER summed over the knet endpoints
+ep_sum() { cat /sys/kernel/debug/knet/endpoints/*/stats | awk -v c="$1" '$1 == c { s += $2 } END { print s + 0 }'; }
 restart_server() {
 	kill -9 "$ORFS_SERVER_PID"
 	wait "$ORFS_SERVER_PID" 2>/dev/null || true
@@ -92,6 +94,26 @@ sleep 1.5
 stat /tmp/mnt/late > /dev/null || fail "a name created on the server stayed invisible"
 umnt
 
+step "cached names, present and absent, are answered without asking the server"
+mnt -o actimeo=60
+touch /tmp/mnt/cached
+lookups() {
+	python3 - <<'PY'
+import os
+for _ in range(500):
+    os.stat('/tmp/mnt/cached')
+    if os.path.lexists('/tmp/mnt/absent'):
+        raise SystemExit('absent appeared')
+PY
+}
+# The first round fetches what the create left stale (the directory's attributes).
+lookups || fail "cached lookups"
+asked=$(($(ep_sum requests) - $(ep_sum keepalives)))
+lookups || fail "cached lookups"
+expect_eq "requests for 1000 cached lookups" "$(($(ep_sum requests) - $(ep_sum keepalives) - asked))" 0
+rm /tmp/mnt/cached
+umnt
+
 step "fio with crc32c verification: through the page cache, and O_DIRECT with libaio"
 mnt
 fio --name=buffered --directory=/tmp/mnt --size=32M --rw=randwrite --bsrange=1k-256k \
@@ -105,13 +127,12 @@ expect_grep 'err= 0' /tmp/fio2.out
 # Small asynchronous O_DIRECT pieces of odd sizes in buffers at odd
 # addresses (some across a page boundary): written inline, and read back
 # inline into the program's pinned pages, so nothing moves by RDMA.
-rdma_bytes() { cat /sys/kernel/debug/knet/endpoints/*/stats | awk '$1 == "bytes_rdma" { s += $2 } END { print s + 0 }'; }
-b0=$(rdma_bytes)
+b0=$(ep_sum bytes_rdma)
 fio --name=small --directory=/tmp/mnt --size=2M --rw=write --bsrange=700-4096 --bs_unaligned=1 \
 	--iomem_align=100 --direct=1 --ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 \
 	--do_verify=1 --verify_state_save=0 --output=/tmp/fio4.out || { cat /tmp/fio4.out; fail "fio small"; }
 expect_grep 'err= 0' /tmp/fio4.out
-expect_eq "bytes moved by RDMA for pieces of 4 KiB at most" "$(($(rdma_bytes) - b0))" 0
+expect_eq "bytes moved by RDMA for pieces of 4 KiB at most" "$(($(ep_sum bytes_rdma) - b0))" 0
 grep -E 'WRITE:|READ:' /tmp/fio1.out /tmp/fio2.out /tmp/fio4.out
 rm -f /tmp/mnt/buffered.* /tmp/mnt/direct.* /tmp/mnt/small.*
 umnt
