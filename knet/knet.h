@@ -232,7 +232,11 @@ struct knet_session {
 /**
  * struct knet_srq - a request sent on a session without waiting
  * @rq: the request (its @done and @priv are knet's)
- * @done: called once when it is over, in process context
+ * @done: called once when it is over, in process context, or in softirq
+ *	context when @softirq_done allows it
+ * @softirq_done: @done may run in softirq context: then a request that is
+ *	over without a failure of the connection ends straight from its
+ *	completion, without a workqueue's wake-up
  * @s: private
  * @mm: private: the submitter's, for user memory sent again
  * @work: private
@@ -240,6 +244,7 @@ struct knet_session {
 struct knet_srq {
 	struct knet_request	rq;
 	void			(*done)(struct knet_srq *srq);
+	bool			softirq_done;
 	struct knet_session	*s;
 	struct mm_struct	*mm;
 	struct work_struct	work;

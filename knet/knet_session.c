@@ -207,10 +207,29 @@ static void knet_srq_work(struct work_struct *w)
 	srq->done(srq);
 }
 
+/*
+ * Drop our reference to the submitter's mm in any context, unless it is
+ * the last one: the final drop frees the mm, which the work item does in
+ * process context.
+ */
+static bool knet_srq_put_mm_atomic(struct knet_srq *srq)
+{
+	if (srq->mm && !atomic_add_unless(&srq->mm->mm_count, -1, 1))
+		return false;
+	srq->mm = NULL;
+	return true;
+}
+
 static void knet_srq_done(struct knet_request *rq)
 {
 	struct knet_srq *srq = container_of(rq, struct knet_srq, rq);
 
+	/* Nothing to send again: a caller that can end here does so now. */
+	if (srq->softirq_done && !knet_session_retryable(rq->error) &&
+	    knet_srq_put_mm_atomic(srq)) {
+		srq->done(srq);
+		return;
+	}
 	queue_work(knet_session_wq, &srq->work);
 }
 
@@ -220,9 +239,11 @@ static void knet_srq_done(struct knet_request *rq)
  * @srq: the request: @srq->rq filled in as for knet_submit() (but @done and
  *	@priv, which are knet's), and @srq->done
  *
- * @srq->done is called once, in process context (a workqueue), when the
- * request is over: @srq->rq.error is 0 (the server answered, @srq->rq.status
- * says how) or the error that ended it after the session's retries.
+ * @srq->done is called once, in process context (a workqueue) or, with
+ * @srq->softirq_done and no failure of the connection, in the completion's
+ * softirq context, when the request is over: @srq->rq.error is 0 (the
+ * server answered, @srq->rq.status says how) or the error that ended it
+ * after the session's retries.
  *
  * Context: process context (the owner's, for user memory); waits for a
  * credit when all are in use.

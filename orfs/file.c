@@ -440,14 +440,14 @@ static void orfs_dio_end(struct orfs_areq *a, int err, u32 count)
 	struct orfs_dio *dio = p->dio;
 	size_t off = a->pos - dio->start;
 
-	spin_lock(&dio->lock);
+	spin_lock_bh(&dio->lock);
 	if (err && off <= dio->limit) {
 		dio->limit = off;
 		dio->err = err;
 	} else if (!err && count < a->mem.len && off + count < dio->limit) {
 		dio->limit = off + count;
 	}
-	spin_unlock(&dio->lock);
+	spin_unlock_bh(&dio->lock);
 	kfree(p);
 	orfs_dio_put(dio);
 }
@@ -511,12 +511,14 @@ static ssize_t orfs_direct_async(struct kiocb *iocb, struct iov_iter *iter, bool
 		p->a.op = write ? ORFS_OP_WRITE : ORFS_OP_READ;
 		p->a.pos = pos;
 		p->a.end = orfs_dio_end;
+		/* Reads end in softirq, as a block device's do: one wake-up less. */
+		p->a.end_softirq = true;
 		p->a.priv = p;
 		pos += p->a.mem.len;
 		iov_iter_advance(iter, p->a.mem.len);
-		spin_lock(&dio->lock);
+		spin_lock_bh(&dio->lock);
 		dio->total += p->a.mem.len;
-		spin_unlock(&dio->lock);
+		spin_unlock_bh(&dio->lock);
 		atomic_inc(&dio->pending);
 		orfs_io_start(&p->a, flags);
 	}
@@ -526,12 +528,12 @@ static ssize_t orfs_direct_async(struct kiocb *iocb, struct iov_iter *iter, bool
 	}
 	if (ret) {
 		/* What was sent completes; the rest is this error. */
-		spin_lock(&dio->lock);
+		spin_lock_bh(&dio->lock);
 		if (dio->total < dio->limit) {
 			dio->limit = dio->total;
 			dio->err = ret;
 		}
-		spin_unlock(&dio->lock);
+		spin_unlock_bh(&dio->lock);
 	}
 	orfs_dio_put(dio);
 	return -EIOCBQUEUED;

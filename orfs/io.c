@@ -9,7 +9,8 @@
  * transport failure is sent again by knet after reconnecting (the same
  * xid, the submitter's mm for user memory), and it ends in process context
  * on a workqueue, where the reply's attributes are taken under the
- * inode's lock.
+ * inode's lock; a READ whose submitter allows it ends in the completion's
+ * softirq context instead (it takes no attributes).
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
@@ -112,8 +113,9 @@ static void orfs_areq_done(struct knet_srq *srq)
  *	@mem.one), @end and @priv filled in
  * @flags: ORFS_WRITE_*
  *
- * @a->end is called once, in process context (a workqueue), with 0 or a
- * negative errno and the bytes the server moved; it owns @a then.
+ * @a->end is called once, in process context (a workqueue) or, for a READ
+ * with @a->end_softirq, in softirq context, with 0 or a negative errno and
+ * the bytes the server moved; it owns @a then.
  *
  * Context: process context (the owner's, for user memory); waits for a
  * credit when all are in use.
@@ -126,6 +128,8 @@ void orfs_io_start(struct orfs_areq *a, u32 flags)
 
 	memset(rq, 0, sizeof(*rq));
 	a->srq.done = orfs_areq_done;
+	/* A READ's answer takes no lock of the inode: it can end in softirq. */
+	a->srq.softirq_done = a->end_softirq && a->op == ORFS_OP_READ;
 	ret = orfs_io_msg(&a->msg, a->inode, a->pos, a->mem.len, flags);
 	if (ret) {
 		a->msg.buf = NULL;

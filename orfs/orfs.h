@@ -157,7 +157,9 @@ void orfs_silly_unlink(struct inode *inode);
  * @inode: the file
  * @pos: where in the file
  * @op: ORFS_OP_READ or ORFS_OP_WRITE
- * @end: called once when it is over, in process context; owns the request
+ * @end_softirq: @end may run in softirq context (honoured for READ)
+ * @end: called once when it is over, in process context or, with
+ *	@end_softirq, in softirq context; owns the request
  * @priv: the submitter's
  */
 struct orfs_areq {
@@ -168,6 +170,7 @@ struct orfs_areq {
 	struct inode		*inode;
 	loff_t			pos;
 	u16			op;
+	bool			end_softirq;
 	void			(*end)(struct orfs_areq *a, int err, u32 count);
 	void			*priv;
 };
