@@ -90,27 +90,24 @@ static struct dentry *orfs_lookup(struct inode *dir, struct dentry *dentry, unsi
 static int orfs_dentry_cached(struct inode *dir, struct dentry *dentry, struct inode *inode,
 			      unsigned int flags)
 {
-	bool noac = ORFS_SB(dir->i_sb)->opts.noac;
 	unsigned long checked = READ_ONCE(dentry->d_time);
-	struct orfs_inode *di = ORFS_I(dir);
-	unsigned long dir_fresh;
 
 	if (!inode) {
 		/* About to create: make sure with a real lookup. */
 		if (flags & (LOOKUP_EXCL | LOOKUP_RENAME_TARGET))
 			return 0;
 		/* True while the directory does not change, once its attributes are fresh. */
-		dir_fresh = READ_ONCE(di->attr_time) + READ_ONCE(di->attr_timeo);
-		if (noac || !time_before(jiffies, dir_fresh))
+		if (!orfs_attr_fresh(dir))
 			return -ECHILD;
-		return checked == (unsigned long)READ_ONCE(di->change);
+		return checked == (unsigned long)READ_ONCE(ORFS_I(dir)->change);
 	}
 	/*
 	 * The name was checked (d_time) within the inode's attribute timeout.
 	 * Not the attributes' own age: our changes to a directory expire its
 	 * attributes, not its name in its parent.
 	 */
-	if (!noac && time_before(jiffies, checked + READ_ONCE(ORFS_I(inode)->attr_timeo)))
+	if (!ORFS_SB(dir->i_sb)->opts.noac &&
+	    time_before(jiffies, checked + READ_ONCE(ORFS_I(inode)->attr_timeo)))
 		return 1;
 	return -ECHILD;
 }

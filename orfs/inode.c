@@ -221,7 +221,7 @@ int orfs_revalidate(struct inode *inode, bool force)
 	struct orfs_msg m;
 	int ret;
 
-	if (!force && !sbi->opts.noac && time_before(jiffies, ci->attr_time + ci->attr_timeo))
+	if (!force && orfs_attr_fresh(inode))
 		return 0;
 	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
 	if (ret)

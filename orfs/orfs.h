@@ -101,6 +101,15 @@ static inline struct orfs_sb *ORFS_SB(struct super_block *sb)
 	return sb->s_fs_info;
 }
 
+/* INODE's cached attributes are within their timeout (no lock: RCU walks use it). */
+static inline bool orfs_attr_fresh(struct inode *inode)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+
+	return !ORFS_SB(inode->i_sb)->opts.noac &&
+	       time_before(jiffies, READ_ONCE(ci->attr_time) + READ_ONCE(ci->attr_timeo));
+}
+
 /* A request body under construction. */
 struct orfs_msg {
 	u8	*buf;
