@@ -140,9 +140,10 @@ static void inject_fs_fault(int fault, struct req *r)
 		/* A subdirectory that is the export's root, its own ancestor. */
 		struct orfs_entry_rep *e = (struct orfs_entry_rep *)b, root;
 		struct fsvc_req rq = { .op = ORFS_OP_GETROOT };
+		int none = -1;
 
 		if (r->fr.op == ORFS_OP_LOOKUP && S_ISDIR(le32toh(e->attr.mode)) &&
-		    !fsvc_execute(&r->c->ex->fx, &rq, &root, sizeof(root), &v))
+		    !fsvc_execute(&r->c->ex->fx, &rq, &none, &root, sizeof(root), &v))
 			memcpy(e, &root, sizeof(root));
 		break;
 	}
@@ -615,8 +616,8 @@ static int run_fsvc_job(struct job *j)
 {
 	struct req *r = j->owner;
 
-	return -fsvc_execute(j->target, &r->fr, r->fbody, SRV_TX_SIZE - sizeof(struct knet_hdr),
-			     &r->fbody_len);
+	return -fsvc_execute(j->target, &r->fr, &r->fd, r->fbody,
+			     SRV_TX_SIZE - sizeof(struct knet_hdr), &r->fbody_len);
 }
 
 static int run_fsvc_open(struct job *j)
@@ -738,6 +739,36 @@ static void file_opened(struct req *r)
 	r->fde = fdc_add(&r->c->s->fdc, &k, r->fd, (time_t)(now_us() / 1000000));
 }
 
+/* The cache's key for R's directory, opened O_PATH by root: no credentials. */
+static void dir_key(const struct req *r, struct fdc_key *k)
+{
+	fdc_key(k, &r->c->ex->fx, &r->fr.fh, O_PATH, 0, 0, 0, r->fr.groups);
+}
+
+/* A name operation: its directory, if open in the cache, goes to the worker. */
+static void dir_get(struct req *r)
+{
+	struct fdc_key k;
+
+	if (!fsvc_op_dir_fh(r->fr.op))
+		return;
+	dir_key(r, &k);
+	r->fde = fdc_get(&r->c->s->fdc, &k, (time_t)(now_us() / 1000000));
+	if (r->fde)
+		r->fd = r->fde->fd;
+}
+
+/* A worker opened R's directory: keep it for the next name operation in it. */
+static void dir_opened(struct req *r)
+{
+	struct fdc_key k;
+
+	if (r->fd < 0 || r->fde)
+		return;
+	dir_key(r, &k);
+	r->fde = fdc_add(&r->c->s->fdc, &k, r->fd, (time_t)(now_us() / 1000000));
+}
+
 /* Operations after which no open file of the export is used again. */
 static int file_op_forgets(uint16_t op)
 {
@@ -794,6 +825,7 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		file_io_start(r, msg);
 		return;
 	}
+	dir_get(r);
 	file_job(r, JOB_TAG_FSVC, run_fsvc_job);
 }
 
@@ -917,8 +949,10 @@ static void jobs_done(struct job *j)
 				r->status = -j->result;
 			if (j->tag == JOB_TAG_FOPEN || j->tag == JOB_TAG_FOPEN_IO)
 				file_opened(r);
+			if (j->tag == JOB_TAG_FSVC)
+				dir_opened(r);
 			if (j->tag == JOB_TAG_FSVC && file_op_forgets(r->fr.op))
-				fdc_forget(&c->s->fdc, &c->ex->fx);
+				fdc_forget(&c->s->fdc, &c->ex->fx, 1);
 			if (j->tag == JOB_TAG_FSVC && r->replay) {
 				/* Recorded even if the link died: the retry gets it. */
 				replay_done(&c->s->replay, r->replay, (uint32_t)r->status, r->fbody,

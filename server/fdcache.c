@@ -2,6 +2,7 @@
 /*
  * The file service's cache of open files (see fdcache.h).
  */
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -63,7 +64,10 @@ struct fdc_entry *fdc_get(struct fdcache *fc, const struct fdc_key *k, time_t no
 		}
 		e->refs++;
 		e->used = ++fc->clock;
-		fc->hits++;
+		if (k->flags == O_PATH)
+			fc->dir_hits++;
+		else
+			fc->hits++;
 		return e;
 	}
 	fc->misses++;
@@ -76,7 +80,7 @@ struct fdc_entry *fdc_add(struct fdcache *fc, const struct fdc_key *k, int fd, t
 	struct stat st;
 	int i;
 
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+	if (fstat(fd, &st) || (k->flags == O_PATH ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
 		return NULL;
 	for (i = 0; i < FDC_ENTRIES; i++) {
 		e = &fc->e[i];
@@ -111,14 +115,15 @@ void fdc_put(struct fdc_entry *e)
 		entry_close(e);
 }
 
-void fdc_forget(struct fdcache *fc, const void *owner)
+void fdc_forget(struct fdcache *fc, const void *owner, int keep_dirs)
 {
 	int i;
 
 	for (i = 0; i < FDC_ENTRIES; i++) {
 		struct fdc_entry *e = &fc->e[i];
 
-		if (e->fd >= 0 && !e->dead && (!owner || e->key.owner == owner))
+		if (e->fd >= 0 && !e->dead && (!owner || e->key.owner == owner) &&
+		    !(keep_dirs && e->key.flags == O_PATH))
 			entry_kill(e);
 	}
 }

@@ -13,6 +13,14 @@
  *     (attributes, xattrs and so ACLs, names: fdc_forget()).
  * Progress thread only: no lock. Requests using an entry hold a reference;
  * its descriptor is closed when it is dropped and unused.
+ *
+ * It also keeps directories opened O_PATH by root (flags O_PATH, no
+ * credentials in the key), so that the next name operation in the same
+ * directory skips open_by_handle_at(). Such a descriptor carries no
+ * permission: every call made relative to it is checked against its
+ * caller's credentials. The same age, attribute and name checks apply (a
+ * removed directory is not served); the export's metadata changes do not
+ * forget them.
  */
 #ifndef ORFS_SERVER_FDCACHE_H
 #define ORFS_SERVER_FDCACHE_H
@@ -50,7 +58,7 @@ struct fdc_entry {
 struct fdcache {
 	struct fdc_entry	e[FDC_ENTRIES];
 	uint64_t		clock;
-	unsigned long		hits, misses;
+	unsigned long		hits, dir_hits, misses;
 };
 
 void fdc_init(struct fdcache *fc);
@@ -64,15 +72,15 @@ struct fdc_entry *fdc_get(struct fdcache *fc, const struct fdc_key *k, time_t no
 
 /*
  * Keep FD (opened for K) in the cache: returns its entry, with a reference,
- * which now owns FD; or NULL (every slot in use, or FD not a regular file),
- * and FD stays the caller's.
+ * which now owns FD; or NULL (every slot in use, or FD not a regular file,
+ * or for O_PATH not a directory), and FD stays the caller's.
  */
 struct fdc_entry *fdc_add(struct fdcache *fc, const struct fdc_key *k, int fd, time_t now);
 
 /* Drop a reference from fdc_get() or fdc_add(). */
 void fdc_put(struct fdc_entry *e);
 
-/* Forget every entry of OWNER (NULL: all of them). */
-void fdc_forget(struct fdcache *fc, const void *owner);
+/* Forget every entry of OWNER (NULL: all of them); with KEEP_DIRS, not its directories. */
+void fdc_forget(struct fdcache *fc, const void *owner, int keep_dirs);
 
 #endif /* ORFS_SERVER_FDCACHE_H */

@@ -55,6 +55,78 @@ struct linux_dirent64_ {
 	char		d_name[];
 };
 
+/* ---- credentials ------------------------------------------------------ */
+
+/*
+ * The credentials the calling thread is in. A worker stays in a caller's
+ * credentials after an operation and switches only when the next one
+ * needs others (or root, to open a handle): a switch costs five to eight
+ * system calls. Thread-local because credentials are per thread in the
+ * kernel too; a thread starts unknown, which forces the first switch.
+ */
+struct cred_state {
+	int		known;
+	uint32_t	uid, gid;
+	uint32_t	ngroups;
+	uint32_t	groups[ORFS_MAX_GROUPS];
+};
+
+static _Thread_local struct cred_state thread_cred;
+
+static int cred_set(uint32_t uid, uint32_t gid, uint32_t ngroups, const uint32_t *groups)
+{
+	struct cred_state *cs = &thread_cred;
+
+	if (cs->known && cs->uid == uid && cs->gid == gid && cs->ngroups == ngroups &&
+	    !memcmp(cs->groups, groups, ngroups * sizeof(*groups)))
+		return 0;
+	cs->known = 0;
+	if (syscall(SYS_setgroups, (int)ngroups, groups))
+		return errno;
+	syscall(SYS_setfsgid, gid);
+	syscall(SYS_setfsuid, uid);
+	/* Both calls report the previous value: read back what is in force. */
+	if ((uint32_t)syscall(SYS_setfsuid, -1) != uid || (uint32_t)syscall(SYS_setfsgid, -1) != gid)
+		return EPERM;
+	cs->uid = uid;
+	cs->gid = gid;
+	cs->ngroups = ngroups;
+	memcpy(cs->groups, groups, ngroups * sizeof(*groups));
+	cs->known = 1;
+	return 0;
+}
+
+/* Root, without supplementary groups: open_by_handle_at() needs it. */
+static int cred_root(void)
+{
+	static const uint32_t no_groups[1];
+
+	return cred_set(0, 0, 0, no_groups);
+}
+
+static int cred_enter(const struct fsvc_export *fx, const struct fsvc_req *rq)
+{
+	uint32_t uid = rq->uid, gid = rq->gid;
+	uint32_t groups[ORFS_MAX_GROUPS];
+	int i;
+
+	if (fx->squash) {
+		if (uid == 0)
+			uid = NOBODY;
+		if (gid == 0)
+			gid = NOBODY;
+	}
+	for (i = 0; i < rq->ngroups; i++)
+		groups[i] = (fx->squash && rq->groups[i] == 0) ? NOBODY : rq->groups[i];
+	return cred_set(uid, gid, rq->ngroups, groups);
+}
+
+int fsvc_cred_reset(void)
+{
+	thread_cred.known = 0;
+	return cred_root();
+}
+
 /* ---- handles ---------------------------------------------------------- */
 
 static uint64_t fh_seal(const struct fsvc_export *fx, const struct fh_inner *in)
@@ -100,6 +172,7 @@ static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int f
 		unsigned char buf[FH_HANDLE_MAX];
 	} h;
 	struct fh_inner in;
+	int err;
 
 	memcpy(&in, fh, sizeof(in));
 	if (le64toh(in.mac) != fh_seal(fx, &in) || le16toh(in.len) > FH_HANDLE_MAX ||
@@ -108,43 +181,13 @@ static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int f
 	h.fh.handle_bytes = le16toh(in.len);
 	h.fh.handle_type = (int16_t)le16toh(in.type);
 	memcpy(h.fh.f_handle, in.handle, h.fh.handle_bytes);
+	err = cred_root();
+	if (err)
+		return err;
 	*fd = open_by_handle_at(fx->root_fd, &h.fh, flags | O_CLOEXEC);
 	if (*fd < 0)
 		return (errno == ENOENT || errno == ESTALE || errno == EINVAL) ? ESTALE : errno;
 	return 0;
-}
-
-/* ---- credentials ------------------------------------------------------ */
-
-static int cred_enter(const struct fsvc_export *fx, const struct fsvc_req *rq)
-{
-	uint32_t uid = rq->uid, gid = rq->gid;
-	uint32_t groups[ORFS_MAX_GROUPS];
-	int i;
-
-	if (fx->squash) {
-		if (uid == 0)
-			uid = NOBODY;
-		if (gid == 0)
-			gid = NOBODY;
-	}
-	for (i = 0; i < rq->ngroups; i++)
-		groups[i] = (fx->squash && rq->groups[i] == 0) ? NOBODY : rq->groups[i];
-	if (syscall(SYS_setgroups, (int)rq->ngroups, groups))
-		return errno;
-	syscall(SYS_setfsgid, gid);
-	syscall(SYS_setfsuid, uid);
-	/* Both calls report the previous value: read back what is in force. */
-	if ((uint32_t)syscall(SYS_setfsuid, -1) != uid || (uint32_t)syscall(SYS_setfsgid, -1) != gid)
-		return EPERM;
-	return 0;
-}
-
-static void cred_leave(void)
-{
-	syscall(SYS_setfsuid, 0);
-	syscall(SYS_setfsgid, 0);
-	syscall(SYS_setgroups, 0, NULL);
 }
 
 /* ---- export ----------------------------------------------------------- */
@@ -268,6 +311,18 @@ int fsvc_op_nonidempotent(uint16_t op)
 {
 	/* Repeating these would fail (EEXIST, ENOENT) or do it twice. */
 	return fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR;
+}
+
+int fsvc_op_dir_fh(uint16_t op)
+{
+	switch (op) {
+	case ORFS_OP_LOOKUP: case ORFS_OP_CREATE: case ORFS_OP_MKDIR: case ORFS_OP_MKNOD:
+	case ORFS_OP_SYMLINK: case ORFS_OP_UNLINK: case ORFS_OP_RMDIR: case ORFS_OP_RENAME:
+	case ORFS_OP_READDIR:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
@@ -747,7 +802,6 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	err = cred_enter(fx, rq);
 	if (!err)
 		err = reopen(pfd, fsvc_io_flags(rq), fd);
-	cred_leave();
 	close(pfd);
 	return err;
 }
@@ -775,12 +829,12 @@ int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body,
 	return 0;
 }
 
-int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, void *body,
-		 size_t cap, uint32_t *body_len)
+int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fh_fd,
+		 void *body, size_t cap, uint32_t *body_len)
 {
 	char name[ORFS_NAME_MAX + 1], name2[ORFS_PATH_MAX + 1], path[32];
 	struct out o = { .p = body, .cap = cap, .len = 0 };
-	int fd = -1, fd2 = -1, rfd, err = 0, need_cred = 1;
+	int fd = -1, fd2 = -1, rfd, err = 0;
 	struct orfs_attr attr;
 
 	*body_len = 0;
@@ -820,17 +874,29 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, void *
 	default:
 		break;
 	}
-	err = fh_open(fx, &rq->fh, O_PATH, &fd);
-	if (!err && (rq->op == ORFS_OP_LINK || rq->op == ORFS_OP_RENAME))
-		err = fh_open(fx, &rq->fh2, O_PATH, &fd2);
-	if (err)
-		goto done;
-	if (rq->op == ORFS_OP_GETATTR || rq->op == ORFS_OP_STATFS)
-		need_cred = 0;	/* attributes are not protected beyond lookup */
-	if (need_cred) {
-		err = cred_enter(fx, rq);
+	fd = *fh_fd;
+	if (fd < 0) {
+		err = fh_open(fx, &rq->fh, O_PATH, &fd);
 		if (err)
-			goto leave;
+			goto done;
+		if (fsvc_op_dir_fh(rq->op))
+			*fh_fd = fd;	/* a directory: the caller may keep it */
+	}
+	if (rq->op == ORFS_OP_LINK || rq->op == ORFS_OP_RENAME) {
+		if (!memcmp(&rq->fh2, &rq->fh, sizeof(rq->fh)))
+			fd2 = fd;
+		else
+			err = fh_open(fx, &rq->fh2, O_PATH, &fd2);
+		if (err)
+			goto done;
+	}
+	/* Attributes are not protected beyond lookup. */
+	if (rq->op != ORFS_OP_GETATTR && rq->op != ORFS_OP_STATFS) {
+		err = cred_enter(fx, rq);
+		if (err) {
+			fsvc_cred_reset();
+			goto done;
+		}
 	}
 
 	proc_path(fd, path, sizeof(path));
@@ -975,14 +1041,11 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, void *
 	default:
 		err = EOPNOTSUPP;
 	}
-leave:
-	if (need_cred)
-		cred_leave();
 done:
-	if (fd >= 0)
-		close(fd);
-	if (fd2 >= 0)
+	if (fd2 >= 0 && fd2 != fd)
 		close(fd2);
+	if (fd >= 0 && fd != *fh_fd)
+		close(fd);
 	if (!err)
 		*body_len = o.len;
 	return err;

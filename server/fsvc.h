@@ -80,13 +80,29 @@ int fsvc_op_mutates(uint16_t op);
 int fsvc_op_nonidempotent(uint16_t op);
 
 /*
+ * Does the operation name a directory by its first handle (the handle
+ * fsvc_execute() may take already open)?
+ */
+int fsvc_op_dir_fh(uint16_t op);
+
+/*
  * Execute RQ with its credentials. The reply body goes to BODY (CAP bytes),
  * its length to *BODY_LEN; inline READ data goes right after the body.
  * Segment-based READ and WRITE are not executed here (EINVAL).
+ * *FH_FD is RQ's first handle opened O_PATH by root (kept from an earlier
+ * request), or -1: then, for an fsvc_op_dir_fh() operation, the handle
+ * this call opens is left in *FH_FD for the caller to keep or close.
+ * The calling thread stays in the caller's credentials afterwards.
  * Returns 0 or the errno to answer with.
  */
-int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, void *body,
-		 size_t cap, uint32_t *body_len);
+int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fh_fd,
+		 void *body, size_t cap, uint32_t *body_len);
+
+/*
+ * Put the calling thread back in root's credentials, without groups (file
+ * service calls leave a thread in its last caller's). 0 or an errno.
+ */
+int fsvc_cred_reset(void);
 
 /*
  * For a segment-based READ or WRITE: open the file for the transfer with

@@ -164,7 +164,7 @@ static int export_add(struct srv *s, const struct cfg_export *cfg)
 static void export_release(struct srv *s, struct export *ex)
 {
 	/* No request runs on it: its cached open files can all go. */
-	fdc_forget(&s->fdc, &ex->fx);
+	fdc_forget(&s->fdc, &ex->fx, 0);
 	volume_close(&ex->vol);
 	fsvc_export_close(&ex->fx);
 	memset(ex, 0, sizeof(*ex));
@@ -1068,8 +1068,9 @@ int main(int argc, char **argv)
 		srv_log("no allow list: any client that reaches %s may connect", s.cfg.listen);
 	srv_loop(&s);
 	srv_close(&s);
-	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker, %lu polls found work, %lu open files used again)",
-		(unsigned long long)s.buffer_waits, s.jobs_now, s.poll_hits, s.fdc.hits);
+	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker, %lu polls found work, %lu open files used again, %lu directories used again)",
+		(unsigned long long)s.buffer_waits, s.jobs_now, s.poll_hits, s.fdc.hits,
+		s.fdc.dir_hits);
 	return 0;
 
 fail_msg:

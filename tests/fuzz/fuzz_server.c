@@ -115,8 +115,8 @@ static void fuzz_file(const uint8_t *msg, uint32_t size)
 	static uint8_t out[4352];
 	struct fsvc_req rq;
 	struct stat st;
+	int err, dfd = -1;
 	uint32_t n;
-	int err;
 
 	err = fsvc_decode(&fx, msg, size, 4096, &rq);
 	if (trace && err)
@@ -130,7 +130,11 @@ static void fuzz_file(const uint8_t *msg, uint32_t size)
 	}
 	if ((rq.op == ORFS_OP_READ || rq.op == ORFS_OP_WRITE) && rq.nsegs)
 		return;		/* segment data is the engine's, tested above */
-	err = fsvc_execute(&fx, &rq, out, sizeof(out), &n);
+	err = fsvc_execute(&fx, &rq, &dfd, out, sizeof(out), &n);
+	if (dfd >= 0)
+		close(dfd);
+	if (fsvc_cred_reset())
+		abort();	/* the checks below are root's */
 	if (trace)
 		fprintf(stderr, "fuzz: file op %u: %s\n", rq.op, strerror(err));
 	if (n > sizeof(out))

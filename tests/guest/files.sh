@@ -180,7 +180,7 @@ step "handles survive a server restart; another key makes them stale"
 fh=$(fs -n data fh d/big | sed -n 's/^ok //p')
 [ ${#fh} = 128 ] || fail "no handle: $fh"
 stop_server
-expect_grep 'stopped \(.*, [1-9][0-9]* open files used again\)' "$ORFS_SERVER_LOG"
+expect_grep 'stopped \(.*, [1-9][0-9]* open files used again, [1-9][0-9]* directories used again\)' "$ORFS_SERVER_LOG"
 start_server -s $state -e data=/tmp/exp
 fs -n data stat-fh "$fh" > /tmp/out.txt
 expect_grep '^ok type=file mode=644 size=2621440 ' /tmp/out.txt

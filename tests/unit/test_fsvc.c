@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "server/fdcache.h"
@@ -46,6 +47,17 @@ static void rb_start(struct rb *b, uint16_t op, uint32_t uid, uint32_t gid)
 	b->len = sizeof(h) + sizeof(r);
 }
 
+/* The request is made with the supplementary group G too. */
+static void rb_group(struct rb *b, uint32_t g)
+{
+	struct orfs_req r;
+
+	memcpy(&r, b->buf + sizeof(struct knet_hdr), sizeof(r));
+	r.cred.ngroups = htole16(1);
+	r.cred.groups[0] = htole32(g);
+	memcpy(b->buf + sizeof(struct knet_hdr), &r, sizeof(r));
+}
+
 static void rb_put(struct rb *b, const void *p, uint32_t n)
 {
 	memcpy(b->buf + b->len, p, n);
@@ -74,8 +86,13 @@ static void rb_inline(struct rb *b, const void *p, uint32_t n)
 	rb_put(b, p, n);
 }
 
-/* Decode and execute; the reply body lands in OUT. Returns the errno. */
-static int run(const struct fsvc_export *x, struct rb *b, void *out, uint32_t *out_len)
+/*
+ * Decode and execute with *FD as the directory kept open (-1: none); the
+ * reply body lands in OUT. The thread stays in the request's credentials,
+ * as a worker does. Returns the errno.
+ */
+static int exec_fd(const struct fsvc_export *x, struct rb *b, int *fd, void *out,
+		   uint32_t *out_len)
 {
 	static uint8_t scratch[8192];
 	struct fsvc_req rq;
@@ -89,7 +106,17 @@ static int run(const struct fsvc_export *x, struct rb *b, void *out, uint32_t *o
 	err = fsvc_decode(x, b->buf, b->len, 4096, &rq);
 	if (err)
 		return err;
-	err = fsvc_execute(x, &rq, out ? out : scratch, 4352, out_len ? out_len : &n);
+	return fsvc_execute(x, &rq, fd, out ? out : scratch, 4352, out_len ? out_len : &n);
+}
+
+/* Execute with nothing kept open; the thread is root again afterwards. */
+static int run(const struct fsvc_export *x, struct rb *b, void *out, uint32_t *out_len)
+{
+	int fd = -1, err = exec_fd(x, b, &fd, out, out_len);
+
+	if (fd >= 0)
+		close(fd);
+	CU_ASSERT_EQUAL_FATAL(fsvc_cred_reset(), 0);
 	return err;
 }
 
@@ -491,6 +518,106 @@ static void test_credentials(void)
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "back-to-root"), 0);
 }
 
+/*
+ * A name operation in DIR (kept open in *FD) by UID, with the supplementary
+ * group GROUP if not 0; a CREATE's entry in *E.
+ */
+static int name_op_g(uint16_t op, const struct orfs_fh *dir, int *fd, const char *name,
+		     uint32_t uid, uint32_t group, struct orfs_entry_rep *e)
+{
+	struct orfs_create_req c;
+	struct rb b;
+	uint32_t n;
+
+	rb_start(&b, op, uid, uid);
+	if (group)
+		rb_group(&b, group);
+	if (op == ORFS_OP_CREATE) {
+		memset(&c, 0, sizeof(c));
+		c.dir = *dir;
+		c.mode = htole32(0644);
+		rb_put(&b, &c, sizeof(c));
+	} else {
+		rb_put(&b, dir, sizeof(*dir));
+	}
+	rb_name(&b, name);
+	return exec_fd(&fx, &b, fd, e, &n);
+}
+
+static int name_op(uint16_t op, const struct orfs_fh *dir, int *fd, const char *name,
+		   uint32_t uid, struct orfs_entry_rep *e)
+{
+	return name_op_g(op, dir, fd, name, uid, 0, e);
+}
+
+/*
+ * A worker keeps its last caller's credentials and gets directories already
+ * open: whatever the order of callers and the descriptor's origin (root),
+ * each request is checked with its own credentials.
+ */
+static void test_kept_credentials(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep pub, e;
+	int pfd = -1, rfd = -1, fd = -1;
+
+	CU_ASSERT_EQUAL(lookup(&fx, &r, "pub", 0, &pub), 0);
+	/* The directory a name operation opened is handed back to be kept. */
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_CREATE, &pub.fh, &pfd, "k1", 1000, &e), 0);
+	CU_ASSERT_FATAL(pfd >= 0);
+	CU_ASSERT_EQUAL(le32toh(e.attr.uid), 1000);
+	CU_ASSERT_EQUAL((uint32_t)syscall(SYS_setfsuid, -1), 1000);	/* still 1000's */
+	/* Through it: 1001 may not remove 1000's file (sticky), root may. */
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_UNLINK, &pub.fh, &pfd, "k1", 1001, NULL), EPERM);
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_CREATE, &pub.fh, &pfd, "k2", 1001, &e), 0);
+	CU_ASSERT_EQUAL(le32toh(e.attr.uid), 1001);
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_UNLINK, &pub.fh, &pfd, "k2", 1001, NULL), 0);
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_UNLINK, &pub.fh, &pfd, "k1", 0, NULL), 0);
+	/* Root's 0755 directory, opened by root's request: a user still may not write. */
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_CREATE, &r, &rfd, "k3", 0, &e), 0);
+	CU_ASSERT_FATAL(rfd >= 0);
+	CU_ASSERT_EQUAL(le32toh(e.attr.uid), 0);
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_CREATE, &r, &rfd, "k4", 1000, &e), EACCES);
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_UNLINK, &r, &rfd, "k3", 1000, NULL), EACCES);
+	/* From a user's credentials, a handle opens as root again. */
+	CU_ASSERT_EQUAL(name_op(ORFS_OP_UNLINK, &r, &fd, "k3", 0, NULL), 0);
+	CU_ASSERT(fd >= 0 && fd != rfd);
+	/* Same uid and gid, other groups: switched too. */
+	{
+		struct orfs_entry_rep g;
+		char p[300];
+		int gfd = -1;
+
+		snprintf(p, sizeof(p), "%s/grp", root);
+		CU_ASSERT_FATAL(!mkdir(p, 0770) && !chown(p, 0, 2000));
+		CU_ASSERT_EQUAL(lookup(&fx, &r, "grp", 0, &g), 0);
+		CU_ASSERT_EQUAL(name_op_g(ORFS_OP_CREATE, &g.fh, &gfd, "g1", 1000, 2000, &e), 0);
+		CU_ASSERT_EQUAL(name_op(ORFS_OP_CREATE, &g.fh, &gfd, "g2", 1000, &e), EACCES);
+		CU_ASSERT_EQUAL(name_op_g(ORFS_OP_UNLINK, &g.fh, &gfd, "g1", 1000, 2000, NULL), 0);
+		close(gfd);
+		CU_ASSERT_EQUAL(fsvc_cred_reset(), 0);
+		CU_ASSERT_EQUAL(rmdir(p), 0);
+	}
+	/* A file's handle is not handed back. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "k5", 0644, 0, &e), 0);
+	{
+		struct orfs_fhop_req op = { .fh = e.fh };
+		struct rb b;
+		int ffd = -1;
+
+		rb_start(&b, ORFS_OP_GETATTR, 1000, 1000);
+		rb_put(&b, &op, sizeof(op));
+		CU_ASSERT_EQUAL(exec_fd(&fx, &b, &ffd, NULL, NULL), 0);
+		CU_ASSERT_EQUAL(ffd, -1);
+	}
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "k5"), 0);
+	close(pfd);
+	close(rfd);
+	close(fd);
+	CU_ASSERT_EQUAL(fsvc_cred_reset(), 0);
+	CU_ASSERT_EQUAL((uint32_t)syscall(SYS_setfsuid, -1), 0);
+}
+
 /* The open-file cache (server/fdcache.c) on files of the scratch export. */
 static void test_fdcache(void)
 {
@@ -545,7 +672,7 @@ static void test_fdcache(void)
 	/* Forgotten with its export; not a regular file: not kept. */
 	fd = open(path, O_RDONLY);
 	fdc_put(fdc_add(&fc, &k, fd, 300));
-	fdc_forget(&fc, &fx);
+	fdc_forget(&fc, &fx, 1);
 	CU_ASSERT_PTR_NULL(fdc_get(&fc, &k, 300));
 	fd = open(root, O_RDONLY | O_DIRECTORY);
 	CU_ASSERT_PTR_NULL(fdc_add(&fc, &k, fd, 300));
@@ -585,7 +712,38 @@ static void test_fdcache(void)
 	CU_ASSERT_PTR_NOT_NULL(e = fdc_get(&fc, &other, 501));
 	if (e)
 		fdc_put(e);
-	fdc_forget(&fc, NULL);
+	fdc_forget(&fc, NULL, 0);
+
+	/* Directories, opened O_PATH: kept across metadata changes, not files. */
+	snprintf(path, sizeof(path), "%s/fcdir", root);
+	CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+	fdc_key(&k, &fx, &f.fh, O_PATH, 0, 0, 0, groups);
+	fd = open(path, O_PATH | O_DIRECTORY);
+	e = fdc_add(&fc, &k, fd, 600);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	fdc_put(e);
+	snprintf(path, sizeof(path), "%s/fc2", root);
+	fd = open(path, O_PATH);
+	CU_ASSERT_PTR_NULL(fdc_add(&fc, &k, fd, 600));	/* a file is not kept O_PATH */
+	close(fd);
+	fdc_key(&other, &fx, &f.fh, O_RDONLY, 0, 0, 0, groups);
+	fdc_put(fdc_add(&fc, &other, open(path, O_RDONLY), 600));
+	fdc_forget(&fc, &fx, 1);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &other, 600));
+	i = (int)fc.dir_hits;
+	e = fdc_get(&fc, &k, 601);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(fc.dir_hits, (unsigned long)i + 1);
+	fdc_put(e);
+	/* A removed directory is not served; its export's end forgets all. */
+	snprintf(path, sizeof(path), "%s/fcdir", root);
+	CU_ASSERT_EQUAL(rmdir(path), 0);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &k, 601));
+	CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+	fdc_put(fdc_add(&fc, &k, open(path, O_PATH | O_DIRECTORY), 700));
+	fdc_forget(&fc, &fx, 0);
+	CU_ASSERT_PTR_NULL(fdc_get(&fc, &k, 700));
+	CU_ASSERT_EQUAL(rmdir(path), 0);
 }
 
 static void test_read_only(void)
@@ -609,6 +767,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "attributes, inline I/O, xattrs", test_attrs_and_io) ||
 	    !CU_add_test(s, "readdir resumes with cookies over 300 entries", test_readdir) ||
 	    !CU_add_test(s, "credentials per request, root squash", test_credentials) ||
+	    !CU_add_test(s, "credentials kept between requests, directories kept open",
+			 test_kept_credentials) ||
 	    !CU_add_test(s, "read-only export", test_read_only) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache))
 		return -1;
