@@ -804,6 +804,7 @@ static int tx_watch(struct srv *s, int on)
 		return -1;
 	}
 	s->tx_watched = on;
+	s->tx_armed = 0;	/* an event may wait unwatched: trywait consumes it */
 	return 0;
 }
 
@@ -850,17 +851,26 @@ static void srv_loop(struct srv *s)
 		/* Now and then after a successful poll, a look at signals. */
 		if (polled && s->poll_hits % 32)
 			continue;
+		/*
+		 * Arm the CQs before sleeping. A CQ still armed from an earlier
+		 * turn, its channel quiet since (a wake-up for the workers'
+		 * results only), is left as it is: anything new on it signals
+		 * its channel. That saves a read and an ioctl a wake-up.
+		 */
 		if (!polled) {
 			fids[nfids++] = &s->eq->fid;
-			fids[nfids++] = &s->rxcq->fid;
+			if (!s->rx_armed)
+				fids[nfids++] = &s->rxcq->fid;
 			if (tx_watch(s, tx_awaited(s)))
 				return;
-			if (s->tx_watched)
+			if (s->tx_watched && !s->tx_armed)
 				fids[nfids++] = &s->txcq->fid;
 			if (fi_trywait(s->fabric, fids, nfids) != FI_SUCCESS) {
 				s->eq_ready = 1;
 				continue;
 			}
+			s->rx_armed = 1;
+			s->tx_armed = s->tx_watched;
 		}
 		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : s->stopping ? 100 : -1);
 		if (n < 0 && errno != EINTR) {
@@ -870,6 +880,10 @@ static void srv_loop(struct srv *s)
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.fd == s->eqfd) {
 				s->eq_ready = 1;
+			} else if (ev[i].data.fd == s->rxcqfd) {
+				s->rx_armed = 0;
+			} else if (ev[i].data.fd == s->txcqfd) {
+				s->tx_armed = 0;
 			} else if (ev[i].data.fd == s->w.efd) {
 				eng_on_jobs(s);
 				if (s->cfg.poll_us)

@@ -164,6 +164,7 @@ struct srv {
 	int			epfd, sigfd, eqfd, rxcqfd, txcqfd;
 	int			eq_ready;	/* the EQ may hold events: read it */
 	int			tx_watched;	/* txcqfd in the epoll set (see tx_watch()) */
+	int			rx_armed, tx_armed; /* a CQ armed, its channel quiet since */
 	int			stopping;
 	uint64_t		last_busy;	/* us, CLOCK_MONOTONIC: for polling */
 	int			active;		/* requests being served, all connections */
