@@ -728,21 +728,27 @@ static void file_io_start(struct req *r, char *msg)
 		file_job(r, JOB_TAG_FIO, run_fsvc_io);
 }
 
-/* A worker opened R's file: keep it for the next READ or WRITE. */
-static void file_opened(struct req *r)
+/* The cache's key for R's directory, opened O_PATH by root: no credentials. */
+static void dir_key(const struct req *r, struct fdc_key *k)
+{
+	fdc_key(k, &r->c->ex->fx, &r->fr.fh, O_PATH, 0, 0, 0, r->fr.groups);
+}
+
+/*
+ * A worker opened R's file for its READ or WRITE, or (DIR) the directory
+ * of its name operation: keep it for the next request.
+ */
+static void file_opened(struct req *r, int dir)
 {
 	struct fdc_key k;
 
 	if (r->fd < 0 || r->fde)
 		return;
-	file_key(r, &k);
+	if (dir)
+		dir_key(r, &k);
+	else
+		file_key(r, &k);
 	r->fde = fdc_add(&r->c->s->fdc, &k, r->fd, (time_t)(now_us() / 1000000));
-}
-
-/* The cache's key for R's directory, opened O_PATH by root: no credentials. */
-static void dir_key(const struct req *r, struct fdc_key *k)
-{
-	fdc_key(k, &r->c->ex->fx, &r->fr.fh, O_PATH, 0, 0, 0, r->fr.groups);
 }
 
 /* A name operation: its directory, if open in the cache, goes to the worker. */
@@ -756,17 +762,6 @@ static void dir_get(struct req *r)
 	r->fde = fdc_get(&r->c->s->fdc, &k, (time_t)(now_us() / 1000000));
 	if (r->fde)
 		r->fd = r->fde->fd;
-}
-
-/* A worker opened R's directory: keep it for the next name operation in it. */
-static void dir_opened(struct req *r)
-{
-	struct fdc_key k;
-
-	if (r->fd < 0 || r->fde)
-		return;
-	dir_key(r, &k);
-	r->fde = fdc_add(&r->c->s->fdc, &k, r->fd, (time_t)(now_us() / 1000000));
 }
 
 /* Operations after which no open file of the export is used again. */
@@ -947,10 +942,9 @@ static void jobs_done(struct job *j)
 			r->inflight--;
 			if (j->result && !r->status)
 				r->status = -j->result;
-			if (j->tag == JOB_TAG_FOPEN || j->tag == JOB_TAG_FOPEN_IO)
-				file_opened(r);
-			if (j->tag == JOB_TAG_FSVC)
-				dir_opened(r);
+			if (j->tag == JOB_TAG_FOPEN || j->tag == JOB_TAG_FOPEN_IO ||
+			    j->tag == JOB_TAG_FSVC)
+				file_opened(r, j->tag == JOB_TAG_FSVC);
 			if (j->tag == JOB_TAG_FSVC && file_op_forgets(r->fr.op))
 				fdc_forget(&c->s->fdc, &c->ex->fx, 1);
 			if (j->tag == JOB_TAG_FSVC && r->replay) {
