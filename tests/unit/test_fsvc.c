@@ -512,7 +512,7 @@ static void test_credentials(void)
 	snprintf(p, sizeof(p), "%s/pub/squashed", root);
 	CU_ASSERT_EQUAL(stat(p, &st), 0);
 	CU_ASSERT_EQUAL(st.st_uid, 65534);
-	/* The server thread is root again after every request. */
+	/* Root's request after the users': made as root. */
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "back-to-root", 0644, 0, &e), 0);
 	CU_ASSERT_EQUAL(le32toh(e.attr.uid), 0);
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "back-to-root"), 0);
