@@ -80,6 +80,7 @@ static int cred_set(uint32_t uid, uint32_t gid, uint32_t ngroups, const uint32_t
 	if (cs->known && cs->uid == uid && cs->gid == gid && cs->ngroups == ngroups &&
 	    !memcmp(cs->groups, groups, ngroups * sizeof(*groups)))
 		return 0;
+	/* Unknown until the switch is complete: after a failure the next call redoes it all. */
 	cs->known = 0;
 	if (syscall(SYS_setgroups, (int)ngroups, groups))
 		return errno;
@@ -893,10 +894,8 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	/* Attributes are not protected beyond lookup. */
 	if (rq->op != ORFS_OP_GETATTR && rq->op != ORFS_OP_STATFS) {
 		err = cred_enter(fx, rq);
-		if (err) {
-			fsvc_cred_reset();
+		if (err)
 			goto done;
-		}
 	}
 
 	proc_path(fd, path, sizeof(path));
