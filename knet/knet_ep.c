@@ -94,7 +94,7 @@ struct knet_ep {
 	struct ib_pd		*pd;
 	struct ib_cq		*cq;
 	struct regcache		*rc;		/* the device's, for user memory */
-	spinlock_t		lock;		/* slots, credits, dead, done_list */
+	spinlock_t		lock;		/* slots, credits, dead, done_list, in_flight */
 	wait_queue_head_t	wait;		/* for a free slot and a credit */
 	struct list_head	done_list;	/* finished requests without callback */
 	wait_queue_head_t	done_wait;
@@ -103,6 +103,8 @@ struct knet_ep {
 	int			reject_reason;
 	struct knet_limits	lim;
 	int			credits;
+	unsigned int		in_flight;	/* busy slots */
+	unsigned int		in_flight_peak;
 	bool			dead;
 	bool			connected;
 	struct work_struct	fail_work;
@@ -190,6 +192,7 @@ static void knet_slot_finish(struct knet_slot *s)
 	s->busy = false;
 	s->finishing = false;
 	s->rq = NULL;
+	ep->in_flight--;
 	if (!rq->done)
 		list_add_tail(&rq->node, &ep->done_list);
 	spin_unlock_irqrestore(&ep->lock, flags);
@@ -663,6 +666,8 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "state %s\n", READ_ONCE(ep->dead) ? "dead" : "connected");
 	seq_printf(m, "credits %d of %u\n", READ_ONCE(ep->credits), ep->lim.credits);
 	seq_printf(m, "requests %lld\n", atomic64_read(&ep->requests));
+	seq_printf(m, "in_flight %u\n", READ_ONCE(ep->in_flight));
+	seq_printf(m, "in_flight_peak %u\n", READ_ONCE(ep->in_flight_peak));
 	seq_printf(m, "bytes_inline %lld\n", atomic64_read(&ep->bytes_inline));
 	seq_printf(m, "bytes_rdma %lld\n", atomic64_read(&ep->bytes_rdma));
 	seq_printf(m, "credit_stalls %lld\n", atomic64_read(&ep->credit_stalls));
@@ -1159,6 +1164,8 @@ static struct knet_slot *knet_get_slot(struct knet_ep *ep)
 			s->gen = (s->gen + 1) & 0xffffff;
 			s->t0 = ktime_get_ns();
 			ep->credits--;
+			if (++ep->in_flight > ep->in_flight_peak)
+				ep->in_flight_peak = ep->in_flight;
 			break;
 		}
 	}
@@ -1176,6 +1183,7 @@ static void knet_put_slot(struct knet_ep *ep, struct knet_slot *s)
 	s->busy = false;
 	s->rq = NULL;
 	ep->credits++;
+	ep->in_flight--;
 	spin_unlock_irqrestore(&ep->lock, flags);
 	wake_up(&ep->wait);
 }

@@ -74,7 +74,7 @@ expect_grep '^groups: 3 endpoints, one thread each; the least busy collected [1-
 expect_grep '^batch groups: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
 expect_grep 'connected to .*kvol' <(dmesg)
 
-step "the endpoint's counters: requests, bytes inline and by RDMA, credit stalls, latency"
+step "the endpoint's counters: requests, in flight, bytes inline and by RDMA, credit stalls, latency"
 # One process keeps an endpoint open while we read its debugfs entry.
 kt -n kvol -w batch -b 65536 -N 400 -q 24 > /tmp/out &
 bg=$!
@@ -93,6 +93,10 @@ expect_grep "^peer $ORFS_ADDR:20077$" /tmp/stats
 expect_grep '^requests [1-9][0-9]*$' /tmp/stats
 expect_grep '^bytes_rdma [1-9][0-9]*$' /tmp/stats
 expect_grep '^errors 0$' /tmp/stats
+expect_grep '^in_flight [0-9]+$' /tmp/stats
+# Taken while the batch runs: at least its first request, never more than its depth.
+peak=$(awk '$1 == "in_flight_peak" { print $2 }' /tmp/stats)
+[ "${peak:-0}" -ge 1 ] && [ "$peak" -le 24 ] || fail "in_flight_peak '$peak' for a batch of depth 24"
 expect_grep '^latency_us <16:[0-9]+ <32:' /tmp/stats
 [ ! -e "$ep" ] || fail "the endpoint's debugfs entry outlived it"
 

@@ -3,7 +3,8 @@
 # ORFS against the real server over rxe: mount options, the POSIX checks of
 # orfs-fstest (first on ext4, to check the checks, then on ORFS, as root
 # and as a user), close-to-open consistency with changes made on the
-# server, fio with verification through the page cache and O_DIRECT, a
+# server, fio with verification through the page cache and O_DIRECT
+# (libaio, and io_uring keeping its queue depth in flight), a
 # server restarted during a verified run on a hard mount, a soft mount
 # that gives EIO, umount -f with a dead server, and a lying server (bad
 # framing, and well-framed replies no file system could give).
@@ -27,6 +28,8 @@ mnt() { mount -t orfs "$@" "$ORFS_ADDR:/data" /tmp/mnt; }
 umnt() { umount /tmp/mnt; }
 # ep_sum COUNTER: COUNTER summed over the knet endpoints
 ep_sum() { cat /sys/kernel/debug/knet/endpoints/*/stats | awk -v c="$1" '$1 == c { s += $2 } END { print s + 0 }'; }
+# ep_max COUNTER: the largest COUNTER of the knet endpoints
+ep_max() { cat /sys/kernel/debug/knet/endpoints/*/stats | awk -v c="$1" '$1 == c && $2 > m { m = $2 } END { print m + 0 }'; }
 restart_server() {
 	kill -9 "$ORFS_SERVER_PID"
 	wait "$ORFS_SERVER_PID" 2>/dev/null || true
@@ -136,6 +139,29 @@ expect_eq "bytes moved by RDMA for pieces of 4 KiB at most" "$(($(ep_sum bytes_r
 grep -E 'WRITE:|READ:' /tmp/fio1.out /tmp/fio2.out /tmp/fio4.out
 rm -f /tmp/mnt/buffered.* /tmp/mnt/direct.* /tmp/mnt/small.*
 umnt
+
+step "asynchronous O_DIRECT through io_uring: verified, as many requests in flight as fio keeps"
+# A fresh mount's endpoints start with no peak; at depth 1 it stays 1 (the
+# metadata calls around the job wait for their answers too), at depth 8
+# every I/O is its own request, sent without waiting for the others.
+for depth in 1 8; do
+	mnt
+	expect_eq "requests in flight at most, a new mount" "$(ep_max in_flight_peak)" 1
+	fio --name=ring --directory=/tmp/mnt --size=8M --rw=randwrite --bsrange=4k-64k --direct=1 \
+		--ioengine=io_uring --iodepth=$depth --verify=crc32c --verify_fatal=1 --do_verify=1 \
+		--verify_state_save=0 --output=/tmp/fio5.out || { cat /tmp/fio5.out; fail "fio io_uring"; }
+	expect_grep 'err= 0' /tmp/fio5.out
+	peak=$(ep_max in_flight_peak)
+	echo "io_uring depth $depth: at most $peak requests in flight"
+	if [ $depth = 1 ]; then
+		expect_eq "requests in flight at most, depth 1" "$peak" 1
+	elif [ "$peak" -lt 6 ]; then
+		fail "depth $depth kept at most $peak requests in flight"
+	fi
+	expect_eq "requests in flight after the job" "$(ep_sum in_flight)" 0
+	rm -f /tmp/mnt/ring.*
+	umnt
+done
 
 step "hard mount: the server is killed and restarted during a verified run; fio never sees it"
 mnt -o timeo=20
