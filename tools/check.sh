@@ -6,7 +6,8 @@
 #   1. build: modules for every installed kernel with W=1 -Werror, userspace
 #   2. unit tests (CUnit), the harness's own tests, a bounded fuzzing run
 #   3. static checks: checkpatch, sparse on 6.1 and 6.12
-#   4. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh)
+#   4. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh and the demo,
+#      tests/demo/demo.sh)
 # and a closing line "N passed, N failed" (", N skipped" when any skipped,
 # each with its reason above). Exits non-zero on any failure.
 #
@@ -107,8 +108,9 @@ if [ "$build_ok" -ne 1 ]; then
 	finish
 fi
 
+# The demo runs too, so that what `make demo` shows cannot go stale.
 mapfile -t tests < <(if [ -n "${CHECK_TESTS:-}" ]; then printf '%s\n' $CHECK_TESTS; \
-	else ls tests/guest/*.sh | grep -v '/lib\.sh$'; fi)
+	else ls tests/guest/*.sh | grep -v '/lib\.sh$'; echo tests/demo/demo.sh; fi)
 for v in "${kernels[@]}"; do
 	echo "== in-guest tests on $v"
 	res=build/vm/$v/results
