@@ -603,6 +603,11 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (le16_to_cpu(h->opcode) != rq->opcode)
 		err = -EPROTO;
 	rq->status = le32_to_cpu(h->status);
+	if (rq->status > KNET_STATUS_MAX) {
+		pr_warn_ratelimited("reply with status %u, which is no errno: taken as EIO\n",
+				    rq->status);
+		rq->status = EIO;
+	}
 	blen = le32_to_cpu(h->body_len);
 	ilen = le32_to_cpu(h->inline_len);
 	if (blen > rq->reply_max) {

@@ -102,6 +102,36 @@ static size_t inject_fault(int fault, char *buf, size_t n)
 	return n + extra;
 }
 
+/* The next number of the "fs-random" fault's generator (xorshift64). */
+static uint32_t fault_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return (uint32_t)(*x >> 32);
+}
+
+/*
+ * "fs-random": of eight replies, one gets a random status (mostly values
+ * no errno has), three get one to four random bytes of their body changed
+ * (mostly in its first 256 bytes, where the fields are), four stay true.
+ */
+static void scramble(struct req *r)
+{
+	uint64_t *rng = &r->c->s->fault_rng;
+	uint32_t roll = fault_rand(rng) % 8, n, span;
+
+	if (roll == 0) {
+		r->f.status = fault_rand(rng) >> (fault_rand(rng) % 32);
+		return;
+	}
+	if (roll > 3 || !r->fbody || !r->fbody_len || r->f.status)
+		return;
+	span = r->fbody_len > 256 && fault_rand(rng) % 4 ? 256 : r->fbody_len;
+	for (n = 1 + fault_rand(rng) % 4; n; n--)
+		r->fbody[fault_rand(rng) % span] ^= (uint8_t)(1 + fault_rand(rng) % 255);
+}
+
 /*
  * Make a file service reply body lie as FAULT says (a test aid): the
  * framing stays right, the content is what no file system can hold.
@@ -111,6 +141,10 @@ static void inject_fs_fault(int fault, struct req *r)
 	uint8_t *b = r->fbody;
 	uint32_t v;
 
+	if (fault == FAULT_FS_RANDOM) {
+		scramble(r);
+		return;
+	}
 	if (!b || r->f.status)
 		return;
 	switch (fault) {

@@ -1039,8 +1039,9 @@ int main(int argc, char **argv)
 			[FAULT_TAG] = "tag", [FAULT_INLINE] = "inline", [FAULT_BODY] = "body",
 			[FAULT_OPCODE] = "opcode", [FAULT_FS_NAME] = "fs-name",
 			[FAULT_FS_COUNT] = "fs-count", [FAULT_FS_ATTR] = "fs-attr",
-			[FAULT_FS_LOOP] = "fs-loop",
+			[FAULT_FS_LOOP] = "fs-loop", [FAULT_FS_RANDOM] = "fs-random",
 		};
+		const char *seed = getenv("ORFS_SERVER_FAULT_SEED");
 
 		for (i = FAULT_TAG; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 			if (!strcmp(f, names[i]))
@@ -1049,7 +1050,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "orfs-server: ORFS_SERVER_FAULT=%s: no such fault\n", f);
 			return 2;
 		}
-		srv_log("ORFS_SERVER_FAULT=%s: replies will lie (a test aid)", f);
+		s.fault_rng = seed ? strtoull(seed, NULL, 0) : 0;
+		if (!s.fault_rng)
+			s.fault_rng = 1;	/* xorshift's one state that never moves */
+		srv_log("ORFS_SERVER_FAULT=%s: replies will lie (a test aid; seed %llu)", f,
+			(unsigned long long)s.fault_rng);
 	}
 	replay_init(&s.replay);
 	{

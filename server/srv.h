@@ -180,6 +180,7 @@ struct srv {
 	struct replay		replay;		/* answers to non-idempotent file operations */
 	struct fdcache		fdc;		/* files open for READ and WRITE */
 	int			fault;		/* ORFS_SERVER_FAULT, tests only */
+	uint64_t		fault_rng;	/* its state for "fs-random" */
 };
 
 /*
@@ -197,6 +198,7 @@ enum srv_fault {
 	FAULT_FS_COUNT,		/* "fs-count": a READ that returns more than asked */
 	FAULT_FS_ATTR,		/* "fs-attr": attributes of no known file type */
 	FAULT_FS_LOOP,		/* "fs-loop": a directory found inside itself */
+	FAULT_FS_RANDOM,	/* "fs-random": random bytes and statuses, well framed */
 };
 
 /* main.c */

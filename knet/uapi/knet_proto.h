@@ -134,9 +134,17 @@ struct knet_hdr {
 	__le16	nsegs;		/* struct knet_seg entries after the body */
 	__le32	body_len;	/* bytes of typed body after this header */
 	__le32	inline_len;	/* bytes of inline payload after the segments */
-	__le32	status;		/* reply: 0 or a Linux errno value */
+	__le32	status;		/* reply: 0 or a Linux errno value, at most KNET_STATUS_MAX */
 	__le32	reserved;	/* must be zero */
 };
+
+/*
+ * The largest status a reply may carry: the last errno of Linux's generic
+ * numbering (EHWPOISON). Larger values are no errno a program knows, and
+ * in the kernel some are internal codes (ERESTARTSYS, EIOCBQUEUED...) that
+ * must never come from a peer: a client takes them as EIO.
+ */
+#define KNET_STATUS_MAX	133
 
 /* One piece of client memory the server may RDMA READ or WRITE. */
 struct knet_seg {

@@ -8,7 +8,7 @@
 # server restarted during a verified run on a hard mount, a soft mount
 # that gives EIO, umount -f with a dead server, and a lying server (bad
 # framing, and well-framed replies no file system could give).
-# timeout: 420
+# timeout: 540
 . "$(dirname "$0")/lib.sh"
 ft="$ORFS_BIN/orfs-fstest"
 exp=/tmp/e4/exp
@@ -237,6 +237,69 @@ umount -f /tmp/mnt || umount -l /tmp/mnt
 for ((i = 0; i < 200; i++)); do kill -0 $st_pid 2>/dev/null || break; sleep 0.1; done
 kill -0 $st_pid 2>/dev/null && fail "a call outlived umount -f"
 grep -q ' /tmp/mnt ' /proc/mounts && fail "still mounted"
+
+step "a server whose answers are random, well framed: calls fail or succeed, nothing crashes or hangs"
+mkdir -p $exp/rnd/sub
+for i in 0 1 2 3 4 5 6; do echo "file $i" > $exp/rnd/f$i; done
+echo kept > $exp/rnd/keep
+head -c 300000 /dev/urandom > $exp/rnd/big
+ln -sf f1 $exp/rnd/l
+# rnd_ops N: N calls of every kind on the mount, their errors in
+# /tmp/rnd-err; prints "succeeded failed"
+rnd_ops() {
+	local i ok=0 bad=0 f
+	for ((i = 0; i < $1; i++)); do
+		f=/tmp/mnt/rnd/f$((i % 7))
+		if (case $((i % 16)) in
+			0) ls -la /tmp/mnt/rnd ;;
+			1) stat $f ;;
+			2) cat $f ;;
+			3) echo $i >> $f ;;
+			4) mkdir /tmp/mnt/rnd/d$i ;;
+			5) mv $f /tmp/mnt/rnd/g$((i % 5)) ;;
+			6) readlink /tmp/mnt/rnd/l && cat /tmp/mnt/rnd/l ;;
+			7) find /tmp/mnt/rnd ;;
+			8) dd if=/tmp/mnt/rnd/big of=/dev/null bs=64k iflag=direct ;;
+			9) dd if=/tmp/mnt/rnd/big of=/dev/null bs=64k ;;
+			10) df /tmp/mnt ;;
+			11) touch /tmp/mnt/rnd/t$i && chmod 600 /tmp/mnt/rnd/t$i ;;
+			12) ln -s f2 /tmp/mnt/rnd/s$i && ln $f /tmp/mnt/rnd/h$i ;;
+			13) truncate -s $((i * 100)) $f ;;
+			14) rm -f /tmp/mnt/rnd/t$((i - 3)) /tmp/mnt/rnd/s$((i - 2)) &&
+			    rmdir /tmp/mnt/rnd/d$((i - 10)) ;;
+			15) dd if=/dev/urandom of=/tmp/mnt/rnd/w$((i % 3)) bs=16k count=4 oflag=direct ;;
+			esac) > /dev/null 2>> /tmp/rnd-err; then
+			ok=$((ok + 1))
+		else
+			bad=$((bad + 1))
+		fi
+	done
+	echo "$ok $bad"
+}
+: > /tmp/rnd-err
+for seed in 1 2; do
+	ORFS_SERVER_FAULT=fs-random ORFS_SERVER_FAULT_SEED=$seed start_server -s $state -e data=$exp
+	mnt -o soft,timeo=10,retrans=1,noac
+	read -r ok bad < <(rnd_ops 128)
+	echo "seed $seed: $ok calls succeeded, $bad failed"
+	[ "$ok" -gt 0 ] && [ "$bad" -gt 0 ] || fail "seed $seed: $ok succeeded, $bad failed: no mix"
+	umount /tmp/mnt || umount -f /tmp/mnt || umount -l /tmp/mnt
+	grep -q ' /tmp/mnt ' /proc/mounts && fail "still mounted"
+	stop_server
+done
+# Every error a program saw is one it knows: no status the server made up,
+# no kernel-internal code (ERESTARTSYS, EIOCBQUEUED...) passed through.
+sed 's/[0-9]\+//g' /tmp/rnd-err | sort | uniq -c | sort -rn | awk 'NR <= 12'
+grep -q 'Unknown error' /tmp/rnd-err && fail "an error no errno names reached a program"
+expect_grep 'knet: reply with status [0-9]+, which is no errno: taken as EIO' <(dmesg)
+dmesg | grep -E 'knet: reply with status|orfs: ' | sed 's/^\[[ 0-9.]*\] //' | sort | uniq -c | sort -rn | awk 'NR <= 8'
+# The truth is intact for a server that tells it.
+start_server -s $state -e data=$exp
+mnt
+expect_eq "a file the random run only read" "$(cat /tmp/mnt/rnd/keep)" kept
+rm -rf /tmp/mnt/rnd
+umnt
+stop_server
 
 step "a server that lies (after the mount): calls fail with EIO, no oops, the mount goes away"
 for fault in tag inline body; do
