@@ -204,6 +204,7 @@ int orfs_connect(struct orfs_sb *sbi)
 int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 reply_min,
 	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir)
 {
+	unsigned int waits = 0;
 	struct knet_request rq;
 	int ret;
 
@@ -223,7 +224,13 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 			return ret;
 		if (rq.status != EINPROGRESS)
 			break;
-		/* Our first try of this xid still runs on the server: ask again. */
+		/*
+		 * Our first try of this xid still runs on the server: ask again
+		 * every 100 ms; a soft mount gives up after timeo x retrans, as
+		 * for a server that does not answer at all.
+		 */
+		if (sbi->opts.soft && ++waits >= sbi->opts.timeo * sbi->opts.retrans)
+			return -EIO;
 		if (msleep_interruptible(100) && fatal_signal_pending(current))
 			return -EINTR;
 	}

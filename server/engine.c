@@ -145,6 +145,10 @@ static void inject_fs_fault(int fault, struct req *r)
 		scramble(r);
 		return;
 	}
+	if (fault == FAULT_FS_BUSY) {
+		r->f.status = EINPROGRESS;
+		return;
+	}
 	if (!b || r->f.status)
 		return;
 	switch (fault) {

@@ -199,6 +199,7 @@ enum srv_fault {
 	FAULT_FS_ATTR,		/* "fs-attr": attributes of no known file type */
 	FAULT_FS_LOOP,		/* "fs-loop": a directory found inside itself */
 	FAULT_FS_RANDOM,	/* "fs-random": random bytes and statuses, well framed */
+	FAULT_FS_BUSY,		/* "fs-busy": every call "still runs" (EINPROGRESS) */
 };
 
 /* main.c */

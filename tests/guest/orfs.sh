@@ -316,7 +316,7 @@ for fault in tag inline body; do
 done
 dmesg | grep -E 'knet: (reply for no request|malformed reply|reply larger)' | tail -n 3
 
-step "file service lies, well framed: each call fails with its error, the rest of the mount works"
+step "file service lies, well framed: each call fails with its error, the rest of the mount works; a busy server"
 mkdir -p $exp/lie/sub
 head -c 3000 /dev/urandom > $exp/lie/small
 head -c 65536 /dev/urandom > $exp/lie/big
@@ -364,5 +364,36 @@ for fault in fs-name fs-count fs-attr fs-loop; do
 	umnt
 	stop_server
 done
+# A server that says "your first try still runs" for ever: a soft mount
+# gives up after timeo x retrans, a hard one waits until the call is killed
+# or the mount forced away.
+ORFS_SERVER_FAULT=fs-busy start_server -s $state -e data=$exp
+mnt -o soft,timeo=10,retrans=2
+t0=$(date +%s)
+lie fs-busy 'Input/output error' timeout -s KILL 60 stat /tmp/mnt/lie/small
+t=$(($(date +%s) - t0))
+echo "soft mount, busy server: EIO after $t s"
+[ $t -le 10 ] || fail "the soft mount gave up after $t s, past timeo x retrans"
+umnt
+mnt -o timeo=10
+stat /tmp/mnt/lie/big > /dev/null 2>&1 &
+st=$!
+# Another name: a lookup of the same one would wait (in D state, as
+# the VFS makes it) for the first, killed or not.
+stat /tmp/mnt/plain > /dev/null 2>&1 &
+st2=$!
+sleep 3
+kill -0 $st 2>/dev/null && kill -0 $st2 2>/dev/null || fail "a hard mount gave up on a busy server"
+kill -9 $st
+# ended PID: PID exited (a zombie not yet waited for counts)
+ended() { [ ! -e /proc/$1 ] || grep -qs ') Z ' /proc/$1/stat; }
+wait_until 50 ended $st ||
+	fail "a killed call on a hard mount did not end: $(cat /proc/$st/stat /proc/$st/stack 2>&1)"
+# As with a dead server, umount -f (umount(8) without it asks statfs first).
+umount -f /tmp/mnt || umount -l /tmp/mnt
+wait_until 50 ended $st2 || fail "umount -f left a call waiting on a busy server"
+wait $st $st2 2>/dev/null || true
+grep -q ' /tmp/mnt ' /proc/mounts && fail "still mounted"
+stop_server
 rm -r $exp/lie $exp/plain
 echo ok
