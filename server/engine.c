@@ -122,7 +122,8 @@ static void scramble(struct req *r)
 	uint32_t roll = fault_rand(rng) % 8, n, span;
 
 	if (roll == 0) {
-		r->f.status = fault_rand(rng) >> (fault_rand(rng) % 32);
+		n = fault_rand(rng) % 32;	/* one draw after the other: a seed's run repeats */
+		r->f.status = fault_rand(rng) >> n;
 		return;
 	}
 	if (roll > 3 || !r->fbody || !r->fbody_len || r->f.status)
