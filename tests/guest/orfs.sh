@@ -28,6 +28,9 @@ mnt() { mount -t orfs "$@" "$ORFS_ADDR:/data" /tmp/mnt; }
 umnt() { umount /tmp/mnt; }
 # ep_sum COUNTER: COUNTER summed over the knet endpoints
 ep_sum() { cat /sys/kernel/debug/knet/endpoints/*/stats | awk -v c="$1" '$1 == c { s += $2 } END { print s + 0 }'; }
+# ended PID: PID exited (a zombie not yet waited for counts; kill -0 would
+# still find it)
+ended() { [ ! -e /proc/$1 ] || grep -qs ') Z ' /proc/$1/stat; }
 # ep_max COUNTER: the largest COUNTER of the knet endpoints
 ep_max() { cat /sys/kernel/debug/knet/endpoints/*/stats | awk -v c="$1" '$1 == c && $2 > m { m = $2 } END { print m + 0 }'; }
 restart_server() {
@@ -232,10 +235,9 @@ kill -9 "$ORFS_SERVER_PID"; wait "$ORFS_SERVER_PID" 2>/dev/null || true; ORFS_SE
 stat /tmp/mnt/hard-new > /tmp/out 2>&1 &
 st_pid=$!
 sleep 2
-kill -0 $st_pid || fail "a hard mount gave up"
+ended $st_pid && fail "a hard mount gave up"
 umount -f /tmp/mnt || umount -l /tmp/mnt
-for ((i = 0; i < 200; i++)); do kill -0 $st_pid 2>/dev/null || break; sleep 0.1; done
-kill -0 $st_pid 2>/dev/null && fail "a call outlived umount -f"
+wait_until 200 ended $st_pid || fail "a call outlived umount -f"
 grep -q ' /tmp/mnt ' /proc/mounts && fail "still mounted"
 
 step "a server whose answers are random, well framed: calls fail or succeed, nothing crashes or hangs"
@@ -383,10 +385,8 @@ st=$!
 stat /tmp/mnt/plain > /dev/null 2>&1 &
 st2=$!
 sleep 3
-kill -0 $st 2>/dev/null && kill -0 $st2 2>/dev/null || fail "a hard mount gave up on a busy server"
+if ended $st || ended $st2; then fail "a hard mount gave up on a busy server"; fi
 kill -9 $st
-# ended PID: PID exited (a zombie not yet waited for counts)
-ended() { [ ! -e /proc/$1 ] || grep -qs ') Z ' /proc/$1/stat; }
 wait_until 50 ended $st ||
 	fail "a killed call on a hard mount did not end: $(cat /proc/$st/stat /proc/$st/stack 2>&1)"
 # As with a dead server, umount -f (umount(8) without it asks statfs first).
