@@ -8,6 +8,7 @@
 
 #include <linux/blk-mq.h>
 #include <linux/mutex.h>
+#include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 
@@ -18,6 +19,8 @@
 #define MXBD_MAX_DEVS		256
 #define MXBD_MAX_QUEUES		16
 #define MXBD_LOSS_FOREVER	(-1)
+#define MXBD_MAX_DEPTH		4096
+#define MXBD_MAX_IO_KB		(SZ_1M)	/* KiB, so 1 GiB: above any server's */
 
 /**
  * struct mxbd_opts - what to attach, and how
@@ -28,6 +31,10 @@
  *	(and its requests held and sent again), 0 for none
  * @loss_timeout: seconds a lost server is waited for, I/O held, before
  *	I/O fails; MXBD_LOSS_FOREVER to wait for ever
+ * @queue_depth: most requests in flight per hardware queue; 0 for as many
+ *	as the server grants credits (it can only lower them)
+ * @max_io: largest request in bytes, a multiple of the page size; 0 for
+ *	the server's largest (it can only lower it)
  * @read_only: attach read-only even if the server allows writes
  */
 struct mxbd_opts {
@@ -36,6 +43,8 @@ struct mxbd_opts {
 	unsigned int		nr_queues;
 	unsigned int		io_timeout;
 	int			loss_timeout;
+	unsigned int		queue_depth;
+	unsigned int		max_io;
 	bool			read_only;
 };
 

@@ -18,6 +18,7 @@
 #define pr_fmt(fmt) "mxbd: " fmt
 
 #include <linux/blkdev.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 
 #include "mxbd.h"
@@ -556,11 +557,25 @@ static const struct attribute_group *mxbd_attr_groups[] = {
 	NULL,
 };
 
+/*
+ * The largest request: the server's (both what the connection and what the
+ * volume allow), lowered by the attach's max_io; whole pages, as every
+ * request is registered as one FRWR of whole pages.
+ */
+static u32 mxbd_max_io(const struct mxbd_dev *d, const struct knet_limits *kl)
+{
+	u32 max_io = min(kl->max_io, le32_to_cpu(d->info.max_io));
+
+	if (d->opts.max_io)
+		max_io = min(max_io, d->opts.max_io);
+	return max_t(u32, round_down(max_io, PAGE_SIZE), PAGE_SIZE);
+}
+
 static struct gendisk *mxbd_alloc_disk(struct mxbd_dev *d, const struct knet_limits *kl)
 {
 	u32 lbs = le32_to_cpu(d->info.logical_block);
 	u32 pbs = max(lbs, le32_to_cpu(d->info.physical_block));
-	u32 max_io = min(kl->max_io, le32_to_cpu(d->info.max_io));
+	u32 max_io = mxbd_max_io(d, kl);
 	u32 flags = le32_to_cpu(d->info.flags);
 	/* The most a 32-bit length can say, in whole logical blocks. */
 	unsigned int most = round_down(UINT_MAX >> SECTOR_SHIFT, lbs >> SECTOR_SHIFT);
@@ -657,7 +672,9 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 
 	d->tag_set.ops = &mxbd_mq_ops;
 	d->tag_set.nr_hw_queues = d->mq->nr;
-	d->tag_set.queue_depth = kl.credits;
+	/* One tag a credit: the server's grant, lowered by the attach's depth. */
+	d->tag_set.queue_depth = d->opts.queue_depth ? min(kl.credits, d->opts.queue_depth) :
+			       kl.credits;
 	d->tag_set.numa_node = NUMA_NO_NODE;
 	d->tag_set.cmd_size = sizeof(struct mxbd_cmd);
 	d->tag_set.driver_data = d;
@@ -683,10 +700,10 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 		goto put_disk;
 	if (mxbd_rescan_every)
 		queue_delayed_work(mxbd_wq, &d->rescan_work, mxbd_rescan_every);
-	pr_info("%s: volume '%s' of %pI4, %llu bytes, %u-byte blocks, %u queues%s\n",
+	pr_info("%s: volume '%s' of %pI4, %llu bytes, %u-byte blocks, %u queues of depth %u, largest I/O %u KiB%s\n",
 		d->disk->disk_name, o->volume, &o->addr.sin_addr, le64_to_cpu(d->info.size),
-		le32_to_cpu(d->info.logical_block), d->mq->nr,
-		get_disk_ro(d->disk) ? ", read-only" : "");
+		le32_to_cpu(d->info.logical_block), d->mq->nr, d->tag_set.queue_depth,
+		mxbd_max_io(d, &kl) / SZ_1K, get_disk_ro(d->disk) ? ", read-only" : "");
 	*out = d;
 	return 0;
 

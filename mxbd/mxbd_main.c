@@ -7,7 +7,8 @@
  *	modprobe mxbd server=192.0.2.10 volume=vol0 [port=20077]
  * At run time (tools/mxbdctl wraps these):
  *	echo "server=192.0.2.10 volume=vol0 [port=N] [queues=N] [io_timeout=S]
- *	      [loss_timeout=S|-1] [ro]" > /sys/class/mxbd/attach
+ *	      [loss_timeout=S|-1] [queue_depth=N] [max_io_kb=N] [ro]"
+ *	      > /sys/class/mxbd/attach
  *	echo "mxbd0 [force]" > /sys/class/mxbd/detach
  */
 #define pr_fmt(fmt) "mxbd: " fmt
@@ -17,6 +18,7 @@
 #include <linux/idr.h>
 #include <linux/inet.h>
 #include <linux/module.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -40,6 +42,12 @@ MODULE_PARM_DESC(io_timeout, "Default seconds a request may wait for the server 
 static int loss_timeout = 120;
 module_param(loss_timeout, int, 0444);
 MODULE_PARM_DESC(loss_timeout, "Default seconds I/O is held for a lost server before it fails (default 120, -1 for ever)");
+static unsigned int queue_depth;
+module_param(queue_depth, uint, 0444);
+MODULE_PARM_DESC(queue_depth, "Default most requests in flight per hardware queue (default 0: as many as the server grants; it can only lower that)");
+static unsigned int max_io_kb;
+module_param(max_io_kb, uint, 0444);
+MODULE_PARM_DESC(max_io_kb, "Default largest request in KiB, a multiple of the page size (default 0: the server's largest; it can only lower that)");
 static unsigned int rescan_interval = 10;
 module_param(rescan_interval, uint, 0444);
 MODULE_PARM_DESC(rescan_interval, "Seconds between asking servers for volume sizes, to follow a volume that grows (default 10, 0 never)");
@@ -59,6 +67,18 @@ static unsigned int mxbd_default_queues(void)
 	return clamp_t(unsigned int, nr_queues ?: num_online_cpus(), 1, MXBD_MAX_QUEUES);
 }
 
+/* 0 (the server's) or 1 to MXBD_MAX_DEPTH. */
+static bool mxbd_depth_ok(unsigned int depth)
+{
+	return depth <= MXBD_MAX_DEPTH;
+}
+
+/* 0 (the server's), or whole pages up to MXBD_MAX_IO_KB. */
+static bool mxbd_max_io_kb_ok(unsigned int kb)
+{
+	return kb <= MXBD_MAX_IO_KB && !(kb % (PAGE_SIZE / SZ_1K));
+}
+
 /* Parse "key=value ..." (spaces, tabs, commas or newlines between) into O. */
 static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 {
@@ -71,6 +91,8 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 	o->nr_queues = mxbd_default_queues();
 	o->io_timeout = io_timeout;
 	o->loss_timeout = loss_timeout;
+	o->queue_depth = queue_depth;
+	o->max_io = max_io_kb * SZ_1K;
 	while ((tok = strsep(&s, " \t\n,")) != NULL) {
 		if (!*tok)
 			continue;
@@ -110,6 +132,17 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 			if (!ret && (o->loss_timeout < MXBD_LOSS_FOREVER ||
 				     o->loss_timeout > 86400))
 				ret = -EINVAL;
+		} else if (!strcmp(tok, "queue_depth")) {
+			ret = kstrtouint(val, 10, &o->queue_depth);
+			if (!ret && (!o->queue_depth || !mxbd_depth_ok(o->queue_depth)))
+				ret = -EINVAL;
+		} else if (!strcmp(tok, "max_io_kb")) {
+			unsigned int kb = 0;
+
+			ret = kstrtouint(val, 10, &kb);
+			if (!ret && (!kb || !mxbd_max_io_kb_ok(kb)))
+				ret = -EINVAL;
+			o->max_io = kb * SZ_1K;
 		} else {
 			pr_err("attach: unknown option '%s'\n", tok);
 			return -EINVAL;
@@ -297,6 +330,15 @@ static int __init mxbd_init(void)
 
 	if (loss_timeout < MXBD_LOSS_FOREVER) {
 		pr_err("loss_timeout is seconds, or -1 for ever\n");
+		return -EINVAL;
+	}
+	if (!mxbd_depth_ok(queue_depth)) {
+		pr_err("queue_depth is at most %u\n", MXBD_MAX_DEPTH);
+		return -EINVAL;
+	}
+	if (!mxbd_max_io_kb_ok(max_io_kb)) {
+		pr_err("max_io_kb is whole pages of %lu KiB, at most %u\n", PAGE_SIZE / SZ_1K,
+		       MXBD_MAX_IO_KB);
 		return -EINVAL;
 	}
 	ret = knet_register_ulp(&mxbd_ulp);

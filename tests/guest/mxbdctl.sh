@@ -4,7 +4,8 @@
 # devices from two servers, each with its own data; per-device sysfs;
 # refused attaches with the kernel's reason; a volume that grows; a busy
 # device refused a plain detach; a forced detach under load that fails the
-# I/O in flight instead of hanging; unload with devices attached.
+# I/O in flight instead of hanging; queue depth and largest I/O lowered by
+# the attach and by module parameters; unload with devices attached.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 
@@ -73,6 +74,8 @@ attach_fails "unknown option 'bogus'" "$ORFS_ADDR" va bogus=1
 attach_fails "bad value '0' for queues" "$ORFS_ADDR" vb queues=0
 attach_fails "bad value 'x' for loss_timeout" "$ORFS_ADDR" vb loss_timeout=x
 attach_fails "'10.1.2' is not an IPv4 address" 10.1.2 va
+attach_fails "bad value '0' for queue_depth" "$ORFS_ADDR" vb queue_depth=0
+attach_fails "bad value '6' for max_io_kb" "$ORFS_ADDR" vb max_io_kb=6
 expect_eq "devices" "$(ls -d /sys/block/mxbd* | wc -l)" 3
 
 step "a volume that grows: seen at once on rescan, and by itself within seconds"
@@ -126,8 +129,52 @@ cmp <(dd if=/dev/mxbd1 bs=1M count=4 iflag=direct status=none) <(head -c 4M /tmp
 expect_eq "again" "$(ctl attach "$ORFS_ADDR" va)" /dev/mxbd0
 cmp <(dd if=/dev/mxbd0 bs=1M count=4 iflag=direct status=none) <(head -c 4M /tmp/va) || fail "mxbd0 reads differ"
 
+step "queue depth and largest I/O: the attach lowers the server's, never raises them"
+# port2_max COUNTER FIELD: the largest FIELD of COUNTER's line of the knet
+# endpoints connected to the second server (mxbd2's)
+port2_max() {
+	grep -l "^peer .*:$port2\$" /sys/kernel/debug/knet/endpoints/*/stats | xargs cat |
+		awk -v c="$1" -v f="$2" '$1 == c && $f > m { m = $f } END { print m + 0 }'
+}
+expect_eq "mxbd0 largest I/O (the server's)" "$(cat /sys/block/mxbd0/queue/max_hw_sectors_kb)" 1024
+expect_eq "lowered" "$(ctl attach "$ORFS_ADDR" vc port=$port2 queue_depth=4 max_io_kb=64)" /dev/mxbd2
+expect_eq "mxbd2 tags" "$(cat /sys/block/mxbd2/mq/0/nr_tags)" 4
+expect_eq "mxbd2 largest I/O" "$(cat /sys/block/mxbd2/queue/max_hw_sectors_kb)" 64
+expect_grep "mxbd2: volume 'vc' .* queues of depth 4, largest I/O 64 KiB" <(dmesg)
+# 1 MiB writes 16 deep: the block layer cuts them to 64 KiB, at most 4 in flight.
+fio --name=low --filename=/dev/mxbd2 --direct=1 --ioengine=libaio --rw=write --bs=1M \
+	--iodepth=16 --size=16M --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fio.out || { cat /tmp/fio.out; fail "fio on mxbd2"; }
+expect_grep 'err= 0' /tmp/fio.out
+set -- $(cat /sys/block/mxbd2/stat)
+echo "mxbd2: $5 writes of $7 sectors"
+[ "$5" -ge 256 ] && [ "$7" -le $(($5 * 128)) ] || fail "writes larger than 64 KiB: $5 for $7 sectors"
+peak=$(port2_max in_flight_peak 2)
+echo "mxbd2: at most $peak requests in flight on a connection"
+# Four tags, and the once-a-second rescan's INFO, which needs no tag
+[ "$peak" -ge 1 ] && [ "$peak" -le 5 ] || fail "in flight at once: $peak (depth 4)"
+ctl detach mxbd2
+expect_eq "raised" "$(ctl attach "$ORFS_ADDR" vc port=$port2 queue_depth=4096 max_io_kb=65536)" /dev/mxbd2
+tags=$(cat /sys/block/mxbd2/mq/0/nr_tags)
+grant=$(port2_max credits 4)
+echo "mxbd2: $tags tags a queue; the server granted at most $grant credits a connection"
+[ "$tags" -gt 4 ] && [ "$tags" -le "$grant" ] || fail "$tags tags for a grant of $grant"
+expect_eq "mxbd2 largest I/O" "$(cat /sys/block/mxbd2/queue/max_hw_sectors_kb)" 1024
+ctl detach mxbd2
+
 step "unloading the module detaches what is left"
 rmmod mxbd
 [ -z "$(ls -d /sys/block/mxbd* 2>/dev/null)" ] || fail "devices outlived the module"
-expect_eq "detached" "$(($(detached) - detached0))" 4
+expect_eq "detached" "$(($(detached) - detached0))" 6
+
+step "module parameters set the defaults: depth and largest I/O at load; bad ones refused"
+insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=va queue_depth=2 max_io_kb=32
+expect_eq "mxbd0 tags" "$(cat /sys/block/mxbd0/mq/0/nr_tags)" 2
+expect_eq "mxbd0 largest I/O" "$(cat /sys/block/mxbd0/queue/max_hw_sectors_kb)" 32
+cmp <(dd if=/dev/mxbd0 bs=1M count=4 iflag=direct status=none) <(head -c 4M /tmp/va) || fail "mxbd0 reads differ"
+rmmod mxbd
+expect_fail insmod "$ORFS_KMOD/mxbd/mxbd.ko" max_io_kb=6
+expect_grep "mxbd: max_io_kb is whole pages of 4 KiB" <(dmesg)
+expect_fail insmod "$ORFS_KMOD/mxbd/mxbd.ko" queue_depth=5000
+expect_grep "mxbd: queue_depth is at most 4096" <(dmesg)
 echo ok
