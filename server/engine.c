@@ -112,11 +112,12 @@ static uint32_t fault_rand(uint64_t *x)
 }
 
 /*
- * "fs-random": of eight replies, one gets a random status (mostly values
- * no errno has), three get one to four random bytes of their body changed
- * (mostly in its first 256 bytes, where the fields are), four stay true.
+ * "fs-random" and "block-random": of eight replies, one gets a random
+ * status (mostly values no errno has), three get one to four random bytes
+ * of their BODY (LEN bytes; none for most block replies) changed (mostly
+ * in its first 256 bytes, where the fields are), four stay true.
  */
-static void scramble(struct req *r)
+static void scramble(struct req *r, uint8_t *body, uint32_t len)
 {
 	uint64_t *rng = &r->c->s->fault_rng;
 	uint32_t roll = fault_rand(rng) % 8, n, span;
@@ -126,11 +127,11 @@ static void scramble(struct req *r)
 		r->f.status = fault_rand(rng) >> n;
 		return;
 	}
-	if (roll > 3 || !r->fbody || !r->fbody_len || r->f.status)
+	if (roll > 3 || !body || !len || r->f.status)
 		return;
-	span = r->fbody_len > 256 && fault_rand(rng) % 4 ? 256 : r->fbody_len;
+	span = len > 256 && fault_rand(rng) % 4 ? 256 : len;
 	for (n = 1 + fault_rand(rng) % 4; n; n--)
-		r->fbody[fault_rand(rng) % span] ^= (uint8_t)(1 + fault_rand(rng) % 255);
+		body[fault_rand(rng) % span] ^= (uint8_t)(1 + fault_rand(rng) % 255);
 }
 
 /*
@@ -143,7 +144,7 @@ static void inject_fs_fault(int fault, struct req *r)
 	uint32_t v;
 
 	if (fault == FAULT_FS_RANDOM) {
-		scramble(r);
+		scramble(r, r->fbody, r->fbody_len);
 		return;
 	}
 	if (fault == FAULT_FS_BUSY) {
@@ -231,6 +232,11 @@ static void reply(struct req *r)
 				      body ? body + blen : NULL, ilen);
 	} else {
 		blen = info_body(r, &info);
+		if (c->s->fault == FAULT_BLOCK_RANDOM && c->st.requests > 2) {
+			scramble(r, (uint8_t *)&info, blen);
+			if (r->f.status)
+				blen = 0;
+		}
 		ilen = r->f.status ? 0 : r->inl_reply;
 		/* Inline read data was read into the request's receive buffer. */
 		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &info, blen,

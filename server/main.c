@@ -1040,7 +1040,7 @@ int main(int argc, char **argv)
 			[FAULT_OPCODE] = "opcode", [FAULT_FS_NAME] = "fs-name",
 			[FAULT_FS_COUNT] = "fs-count", [FAULT_FS_ATTR] = "fs-attr",
 			[FAULT_FS_LOOP] = "fs-loop", [FAULT_FS_RANDOM] = "fs-random",
-			[FAULT_FS_BUSY] = "fs-busy",
+			[FAULT_FS_BUSY] = "fs-busy", [FAULT_BLOCK_RANDOM] = "block-random",
 		};
 		const char *seed = getenv("ORFS_SERVER_FAULT_SEED");
 

@@ -200,6 +200,7 @@ enum srv_fault {
 	FAULT_FS_LOOP,		/* "fs-loop": a directory found inside itself */
 	FAULT_FS_RANDOM,	/* "fs-random": random bytes and statuses, well framed */
 	FAULT_FS_BUSY,		/* "fs-busy": every call "still runs" (EINPROGRESS) */
+	FAULT_BLOCK_RANDOM,	/* "block-random": random statuses and INFO bytes */
 };
 
 /* main.c */

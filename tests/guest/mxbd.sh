@@ -3,7 +3,8 @@
 # MXBD over rxe against the real server: attach a volume at load, mkfs,
 # mount, a tree of files, umount, a clean fsck, the files intact after a
 # remount; fio with crc32c verification over mixed block sizes and queue
-# depths; discard reading back as zeroes; a clean detach at unload.
+# depths; discard reading back as zeroes; a clean detach at unload; a
+# read-only volume; servers that lie, one of them at random.
 # timeout: 400
 . "$(dirname "$0")/lib.sh"
 
@@ -83,4 +84,52 @@ cat /tmp/dd.err
 expect_grep 'Input/output error' /tmp/dd.err
 rmmod mxbd
 [ ! -e /dev/mxbd0 ] || fail "/dev/mxbd0 outlived the module"
+stop_server
+
+step "a server that answers at random: errors a program knows, never a crash; a true server works again"
+# rnd_ops N: N block operations of eight kinds, counted "ok bad"; their
+# errors go to /tmp/rnd-err
+rnd_ops() {
+	local i ok=0 bad=0
+	for ((i = 0; i < $1; i++)); do
+		if (case $((i % 8)) in
+			0 | 4) dd if=/dev/mxbd0 of=/dev/null bs=4k count=1 skip=$((i * 7)) iflag=direct status=none ;;
+			1) dd if=/dev/urandom of=/dev/mxbd0 bs=4k count=1 seek=$((i * 5)) oflag=direct status=none ;;
+			2) dd if=/dev/mxbd0 of=/dev/null bs=64k count=2 skip=$i iflag=direct status=none ;;
+			3) dd if=/dev/urandom of=/dev/mxbd0 bs=64k count=1 seek=$((i + 300)) oflag=direct,dsync status=none ;;
+			5) blkdiscard -f -o $((i << 16)) -l 65536 /dev/mxbd0 ;;
+			6) blkdiscard -f -z -o $((i << 16)) -l 8192 /dev/mxbd0 ;;
+			7) echo 1 > /sys/block/mxbd0/mxbd/rescan ;;
+			esac) > /dev/null 2>> /tmp/rnd-err; then
+			ok=$((ok + 1))
+		else
+			bad=$((bad + 1))
+		fi
+	done
+	echo "$ok $bad"
+}
+: > /tmp/rnd-err
+for seed in 3 4; do
+	ORFS_SERVER_FAULT=block-random ORFS_SERVER_FAULT_SEED=$seed start_server -b mvol=/tmp/mvol
+	insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mvol rescan_interval=1
+	read -r ok bad < <(rnd_ops 96)
+	echo "seed $seed: $ok operations succeeded, $bad failed; state $(cat /sys/block/mxbd0/mxbd/state)"
+	[ "$ok" -gt 0 ] && [ "$bad" -gt 0 ] || fail "seed $seed: $ok succeeded, $bad failed: no mix"
+	timeout 60 rmmod mxbd || fail "the detach failed or hung"
+	[ ! -e /dev/mxbd0 ] || fail "/dev/mxbd0 outlived the module"
+	stop_server
+done
+sed 's/[0-9]\+//g' /tmp/rnd-err | sort | uniq -c | sort -rn | awk 'NR <= 8'
+grep -q 'Unknown error' /tmp/rnd-err && fail "an error no errno names reached a program"
+expect_grep 'knet: reply with status [0-9]+, which is no errno: taken as EIO' <(dmesg)
+dmesg | grep -E 'knet: reply with status|mxbd' | sed 's/^\[[ 0-9.]*\] //' | sed 's/[0-9]\+/N/g' |
+	sort | uniq -c | sort -rn | awk 'NR <= 8'
+start_server -b mvol=/tmp/mvol
+insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mvol
+expect_eq "size" "$(blockdev --getsize64 /dev/mxbd0)" 268435456
+head -c 1M /dev/urandom > /tmp/one
+dd if=/tmp/one of=/dev/mxbd0 bs=1M seek=100 oflag=direct status=none
+cmp <(dd if=/dev/mxbd0 bs=1M count=1 skip=100 iflag=direct status=none) /tmp/one ||
+	fail "the device reads back wrong from a true server"
+rmmod mxbd
 echo ok
