@@ -37,6 +37,21 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
 # expect_fail CMD...: CMD must exit non-zero
 expect_fail() { if "$@"; then fail "'$*' succeeded but must fail"; fi; }
 
+# tally N FUNC ERRFILE: run FUNC 0, FUNC 1, ... FUNC N-1, each in a
+# subshell, its output dropped and its errors appended to ERRFILE; prints
+# "succeeded failed"
+tally() {
+	local i ok=0 bad=0
+	for ((i = 0; i < $1; i++)); do
+		if ("$2" "$i") > /dev/null 2>> "$3"; then
+			ok=$((ok + 1))
+		else
+			bad=$((bad + 1))
+		fi
+	done
+	echo "$ok $bad"
+}
+
 # wait_until TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
 # TENTHS times; fails (returns 1) if it never did (the caller checks after)
 wait_until() {

@@ -96,32 +96,24 @@ rmmod mxbd
 stop_server
 
 step "a server that answers at random: errors a program knows, never a crash; a true server works again"
-# rnd_ops N: N block operations of eight kinds, counted "ok bad"; their
-# errors go to /tmp/rnd-err
-rnd_ops() {
-	local i ok=0 bad=0
-	for ((i = 0; i < $1; i++)); do
-		if (case $((i % 8)) in
-			0 | 4) dd if=/dev/mxbd0 of=/dev/null bs=4k count=1 skip=$((i * 7)) iflag=direct status=none ;;
-			1) dd if=/dev/urandom of=/dev/mxbd0 bs=4k count=1 seek=$((i * 5)) oflag=direct status=none ;;
-			2) dd if=/dev/mxbd0 of=/dev/null bs=64k count=2 skip=$i iflag=direct status=none ;;
-			3) dd if=/dev/urandom of=/dev/mxbd0 bs=64k count=1 seek=$((i + 300)) oflag=direct,dsync status=none ;;
-			5) blkdiscard -f -o $((i << 16)) -l 65536 /dev/mxbd0 ;;
-			6) blkdiscard -f -z -o $((i << 16)) -l 8192 /dev/mxbd0 ;;
-			7) echo 1 > /sys/block/mxbd0/mxbd/rescan ;;
-			esac) > /dev/null 2>> /tmp/rnd-err; then
-			ok=$((ok + 1))
-		else
-			bad=$((bad + 1))
-		fi
-	done
-	echo "$ok $bad"
+# rnd_op I: block operation I of eight kinds
+rnd_op() {
+	local i=$1
+	case $((i % 8)) in
+	0 | 4) dd if=/dev/mxbd0 of=/dev/null bs=4k count=1 skip=$((i * 7)) iflag=direct status=none ;;
+	1) dd if=/dev/urandom of=/dev/mxbd0 bs=4k count=1 seek=$((i * 5)) oflag=direct status=none ;;
+	2) dd if=/dev/mxbd0 of=/dev/null bs=64k count=2 skip=$i iflag=direct status=none ;;
+	3) dd if=/dev/urandom of=/dev/mxbd0 bs=64k count=1 seek=$((i + 300)) oflag=direct,dsync status=none ;;
+	5) blkdiscard -f -o $((i << 16)) -l 65536 /dev/mxbd0 ;;
+	6) blkdiscard -f -z -o $((i << 16)) -l 8192 /dev/mxbd0 ;;
+	7) echo 1 > /sys/block/mxbd0/mxbd/rescan ;;
+	esac
 }
 : > /tmp/rnd-err
 for seed in 3 4; do
 	ORFS_SERVER_FAULT=block-random ORFS_SERVER_FAULT_SEED=$seed start_server -b mvol=/tmp/mvol
 	insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mvol rescan_interval=1
-	read -r ok bad < <(rnd_ops 96)
+	read -r ok bad < <(tally 96 rnd_op /tmp/rnd-err)
 	echo "seed $seed: $ok operations succeeded, $bad failed; state $(cat /sys/block/mxbd0/mxbd/state)"
 	[ "$ok" -gt 0 ] && [ "$bad" -gt 0 ] || fail "seed $seed: $ok succeeded, $bad failed: no mix"
 	timeout 60 rmmod mxbd || fail "the detach failed or hung"

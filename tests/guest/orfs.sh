@@ -246,43 +246,34 @@ for i in 0 1 2 3 4 5 6; do echo "file $i" > $exp/rnd/f$i; done
 echo kept > $exp/rnd/keep
 head -c 300000 /dev/urandom > $exp/rnd/big
 ln -sf f1 $exp/rnd/l
-# rnd_ops N: N calls of every kind on the mount, their errors in
-# /tmp/rnd-err; prints "succeeded failed"
-rnd_ops() {
-	local i ok=0 bad=0 f
-	for ((i = 0; i < $1; i++)); do
-		f=/tmp/mnt/rnd/f$((i % 7))
-		if (case $((i % 16)) in
-			0) ls -la /tmp/mnt/rnd ;;
-			1) stat $f ;;
-			2) cat $f ;;
-			3) echo $i >> $f ;;
-			4) mkdir /tmp/mnt/rnd/d$i ;;
-			5) mv $f /tmp/mnt/rnd/g$((i % 5)) ;;
-			6) readlink /tmp/mnt/rnd/l && cat /tmp/mnt/rnd/l ;;
-			7) find /tmp/mnt/rnd ;;
-			8) dd if=/tmp/mnt/rnd/big of=/dev/null bs=64k iflag=direct ;;
-			9) dd if=/tmp/mnt/rnd/big of=/dev/null bs=64k ;;
-			10) df /tmp/mnt ;;
-			11) touch /tmp/mnt/rnd/t$i && chmod 600 /tmp/mnt/rnd/t$i ;;
-			12) ln -s f2 /tmp/mnt/rnd/s$i && ln $f /tmp/mnt/rnd/h$i ;;
-			13) truncate -s $((i * 100)) $f ;;
-			14) rm -f /tmp/mnt/rnd/t$((i - 3)) /tmp/mnt/rnd/s$((i - 2)) &&
-			    rmdir /tmp/mnt/rnd/d$((i - 10)) ;;
-			15) dd if=/dev/urandom of=/tmp/mnt/rnd/w$((i % 3)) bs=16k count=4 oflag=direct ;;
-			esac) > /dev/null 2>> /tmp/rnd-err; then
-			ok=$((ok + 1))
-		else
-			bad=$((bad + 1))
-		fi
-	done
-	echo "$ok $bad"
+# rnd_op I: call I of sixteen kinds on the mount
+rnd_op() {
+	local i=$1 f=/tmp/mnt/rnd/f$(($1 % 7))
+	case $((i % 16)) in
+	0) ls -la /tmp/mnt/rnd ;;
+	1) stat $f ;;
+	2) cat $f ;;
+	3) echo $i >> $f ;;
+	4) mkdir /tmp/mnt/rnd/d$i ;;
+	5) mv $f /tmp/mnt/rnd/g$((i % 5)) ;;
+	6) readlink /tmp/mnt/rnd/l && cat /tmp/mnt/rnd/l ;;
+	7) find /tmp/mnt/rnd ;;
+	8) dd if=/tmp/mnt/rnd/big of=/dev/null bs=64k iflag=direct ;;
+	9) dd if=/tmp/mnt/rnd/big of=/dev/null bs=64k ;;
+	10) df /tmp/mnt ;;
+	11) touch /tmp/mnt/rnd/t$i && chmod 600 /tmp/mnt/rnd/t$i ;;
+	12) ln -s f2 /tmp/mnt/rnd/s$i && ln $f /tmp/mnt/rnd/h$i ;;
+	13) truncate -s $((i * 100)) $f ;;
+	14) rm -f /tmp/mnt/rnd/t$((i - 3)) /tmp/mnt/rnd/s$((i - 2)) &&
+	    rmdir /tmp/mnt/rnd/d$((i - 10)) ;;
+	15) dd if=/dev/urandom of=/tmp/mnt/rnd/w$((i % 3)) bs=16k count=4 oflag=direct ;;
+	esac
 }
 : > /tmp/rnd-err
 for seed in 1 2; do
 	ORFS_SERVER_FAULT=fs-random ORFS_SERVER_FAULT_SEED=$seed start_server -s $state -e data=$exp
 	mnt -o soft,timeo=10,retrans=1,noac
-	read -r ok bad < <(rnd_ops 128)
+	read -r ok bad < <(tally 128 rnd_op /tmp/rnd-err)
 	echo "seed $seed: $ok calls succeeded, $bad failed"
 	[ "$ok" -gt 0 ] && [ "$bad" -gt 0 ] || fail "seed $seed: $ok succeeded, $bad failed: no mix"
 	umount /tmp/mnt || umount -f /tmp/mnt || umount -l /tmp/mnt
