@@ -28,6 +28,7 @@
 #define MXBD_BACKOFF_MIN_MS	100
 #define MXBD_BACKOFF_MAX_MS	4000
 #define MXBD_MAX_SEGS		128
+#define MXBD_MAX_PHYS_BLOCK	SZ_1M
 
 static int mxbd_major;
 static unsigned long mxbd_rescan_every;	/* jiffies, 0 for never */
@@ -274,24 +275,47 @@ static const struct block_device_operations mxbd_fops = {
 	.owner		= THIS_MODULE,
 };
 
-static int mxbd_get_info(struct knet_ep *ep, struct mxbd_info *info)
+/* What is wrong with an INFO reply of LEN bytes, or NULL if nothing is. */
+static const char *mxbd_info_fault(const struct mxbd_info *info, u32 len)
+{
+	u32 lbs = le32_to_cpu(info->logical_block);
+	u32 pbs = le32_to_cpu(info->physical_block);
+
+	if (len != sizeof(*info))
+		return "wrong length";
+	if (!is_power_of_2(lbs) || lbs < SECTOR_SIZE || lbs > PAGE_SIZE)
+		return "logical block size not a power of two from 512 to the page size";
+	/* 0, or below the logical block, is taken as the logical block. */
+	if (pbs > lbs && (!is_power_of_2(pbs) || pbs > MXBD_MAX_PHYS_BLOCK))
+		return "physical block size not a power of two up to 1 MiB";
+	if (le64_to_cpu(info->size) % lbs)
+		return "size not a whole number of blocks";
+	if (le32_to_cpu(info->max_io) < PAGE_SIZE)
+		return "largest I/O below a page";
+	return NULL;
+}
+
+/* Ask the server on EP for the volume's geometry; a bad answer is -EPROTO. */
+static int mxbd_get_info(const struct mxbd_dev *d, struct knet_ep *ep, struct mxbd_info *info)
 {
 	struct knet_request rq = {
 		.opcode = MXBD_OP_INFO,
 		.reply = info,
 		.reply_max = sizeof(*info),
 	};
+	const char *fault;
 	int ret = knet_call(ep, &rq, 10 * HZ);
 
 	if (ret)
 		return ret;
 	if (rq.status)
 		return -(int)rq.status;
-	if (rq.reply_len != sizeof(*info) || !le32_to_cpu(info->logical_block) ||
-	    !is_power_of_2(le32_to_cpu(info->logical_block)) ||
-	    le32_to_cpu(info->logical_block) < SECTOR_SIZE ||
-	    le32_to_cpu(info->logical_block) > PAGE_SIZE)
+	fault = mxbd_info_fault(info, rq.reply_len);
+	if (fault) {
+		pr_warn_ratelimited("volume '%s' of %pI4: INFO refused: %s\n", d->opts.volume,
+				    &d->opts.addr.sin_addr, fault);
 		return -EPROTO;
+	}
 	return 0;
 }
 
@@ -400,7 +424,7 @@ static void mxbd_reconnect_work(struct work_struct *w)
 		goto out;
 	mq = mxbd_connect(d, &reason);
 	if (!IS_ERR(mq)) {
-		ret = mxbd_get_info(mq->q[0], &info);
+		ret = mxbd_get_info(d, mq->q[0], &info);
 		if (!ret)
 			ret = mxbd_apply_info(d, &info);
 		if (ret == -EPROTO) {
@@ -450,7 +474,7 @@ static int mxbd_rescan(struct mxbd_dev *d)
 
 	if (READ_ONCE(d->state) != MXBD_LIVE || !d->mq)
 		return -ENOTCONN;
-	ret = mxbd_get_info(d->mq->q[0], &info);
+	ret = mxbd_get_info(d, d->mq->q[0], &info);
 	if (ret)
 		return ret;
 	return mxbd_apply_info(d, &info);
@@ -663,7 +687,7 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 		mxbd_report_connect_error(o, ret, reason);
 		goto free_dev;
 	}
-	ret = mxbd_get_info(d->mq->q[0], &d->info);
+	ret = mxbd_get_info(d, d->mq->q[0], &d->info);
 	if (ret) {
 		pr_err("volume '%s': INFO failed: %d\n", o->volume, ret);
 		goto destroy_ep;

@@ -237,6 +237,8 @@ static void reply(struct req *r)
 			if (r->f.status)
 				blen = 0;
 		}
+		if (c->s->fault == FAULT_BLOCK_INFO && c->st.requests > 2 && blen)
+			info.physical_block = htole32(3000);
 		ilen = r->f.status ? 0 : r->inl_reply;
 		/* Inline read data was read into the request's receive buffer. */
 		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &info, blen,

@@ -1041,6 +1041,7 @@ int main(int argc, char **argv)
 			[FAULT_FS_COUNT] = "fs-count", [FAULT_FS_ATTR] = "fs-attr",
 			[FAULT_FS_LOOP] = "fs-loop", [FAULT_FS_RANDOM] = "fs-random",
 			[FAULT_FS_BUSY] = "fs-busy", [FAULT_BLOCK_RANDOM] = "block-random",
+			[FAULT_BLOCK_INFO] = "block-info",
 		};
 		const char *seed = getenv("ORFS_SERVER_FAULT_SEED");
 

@@ -201,6 +201,7 @@ enum srv_fault {
 	FAULT_FS_RANDOM,	/* "fs-random": random bytes and statuses, well framed */
 	FAULT_FS_BUSY,		/* "fs-busy": every call "still runs" (EINPROGRESS) */
 	FAULT_BLOCK_RANDOM,	/* "block-random": random statuses and INFO bytes */
+	FAULT_BLOCK_INFO,	/* "block-info": INFO with a 3000-byte physical block */
 };
 
 /* main.c */

@@ -95,6 +95,26 @@ rmmod mxbd
 [ ! -e /dev/mxbd0 ] || fail "/dev/mxbd0 outlived the module"
 stop_server
 
+step "an INFO that no disk has is refused: the rescan fails, the device keeps its geometry"
+ORFS_SERVER_FAULT=block-info start_server -b mvol=/tmp/mvol
+insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mvol rescan_interval=0
+pbs=$(cat /sys/block/mxbd0/queue/physical_block_size)
+# A connection's first two answers are true (the attach's INFO is one), every
+# INFO after them says 3000: the third and fourth rescan at least are refused.
+refused=0
+for i in 1 2 3 4; do
+	echo 1 2>> /tmp/rescan.err > /sys/block/mxbd0/mxbd/rescan || refused=$((refused + 1))
+done
+cat /tmp/rescan.err
+[ "$refused" -ge 2 ] || fail "$refused rescans of 4 refused"
+expect_grep 'Protocol error' /tmp/rescan.err
+expect_grep "volume 'mvol' of $ORFS_ADDR: INFO refused: physical block size not a power of two" <(dmesg)
+expect_eq "physical block" "$(cat /sys/block/mxbd0/queue/physical_block_size)" "$pbs"
+expect_eq "state" "$(cat /sys/block/mxbd0/mxbd/state)" live
+dd if=/dev/mxbd0 of=/dev/null bs=64k count=4 iflag=direct status=none || fail "reads after a refused INFO"
+rmmod mxbd
+stop_server
+
 step "a server that answers at random: errors a program knows, never a crash; a true server works again"
 # rnd_op I: block operation I of eight kinds
 rnd_op() {
