@@ -52,6 +52,24 @@ tally() {
 	echo "$ok $bad"
 }
 
+# ep_stats [PORT]: the knet endpoints' counters, of those connected to PORT
+# if given
+ep_stats() {
+	local f
+	for f in /sys/kernel/debug/knet/endpoints/*/stats; do
+		[ -e "$f" ] || continue
+		[ -z "${1:-}" ] || grep -q "^peer .*:$1\$" "$f" || continue
+		cat "$f"
+	done
+}
+# ep_sum COUNTER: COUNTER summed over the knet endpoints
+ep_sum() { ep_stats | awk -v c="$1" '$1 == c { s += $2 } END { print s + 0 }'; }
+# ep_max COUNTER [FIELD [PORT]]: the largest FIELD (default 2) of COUNTER's
+# line of the knet endpoints (those connected to PORT if given)
+ep_max() {
+	ep_stats "${3:-}" | awk -v c="$1" -v f="${2:-2}" '$1 == c && $f > m { m = $f } END { print m + 0 }'
+}
+
 # wait_until TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
 # TENTHS times; fails (returns 1) if it never did (the caller checks after)
 wait_until() {

@@ -130,12 +130,6 @@ expect_eq "again" "$(ctl attach "$ORFS_ADDR" va)" /dev/mxbd0
 cmp <(dd if=/dev/mxbd0 bs=1M count=4 iflag=direct status=none) <(head -c 4M /tmp/va) || fail "mxbd0 reads differ"
 
 step "queue depth and largest I/O: the attach lowers the server's, never raises them"
-# port2_max COUNTER FIELD: the largest FIELD of COUNTER's line of the knet
-# endpoints connected to the second server (mxbd2's)
-port2_max() {
-	grep -l "^peer .*:$port2\$" /sys/kernel/debug/knet/endpoints/*/stats | xargs cat |
-		awk -v c="$1" -v f="$2" '$1 == c && $f > m { m = $f } END { print m + 0 }'
-}
 expect_eq "mxbd0 largest I/O (the server's)" "$(cat /sys/block/mxbd0/queue/max_hw_sectors_kb)" 1024
 expect_eq "lowered" "$(ctl attach "$ORFS_ADDR" vc port=$port2 queue_depth=4 max_io_kb=64)" /dev/mxbd2
 expect_eq "mxbd2 tags" "$(cat /sys/block/mxbd2/mq/0/nr_tags)" 4
@@ -149,14 +143,14 @@ expect_grep 'err= 0' /tmp/fio.out
 set -- $(cat /sys/block/mxbd2/stat)
 echo "mxbd2: $5 writes of $7 sectors"
 [ "$5" -ge 256 ] && [ "$7" -le $(($5 * 128)) ] || fail "writes larger than 64 KiB: $5 for $7 sectors"
-peak=$(port2_max in_flight_peak 2)
+peak=$(ep_max in_flight_peak 2 $port2)
 echo "mxbd2: at most $peak requests in flight on a connection"
 # Four tags, and the once-a-second rescan's INFO, which needs no tag
 [ "$peak" -ge 1 ] && [ "$peak" -le 5 ] || fail "in flight at once: $peak (depth 4)"
 ctl detach mxbd2
 expect_eq "raised" "$(ctl attach "$ORFS_ADDR" vc port=$port2 queue_depth=4096 max_io_kb=65536)" /dev/mxbd2
 tags=$(cat /sys/block/mxbd2/mq/0/nr_tags)
-grant=$(port2_max credits 4)
+grant=$(ep_max credits 4 $port2)
 echo "mxbd2: $tags tags a queue; the server granted at most $grant credits a connection"
 [ "$tags" -gt 4 ] && [ "$tags" -le "$grant" ] || fail "$tags tags for a grant of $grant"
 expect_eq "mxbd2 largest I/O" "$(cat /sys/block/mxbd2/queue/max_hw_sectors_kb)" 1024

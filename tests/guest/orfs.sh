@@ -26,13 +26,9 @@ mkdir /tmp/e4/exp /tmp/e4/ref
 start_server -s $state -e data=$exp
 mnt() { mount -t orfs "$@" "$ORFS_ADDR:/data" /tmp/mnt; }
 umnt() { umount /tmp/mnt; }
-# ep_sum COUNTER: COUNTER summed over the knet endpoints
-ep_sum() { cat /sys/kernel/debug/knet/endpoints/*/stats | awk -v c="$1" '$1 == c { s += $2 } END { print s + 0 }'; }
 # ended PID: PID exited (a zombie not yet waited for counts; kill -0 would
 # still find it)
 ended() { [ ! -e /proc/$1 ] || grep -qs ') Z ' /proc/$1/stat; }
-# ep_max COUNTER: the largest COUNTER of the knet endpoints
-ep_max() { cat /sys/kernel/debug/knet/endpoints/*/stats | awk -v c="$1" '$1 == c && $2 > m { m = $2 } END { print m + 0 }'; }
 restart_server() {
 	kill -9 "$ORFS_SERVER_PID"
 	wait "$ORFS_SERVER_PID" 2>/dev/null || true
