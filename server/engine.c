@@ -190,10 +190,28 @@ static void inject_fs_fault(int fault, struct req *r)
 	}
 }
 
+/*
+ * Make a block service reply lie as FAULT says (a test aid), well framed:
+ * INFO's body BLEN bytes long at INFO. Returns the body's new length.
+ */
+static uint32_t inject_block_fault(int fault, struct req *r, struct mxbd_info *info,
+				   uint32_t blen)
+{
+	if (fault == FAULT_BLOCK_RANDOM) {
+		scramble(r, (uint8_t *)info, blen);
+		return r->f.status ? 0 : blen;
+	}
+	if (fault == FAULT_BLOCK_INFO && blen)
+		info->physical_block = htole32(3000);
+	return blen;
+}
+
 /* Send R's reply, built from its state; parks R if no reply buffer is free. */
 static void reply(struct req *r)
 {
 	struct conn *c = r->c;
+	/* A test fault makes replies lie from a connection's third on. */
+	int lie = c->s->fault && c->st.requests > 2;
 	struct mxbd_info info;
 	uint32_t blen, ilen;
 	size_t n;
@@ -219,7 +237,7 @@ static void reply(struct req *r)
 	if (is_file(c)) {
 		const uint8_t *body = r->fbody;
 
-		if (c->s->fault >= FAULT_FS_NAME && c->st.requests > 2)
+		if (lie && c->s->fault >= FAULT_FS_NAME)
 			inject_fs_fault(c->s->fault, r);
 		blen = r->f.status || !body ? 0 : r->fbody_len;
 		ilen = 0;
@@ -232,13 +250,8 @@ static void reply(struct req *r)
 				      body ? body + blen : NULL, ilen);
 	} else {
 		blen = info_body(r, &info);
-		if (c->s->fault == FAULT_BLOCK_RANDOM && c->st.requests > 2) {
-			scramble(r, (uint8_t *)&info, blen);
-			if (r->f.status)
-				blen = 0;
-		}
-		if (c->s->fault == FAULT_BLOCK_INFO && c->st.requests > 2 && blen)
-			info.physical_block = htole32(3000);
+		if (lie)
+			blen = inject_block_fault(c->s->fault, r, &info, blen);
 		ilen = r->f.status ? 0 : r->inl_reply;
 		/* Inline read data was read into the request's receive buffer. */
 		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &info, blen,
@@ -249,7 +262,7 @@ static void reply(struct req *r)
 		req_finish(r);
 		return;
 	}
-	if (c->s->fault && c->s->fault < FAULT_FS_NAME && c->st.requests > 2)
+	if (lie && c->s->fault < FAULT_FS_NAME)
 		n = inject_fault(c->s->fault, conn_tx_buf(c, t), n);
 	c->bytes_out += ilen;
 	/* The receive goes back before the reply that returns its credit. */

@@ -52,6 +52,16 @@ tally() {
 	echo "$ok $bad"
 }
 
+# only_known_errors ERRFILE: after a run against a server that answers at
+# random, show the errors programs printed to ERRFILE (numbers dropped);
+# fail if one is no errno ("Unknown error"), or if knet did not log the
+# made-up statuses it took as EIO
+only_known_errors() {
+	sed 's/[0-9]\+//g' "$1" | sort | uniq -c | sort -rn | awk 'NR <= 12'
+	grep -q 'Unknown error' "$1" && fail "an error no errno names reached a program"
+	expect_grep 'knet: reply with status [0-9]+, which is no errno: taken as EIO' <(dmesg)
+}
+
 # ep_stats [PORT]: the knet endpoints' counters, of those connected to PORT
 # if given
 ep_stats() {
