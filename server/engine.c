@@ -720,6 +720,33 @@ static void file_job(struct req *r, int tag, job_fn fn)
 	workers_submit(&r->c->s->w, &r->job);
 }
 
+/*
+ * A file service request done here, on the progress thread, when that
+ * needs no switch of credentials (see file_job()) and no waiting: a
+ * caller with the server's own credentials (root, not squashed) on an
+ * export in memory (fsvc_runs_here()). It then needs no thread hop, as
+ * data that needs no waiting (dispatch_job()). 0 leaves it to a worker.
+ */
+static int name_op_now(struct req *r)
+{
+	struct srv *s = r->c->s;
+	struct job *j = &r->job;
+
+	if (!fsvc_runs_here(&r->c->ex->fx, &r->fr))
+		return 0;
+	j->owner = r;
+	j->tag = JOB_TAG_FSVC;
+	j->run = run_fsvc_job;
+	j->target = &r->c->ex->fx;
+	j->result = run_fsvc_job(j);
+	if (j->result == -FSVC_ELSEWHERE)
+		return 0;	/* nothing done: a worker does it all */
+	r->inflight++;
+	s->names_now++;
+	dispatch_job(s, j, 1);
+	return 1;
+}
+
 /* The open-file cache's key for R: its export, file, open flags, credentials. */
 static void file_key(const struct req *r, struct fdc_key *k)
 {
@@ -881,7 +908,8 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		return;
 	}
 	dir_get(r);
-	file_job(r, JOB_TAG_FSVC, run_fsvc_job);
+	if (!name_op_now(r))
+		file_job(r, JOB_TAG_FSVC, run_fsvc_job);
 }
 
 void eng_on_recv(struct conn *c, int slot, uint32_t len)

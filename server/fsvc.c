@@ -63,36 +63,72 @@ struct linux_dirent64_ {
  * needs others (or root, to open a handle): a switch costs five to eight
  * system calls. Thread-local because credentials are per thread in the
  * kernel too; a thread starts unknown, which forces the first switch.
+ *
+ * A fixed thread (fsvc_cred_fix()) never switches: it runs only what needs
+ * the credentials it has, and cred_set() answers FSVC_ELSEWHERE for others.
  */
 struct cred_state {
 	int		known;
-	uint32_t	uid, gid;
-	uint32_t	ngroups;
-	uint32_t	groups[ORFS_MAX_GROUPS];
+	int		fixed;
+	struct fsvc_cred c;
 };
 
 static _Thread_local struct cred_state thread_cred;
 
+/*
+ * Credentials as the kernel checks them: supplementary groups sorted,
+ * without repeats and without the fsgid, which is checked first anyway
+ * (in_group_p()). Two requests that normalize alike have the same rights.
+ */
+static void cred_norm(struct fsvc_cred *c, uint32_t uid, uint32_t gid, uint32_t ngroups,
+		      const uint32_t *groups)
+{
+	uint32_t i, j;
+
+	c->uid = uid;
+	c->gid = gid;
+	c->ngroups = 0;
+	for (i = 0; i < ngroups && i < ORFS_MAX_GROUPS; i++) {
+		uint32_t g = groups[i];
+
+		if (g == gid)
+			continue;
+		for (j = c->ngroups; j > 0 && c->groups[j - 1] > g; j--)
+			;
+		if (j > 0 && c->groups[j - 1] == g)
+			continue;
+		memmove(&c->groups[j + 1], &c->groups[j], (c->ngroups - j) * sizeof(*c->groups));
+		c->groups[j] = g;
+		c->ngroups++;
+	}
+}
+
+static int cred_same(const struct fsvc_cred *a, const struct fsvc_cred *b)
+{
+	return a->uid == b->uid && a->gid == b->gid && a->ngroups == b->ngroups &&
+	       !memcmp(a->groups, b->groups, a->ngroups * sizeof(*a->groups));
+}
+
 static int cred_set(uint32_t uid, uint32_t gid, uint32_t ngroups, const uint32_t *groups)
 {
 	struct cred_state *cs = &thread_cred;
+	struct fsvc_cred want;
 
-	if (cs->known && cs->uid == uid && cs->gid == gid && cs->ngroups == ngroups &&
-	    !memcmp(cs->groups, groups, ngroups * sizeof(*groups)))
+	cred_norm(&want, uid, gid, ngroups, groups);
+	if (cs->known && cred_same(&cs->c, &want))
 		return 0;
+	if (cs->fixed)
+		return FSVC_ELSEWHERE;
 	/* Unknown until the switch is complete: after a failure the next call redoes it all. */
 	cs->known = 0;
-	if (syscall(SYS_setgroups, (int)ngroups, groups))
+	if (syscall(SYS_setgroups, (int)want.ngroups, want.groups))
 		return errno;
 	syscall(SYS_setfsgid, gid);
 	syscall(SYS_setfsuid, uid);
 	/* Both calls report the previous value: read back what is in force. */
 	if ((uint32_t)syscall(SYS_setfsuid, -1) != uid || (uint32_t)syscall(SYS_setfsgid, -1) != gid)
 		return EPERM;
-	cs->uid = uid;
-	cs->gid = gid;
-	cs->ngroups = ngroups;
-	memcpy(cs->groups, groups, ngroups * sizeof(*groups));
+	cs->c = want;
 	cs->known = 1;
 	return 0;
 }
@@ -105,7 +141,9 @@ static int cred_root(void)
 	return cred_set(0, 0, 0, no_groups);
 }
 
-static int cred_enter(const struct fsvc_export *fx, const struct fsvc_req *rq)
+/* The credentials RQ runs with on FX: its own, root squashed if FX says so. */
+static void cred_wanted(const struct fsvc_export *fx, const struct fsvc_req *rq,
+			struct fsvc_cred *c)
 {
 	uint32_t uid = rq->uid, gid = rq->gid;
 	uint32_t groups[ORFS_MAX_GROUPS];
@@ -119,13 +157,76 @@ static int cred_enter(const struct fsvc_export *fx, const struct fsvc_req *rq)
 	}
 	for (i = 0; i < rq->ngroups; i++)
 		groups[i] = (fx->squash && rq->groups[i] == 0) ? NOBODY : rq->groups[i];
-	return cred_set(uid, gid, rq->ngroups, groups);
+	cred_norm(c, uid, gid, rq->ngroups, groups);
+}
+
+static int cred_enter(const struct fsvc_export *fx, const struct fsvc_req *rq)
+{
+	struct fsvc_cred c;
+
+	cred_wanted(fx, rq, &c);
+	return cred_set(c.uid, c.gid, c.ngroups, c.groups);
 }
 
 int fsvc_cred_reset(void)
 {
+	if (thread_cred.fixed)
+		return EPERM;
 	thread_cred.known = 0;
 	return cred_root();
+}
+
+int fsvc_cred_fix(void)
+{
+	struct cred_state *cs = &thread_cred;
+	gid_t groups[ORFS_MAX_GROUPS];
+	uint32_t g[ORFS_MAX_GROUPS];
+	int i, n;
+
+	n = getgroups(ORFS_MAX_GROUPS, groups);
+	if (n < 0)
+		return errno;
+	for (i = 0; i < n; i++)
+		g[i] = groups[i];
+	/* -1 changes nothing: these only report what is in force. */
+	cred_norm(&cs->c, (uint32_t)syscall(SYS_setfsuid, -1), (uint32_t)syscall(SYS_setfsgid, -1),
+		  (uint32_t)n, g);
+	cs->known = 1;
+	cs->fixed = 1;
+	return 0;
+}
+
+int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq)
+{
+	const struct cred_state *cs = &thread_cred;
+	struct fsvc_cred c;
+
+	if (!cs->fixed || !fx->in_memory)
+		return 0;
+	switch (rq->op) {
+	case ORFS_OP_LOOKUP: case ORFS_OP_GETATTR: case ORFS_OP_CREATE: case ORFS_OP_MKDIR:
+	case ORFS_OP_MKNOD: case ORFS_OP_SYMLINK: case ORFS_OP_LINK: case ORFS_OP_UNLINK:
+	case ORFS_OP_RMDIR: case ORFS_OP_RENAME: case ORFS_OP_READLINK: case ORFS_OP_STATFS:
+	case ORFS_OP_GETXATTR: case ORFS_OP_SETXATTR: case ORFS_OP_LISTXATTR:
+	case ORFS_OP_REMOVEXATTR:
+		break;
+	case ORFS_OP_SETATTR:
+		/* Cutting a file short frees its pages: as long as the file is big. */
+		if (le32toh(rq->u.setattr.valid) & ORFS_SET_SIZE)
+			return 0;
+		break;
+	default:
+		/* READDIR: a long directory's cookie can cost a walk of it. */
+		return 0;
+	}
+	/* Handles open as root (cred_root()). */
+	cred_norm(&c, 0, 0, 0, NULL);
+	if (!cred_same(&cs->c, &c))
+		return 0;
+	if (rq->op == ORFS_OP_GETATTR || rq->op == ORFS_OP_STATFS)
+		return 1;	/* no caller's credentials (fsvc_execute()) */
+	cred_wanted(fx, rq, &c);
+	return cred_same(&cs->c, &c);
 }
 
 /* ---- handles ---------------------------------------------------------- */
@@ -528,6 +629,19 @@ static int child_open(int dirfd, const char *name, int *fd)
 
 	*fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
 	return *fd < 0 ? errno : 0;
+}
+
+/*
+ * On a fixed thread (fsvc_cred_fix()), would removing DIRFD/NAME free much
+ * data: the last link of a file of more than FSVC_HERE_MAX? Freeing it
+ * could hold up everything else the thread does: a worker removes it.
+ */
+static int frees_much(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return thread_cred.fixed && !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_blocks > FSVC_HERE_MAX / 512;
 }
 
 static void proc_path(int fd, char *path, size_t len)
@@ -963,12 +1077,20 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 			err = put(&o, &attr, sizeof(attr));
 		break;
 	case ORFS_OP_UNLINK:
-		err = unlinkat(fd, name, 0) ? errno : 0;
+		if (frees_much(fd, name))
+			err = FSVC_ELSEWHERE;
+		else
+			err = unlinkat(fd, name, 0) ? errno : 0;
 		break;
 	case ORFS_OP_RMDIR:
 		err = unlinkat(fd, name, AT_REMOVEDIR) ? errno : 0;
 		break;
 	case ORFS_OP_RENAME:
+		if (!(le32toh(rq->u.rename.flags) & (ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE)) &&
+		    frees_much(fd2, name2)) {
+			err = FSVC_ELSEWHERE;
+			break;
+		}
 		err = syscall(SYS_renameat2, fd, name, fd2, name2,
 			      (le32toh(rq->u.rename.flags) & ORFS_RENAME_NOREPLACE ? RENAME_NOREPLACE : 0) |
 			      (le32toh(rq->u.rename.flags) & ORFS_RENAME_EXCHANGE ? RENAME_EXCHANGE : 0)) ?

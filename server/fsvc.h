@@ -31,6 +31,23 @@ struct fsvc_export {
 	uint64_t	boot;		/* server start, for SESSION */
 };
 
+/* Credentials a request runs with (see fsvc_execute()). */
+struct fsvc_cred {
+	uint32_t	uid, gid;
+	uint32_t	ngroups;
+	uint32_t	groups[ORFS_MAX_GROUPS];
+};
+
+/*
+ * What fsvc_execute() answers on a fixed thread (fsvc_cred_fix()) for a
+ * request it must not run there, before any effect: a worker runs it.
+ * Not an errno, never on the wire.
+ */
+#define FSVC_ELSEWHERE	0x10000
+
+/* A removal that frees more data than this goes to a worker. */
+#define FSVC_HERE_MAX	(64 << 10)
+
 /* A decoded, validated request. Pointers point into the message. */
 struct fsvc_req {
 	uint16_t		op;
@@ -100,9 +117,29 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 
 /*
  * Put the calling thread back in root's credentials, without groups (file
- * service calls leave a thread in its last caller's). 0 or an errno.
+ * service calls leave a thread in its last caller's). 0 or an errno
+ * (EPERM on a fixed thread).
  */
 int fsvc_cred_reset(void);
+
+/*
+ * Make the calling thread fixed: it keeps the credentials it has (those of
+ * the process), so it never loses the right to write to the verbs and
+ * rdma_cm devices that the kernel grants only to the opener's credentials.
+ * fsvc_execute() then runs there only what fsvc_runs_here() accepts and
+ * answers FSVC_ELSEWHERE for anything else. 0 or an errno.
+ */
+int fsvc_cred_fix(void);
+
+/*
+ * Can the calling thread run RQ on FX itself, rather than a worker? Only a
+ * fixed thread can, for an export in memory (nothing waits for a device),
+ * an operation whose cost is bounded, and a caller whose credentials (as
+ * the kernel checks them) are the thread's own, which must be root's since
+ * handles open as root. fsvc_execute() may still answer FSVC_ELSEWHERE: a
+ * removal that would free much data.
+ */
+int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq);
 
 /*
  * For a segment-based READ or WRITE: open the file for the transfer with

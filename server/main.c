@@ -938,7 +938,7 @@ int main(int argc, char **argv)
 	static struct srv s;
 	char err[512], line[96];
 	const char *opts = "c:a:p:e:b:A:m:C:t:B:s:P:vh";
-	int opt, i;
+	int opt, i, ret;
 
 	s.prov = "verbs";
 	fdc_init(&s.fdc);
@@ -1087,11 +1087,16 @@ int main(int argc, char **argv)
 		s.cfg.poll_us);
 	if (!s.cfg.nallow)
 		srv_log("no allow list: any client that reaches %s may connect", s.cfg.listen);
+	/* This thread posts: it must keep its credentials (fsvc_cred_fix()). */
+	ret = fsvc_cred_fix();
+	if (ret)
+		srv_log("file service: every request goes to a worker: getgroups: %s",
+			strerror(ret));
 	srv_loop(&s);
 	srv_close(&s);
-	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker, %lu polls found work, %lu open files used again, %lu directories used again)",
-		(unsigned long long)s.buffer_waits, s.jobs_now, s.poll_hits, s.fdc.hits,
-		s.fdc.dir_hits);
+	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker (%lu file service requests), %lu polls found work, %lu open files used again, %lu directories used again)",
+		(unsigned long long)s.buffer_waits, s.jobs_now, s.names_now, s.poll_hits,
+		s.fdc.hits, s.fdc.dir_hits);
 	return 0;
 
 fail_msg:

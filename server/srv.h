@@ -161,6 +161,7 @@ struct srv {
 	struct workers		w;
 	struct job		*now;		/* jobs done without a worker, to finish */
 	unsigned long		jobs_now;	/* how many were */
+	unsigned long		names_now;	/* of which file service requests */
 	int			epfd, sigfd, eqfd, rxcqfd, txcqfd;
 	int			eq_ready;	/* the EQ may hold events: read it */
 	int			tx_watched;	/* txcqfd in the epoll set (see tx_watch()) */

@@ -5,8 +5,9 @@
 # listed by cookies, permissions as a user, read-only and squashed exports,
 # hostile names and forged handles, files kept open by the server used
 # only by their credentials and forgotten on a permission change, a
-# retransmitted create answered from the replay cache, and handles that
-# survive a server restart.
+# retransmitted create answered from the replay cache, handles that
+# survive a server restart, and name operations of root on an export in
+# memory that run without a worker thread (others' with one).
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }
@@ -189,4 +190,70 @@ start_server -s /tmp/other-state -e data=/tmp/exp
 fs -n data stat-fh "$fh" > /tmp/out.txt || true
 expect_grep '^error ESTALE' /tmp/out.txt
 stop_server
+
+step "an export in memory: root's name operations run on the progress thread, others' on workers"
+# /tmp is tmpfs. The count is in the server's last line; it covers name
+# operations only (LOOKUP, CREATE, UNLINK, ...), not READ or WRITE.
+mkdir -p /tmp/mem/pub /tmp/memsq
+chmod 1777 /tmp/mem/pub
+chmod 0777 /tmp/memsq	# squashed root creates as nobody
+head -c 262144 /dev/urandom > /tmp/256k.bin
+# here: after stop_server, how many requests ran without a worker
+here() {
+	sed -n 's/.*jobs done without a worker (\([0-9]*\) file service requests).*/\1/p' \
+		"$ORFS_SERVER_LOG"
+}
+mem_server() { start_server -s $state -e mem=/tmp/mem -e memsq=/tmp/memsq,squash; }
+{
+	echo "mkdir r 755"
+	for i in $(seq 1 30); do echo "create r/f$i 644"; done
+	for i in $(seq 1 30); do echo "rm r/f$i"; done
+	echo "rmdir r"
+} > /tmp/root.txt
+sed 's/ r/ pub\/r/' /tmp/root.txt > /tmp/user.txt
+mem_server
+fs -n mem -f /tmp/root.txt > /tmp/out.txt
+expect_eq "root's answers" "$(grep -c '^ok' /tmp/out.txt)" 62
+expect_eq "root's files" "$(grep -c '^ok type=file mode=644 size=0 nlink=1 uid=0 gid=0 ' /tmp/out.txt)" 30
+# 1 MKDIR, 30 x (LOOKUP r, CREATE), 30 x (LOOKUP r, UNLINK), 1 RMDIR
+stop_server
+expect_eq "root's requests run without a worker" "$(here)" 122
+mem_server
+fs -n mem -u 1000 -g 1000 -f /tmp/user.txt > /tmp/out.txt
+expect_eq "a user's answers" "$(grep -c '^ok' /tmp/out.txt)" 62
+expect_eq "the user's files" "$(grep -c '^ok type=file mode=644 size=0 nlink=1 uid=1000 gid=1000 ' /tmp/out.txt)" 30
+stop_server
+expect_eq "a user's requests run without a worker" "$(here)" 0
+mem_server
+fs -n memsq -f /tmp/root.txt > /tmp/out.txt
+expect_eq "squashed root's answers" "$(grep -c '^ok' /tmp/out.txt)" 62
+expect_eq "nobody's files" "$(grep -c '^ok type=file mode=644 size=0 nlink=1 uid=65534 gid=65534 ' /tmp/out.txt)" 30
+stop_server
+expect_eq "squashed root's requests run without a worker" "$(here)" 0
+mem_server
+cat > /tmp/mixed.txt <<OPS
+put /tmp/256k.bin big
+create pub/mine 644
+as 1000 1000
+create pub/hers 600
+as 1001 1001
+rm pub/hers
+as 0 0
+rm pub/hers
+rm pub/mine
+rm big
+OPS
+fs -n mem -f /tmp/mixed.txt > /tmp/out.txt
+cat /tmp/out.txt
+expect_grep '^ok wrote 262144$' /tmp/out.txt
+expect_grep '^ok type=file mode=600 size=0 nlink=1 uid=1000 gid=1000' /tmp/out.txt
+expect_eq "the sticky bit holds for another user" "$(grep -c '^error' /tmp/out.txt)" 1
+expect_grep '^error EPERM' /tmp/out.txt
+[ -z "$(ls -A /tmp/mem/pub)" ] && [ ! -e /tmp/mem/big ] || fail "left: $(ls -AR /tmp/mem)"
+# Root's requests: put (CREATE, LOOKUP), create (LOOKUP pub, CREATE),
+# two rm (LOOKUP pub, UNLINK). Not the UNLINK of the big file: a removal
+# that frees more than 64 KiB goes to a worker.
+stop_server
+expect_eq "requests run without a worker" "$(here)" 8
+
 echo ok

@@ -5,6 +5,7 @@
  * handles and credential switching), as the server does.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -618,6 +619,152 @@ static void test_kept_credentials(void)
 	CU_ASSERT_EQUAL((uint32_t)syscall(SYS_setfsuid, -1), 0);
 }
 
+/* Build a request on DIR, named NAME, by UID (and its group 0 if ROOT_GROUP). */
+static void fixed_req(struct rb *b, uint16_t op, const struct orfs_fh *dir, const char *name,
+		      uint32_t uid, int root_group)
+{
+	struct orfs_create_req c;
+
+	rb_start(b, op, uid, uid);
+	if (root_group)
+		rb_group(b, 0);
+	if (op == ORFS_OP_CREATE) {
+		memset(&c, 0, sizeof(c));
+		c.dir = *dir;
+		c.mode = htole32(0644);
+		rb_put(b, &c, sizeof(c));
+	} else if (op == ORFS_OP_GETATTR) {
+		struct orfs_fhop_req f = { .fh = *dir };
+
+		rb_put(b, &f, sizeof(f));
+	} else {
+		rb_put(b, dir, sizeof(*dir));
+	}
+	if (name)
+		rb_name(b, name);
+	rb_inline(b, NULL, 0);
+}
+
+/* May a fixed thread run the request here, and what does running it give? */
+static int fixed_run(const struct fsvc_export *x, struct rb *b, int *here)
+{
+	static uint8_t out[8192];
+	struct fsvc_req rq;
+	uint32_t n;
+	int fd = -1, err;
+
+	err = fsvc_decode(x, b->buf, b->len, 4096, &rq);
+	if (err)
+		return err;
+	*here = fsvc_runs_here(x, &rq);
+	err = fsvc_execute(x, &rq, &fd, out, sizeof(out), &n);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+static int exists(const char *name)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/%s", root, name);
+	return !access(p, F_OK);
+}
+
+static void *fixed_thread(void *arg)
+{
+	const struct orfs_fh *r = arg;
+	struct fsvc_export mem = fx, mem_sq = fx_sq;
+	struct rb b;
+	char p[300];
+	int fd, here = -1;
+
+	/* As if in memory: what runs here is decided by the export's kind. */
+	mem.in_memory = 1;
+	mem_sq.in_memory = 1;
+	CU_ASSERT_EQUAL_FATAL(fsvc_cred_fix(), 0);
+	CU_ASSERT_EQUAL(fsvc_cred_reset(), EPERM);
+
+	/* Root, with or without its own group as a supplementary one: here. */
+	fixed_req(&b, ORFS_OP_CREATE, r, "fx1", 0, 1);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here, 1);
+	CU_ASSERT(exists("fx1"));
+	fixed_req(&b, ORFS_OP_LOOKUP, r, "fx1", 0, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here, 1);
+	/* The same export on a device: a worker's. */
+	fixed_req(&b, ORFS_OP_LOOKUP, r, "fx1", 0, 0);
+	fixed_run(&fx, &b, &here);
+	CU_ASSERT_EQUAL(here, 0);
+
+	/* Another user: not here, and running it here does nothing. */
+	fixed_req(&b, ORFS_OP_CREATE, r, "fx2", 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
+	CU_ASSERT_EQUAL(here, 0);
+	CU_ASSERT(!exists("fx2"));
+	fixed_req(&b, ORFS_OP_UNLINK, r, "fx1", 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
+	CU_ASSERT(exists("fx1"));
+	/* Root squashed is another user too. */
+	fixed_req(&b, ORFS_OP_CREATE, r, "fx2", 0, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem_sq, &b, &here), FSVC_ELSEWHERE);
+	CU_ASSERT_EQUAL(here, 0);
+	CU_ASSERT(!exists("fx2"));
+	/* Attributes need no caller's credentials: anyone's run here. */
+	fixed_req(&b, ORFS_OP_GETATTR, r, NULL, 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here, 1);
+	/* A directory read is a worker's, whoever asks. */
+	{
+		struct orfs_readdir_req rd;
+		struct fsvc_req rq;
+
+		memset(&rd, 0, sizeof(rd));
+		rd.dir = *r;
+		rd.max_bytes = htole32(4096);
+		rb_start(&b, ORFS_OP_READDIR, 0, 0);
+		rb_put(&b, &rd, sizeof(rd));
+		rb_inline(&b, NULL, 0);
+		CU_ASSERT_EQUAL_FATAL(fsvc_decode(&mem, b.buf, b.len, 4096, &rq), 0);
+		CU_ASSERT_EQUAL(fsvc_runs_here(&mem, &rq), 0);
+	}
+
+	/* Removing a big file frees its pages: a worker's, untouched here. */
+	snprintf(p, sizeof(p), "%s/big", root);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(posix_fallocate(fd, 0, FSVC_HERE_MAX * 4), 0);
+	close(fd);
+	fixed_req(&b, ORFS_OP_UNLINK, r, "big", 0, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
+	CU_ASSERT_EQUAL(here, 1);
+	CU_ASSERT(exists("big"));
+	CU_ASSERT_EQUAL(unlink(p), 0);
+	/* A small one goes here. */
+	fixed_req(&b, ORFS_OP_UNLINK, r, "fx1", 0, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here, 1);
+	CU_ASSERT(!exists("fx1"));
+	/* Still in the credentials it started with. */
+	CU_ASSERT_EQUAL((uint32_t)syscall(SYS_setfsuid, -1), 0);
+	CU_ASSERT_EQUAL((uint32_t)syscall(SYS_setfsgid, -1), 0);
+	return NULL;
+}
+
+/*
+ * A fixed thread (the server's progress thread) runs only requests that
+ * need its own credentials, on exports in memory, and never switches.
+ */
+static void test_fixed_thread(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, fixed_thread, &r), 0);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+}
+
 /* The open-file cache (server/fdcache.c) on files of the scratch export. */
 static void test_fdcache(void)
 {
@@ -770,6 +917,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "credentials kept between requests, directories kept open",
 			 test_kept_credentials) ||
 	    !CU_add_test(s, "read-only export", test_read_only) ||
+	    !CU_add_test(s, "a fixed thread runs only its own credentials' requests, here",
+			 test_fixed_thread) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache))
 		return -1;
 	return 0;
