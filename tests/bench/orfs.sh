@@ -4,7 +4,8 @@
 # both exporting a tmpfs directory over rxe0: O_DIRECT 1 MiB sequential
 # read and write at depth 16, 4 KiB random read and write at depth 1
 # (mean latency), a buffered sequential write then read of a large file,
-# create/stat/unlink of 1000 files (time per operation), and ORFS's O_DIRECT
+# create/stat/unlink of 1000 files (time per operation; as root, then as
+# a user), and ORFS's O_DIRECT
 # 64 KiB reads with the registration cache on and off. Each figure is the
 # median of BENCH_ROUNDS runs (default 4) on each mount.
 # timeout: 2400
@@ -47,6 +48,7 @@ dio() {
 }
 for d in /tmp/omnt /tmp/nmnt; do
 	dd if=/dev/zero of=$d/f256 bs=1M count=256 status=none
+	mkdir -m 1777 $d/pub
 done
 
 # Each measure runs ROUNDS times on each mount, alternating which goes
@@ -71,9 +73,12 @@ buffered() {
 	echo "$w $r"
 }
 
-# meta DIR: microseconds per create, stat and unlink of 1000 files.
+# meta DIR [UID]: microseconds per create, stat and unlink of 1000 files,
+# as root or as UID (without supplementary groups).
 meta() {
-	python3 - "$1" <<'PY'
+	local as=()
+	[ -z "${2:-}" ] || as=(setpriv --reuid "$2" --regid "$2" --clear-groups)
+	"${as[@]}" python3 - "$1" <<'PY'
 import os, sys, time
 d = os.path.join(sys.argv[1], 'meta')
 os.mkdir(d)
@@ -118,6 +123,14 @@ for ((round = 1; round <= rounds; round++)); do
 		keep $x stat_us "$st"
 		keep $x unlink_us "$u"
 	done
+	# The same as a user: ORFS's server runs a user's name operations on
+	# a worker thread, root's (its own credentials) without one.
+	for x in $systems; do
+		read -r c st u < <(meta /tmp/${x}mnt/pub 1000)
+		keep $x user_create_us "$c"
+		keep $x user_stat_us "$st"
+		keep $x user_unlink_us "$u"
+	done
 	# The registration cache: the same 64 KiB O_DIRECT reads with it on and off.
 	for m in $(turns $round on off); do
 		umount /tmp/omnt
@@ -130,7 +143,8 @@ for ((round = 1; round <= rounds; round++)); do
 	mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt
 done
 for m in dio_seqread_1M_qd16_MBps dio_seqwrite_1M_qd16_MBps dio_randread_4k_qd1_lat_us \
-	 dio_randwrite_4k_qd1_lat_us buf_seqwrite_MBps buf_seqread_MBps create_us stat_us unlink_us; do
+	 dio_randwrite_4k_qd1_lat_us buf_seqwrite_MBps buf_seqread_MBps create_us stat_us unlink_us \
+	 user_create_us user_stat_us user_unlink_us; do
 	row $m "$(median ${fig[o-$m]})" "$(median ${fig[n-$m]})" "$(sed 's/.*_//' <<< "$m")"
 done
 row dio_64k_regcache_on_MBps "$(median ${fig[o-dio_64k_regcache_on_MBps]})" \
