@@ -10,11 +10,14 @@ bad_lines() {
 	grep -aE "$BAD_KERNEL_LINES" "$1" || true
 }
 
-# crashed_before_init RESULTS QEMU_RC: true when the guest's kernel died
-# while booting, before the guest's init ran (it writes boot.dmesg first),
-# so before any module or script of ours: tools/vm boots such a guest once
-# more. A hang (QEMU killed, 137) or a crash after init is never retried.
-crashed_before_init() {
+# boot_failed_early RESULTS QEMU_RC: true when the guest's kernel died
+# while booting, before the guest's init ran (it writes boot.dmesg before
+# loading anything of ours), or when tools/vm stopped a boot whose init
+# had not started in time (the mark init-late), so before any module or
+# script of ours: tools/vm boots such a guest once more. Any other hang
+# (QEMU killed, 137) or a crash after init is never retried.
+boot_failed_early() {
+	[ -e "$1/init-late" ] && return 0
 	[ "$2" -ne 137 ] && [ ! -e "$1/boot.dmesg" ] &&
 		grep -qaE 'Oops|Kernel panic|BUG:' "$1/console.log" 2>/dev/null
 }

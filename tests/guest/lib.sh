@@ -26,7 +26,7 @@ trap _run_exit_hooks EXIT
 
 _step=0
 # step TEXT: announce what the script checks next
-step() { _step=$((_step + 1)); echo "== $_step. $*"; }
+step() { _step=$((_step + 1)); echo "== $_step. $* (at ${SECONDS}s)"; }
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }

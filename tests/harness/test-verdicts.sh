@@ -56,15 +56,16 @@ mkcase console 0 "" "[9.0] BUG: soft lockup - CPU#1 stuck"
 expect console '^FAIL k kernel-log' "1 1 0"
 mkcase skipbad 77 "[2.0] WARNING: CPU: 0 PID: 1 at x"
 expect skipbad '^FAIL k skipbad' "0 1 0"
-# A boot that crashed before the guest's init: booted once more by tools/vm;
-# anything else is not.
+# A boot that crashed, or was stopped as late, before the guest's init:
+# booted once more by tools/vm; anything else is not.
 early() {
 	n=$((n + 1))
-	local dir=$tmp/early$n want=$1 qrc=$2 console=$3 initran=$4 got=no
+	local dir=$tmp/early$n want=$1 qrc=$2 console=$3 initran=$4 late=${5:-no} got=no
 	mkdir -p "$dir"
 	printf '%s\n' "$console" > "$dir/console.log"
 	[ "$initran" = no ] || : > "$dir/boot.dmesg"
-	crashed_before_init "$dir" "$qrc" && got=yes
+	[ "$late" = no ] || : > "$dir/init-late"
+	boot_failed_early "$dir" "$qrc" && got=yes
 	[ "$got" = "$want" ] || { echo "not ok $n: retry $got for '$console' (qrc $qrc, init $initran)"; exit 1; }
 	echo "ok $n: boot retry $want: $console, qrc $qrc, init ran $initran"
 }
@@ -73,4 +74,6 @@ early yes 0 "[1.9] Kernel panic - not syncing: Fatal exception" no
 early no 0 "[1.9] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI" yes
 early no 137 "[1.9] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI" no
 early no 0 "[1.9] booting quietly" no
+early yes 137 "[23.2] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:" no late
+early no 137 "[23.2] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:" no
 echo "harness: $n checks passed"
