@@ -19,6 +19,8 @@ cd "$(dirname "$0")/.."
 
 pass=0 fail=0 skip=0
 log=build/check
+# Builds use every CPU (kbuild and our Makefile are -j safe).
+jobs=-j$(nproc)
 mkdir -p "$log"
 
 ok() { echo "PASS $*"; pass=$((pass + 1)); }
@@ -58,11 +60,11 @@ echo "== build"
 build_ok=1
 for v in "${kernels[@]}"; do
 	run_item "build modules $v (W=1, -Werror)" "$log/build-$v.log" \
-		make --no-print-directory modules KVER="$v" STRICT=1 || true
+		make --no-print-directory "$jobs" modules KVER="$v" STRICT=1 || true
 	[ -f "build/kmod/$v/knet/knet.ko" ] || build_ok=0
 done
 run_item "build userspace (-Wall -Wextra -Werror)" "$log/build-user.log" \
-	make --no-print-directory userspace
+	make --no-print-directory "$jobs" userspace
 [ -x build/bin/unit-tests ] || build_ok=0
 
 echo "== unit tests"
@@ -94,7 +96,7 @@ echo "== static checks"
 run_item "checkpatch" "$log/lint.log" tools/lint.sh
 for v in "${kernels[@]}"; do
 	# C=2 runs sparse on every file even when its object is up to date.
-	if make --no-print-directory modules KVER="$v" C=2 > "$log/sparse-$v.log" 2>&1 &&
+	if make --no-print-directory "$jobs" modules KVER="$v" C=2 > "$log/sparse-$v.log" 2>&1 &&
 	   ! grep -E '(warning|error):' "$log/sparse-$v.log" > "$log/sparse-$v.bad"; then
 		ok "sparse $v"
 	else
