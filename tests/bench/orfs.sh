@@ -3,7 +3,7 @@
 # ORFS against NFSv3 over RDMA (knfsd, rpcrdma) in the same guest boot,
 # both exporting a tmpfs directory over rxe0: O_DIRECT 1 MiB sequential
 # read and write at depth 16, 4 KiB random read and write at depth 1
-# (mean latency), a buffered sequential write then read of a large file,
+# (mean and p99 latency), a buffered sequential write then read of a large file,
 # create/stat/unlink of 1000 files (time per operation; as root, then as
 # a user), and ORFS's O_DIRECT
 # 64 KiB reads with the registration cache on and off. Each figure is the
@@ -105,10 +105,11 @@ for ((round = 1; round <= rounds; round++)); do
 	for job in "${jobs[@]}"; do
 		set -- $job
 		for x in $systems; do
-			read -r bw lat _ _ < <(dio "$x-$1-$round" /tmp/${x}mnt "$2" "$3" "$4")
+			read -r bw lat p99 _ < <(dio "$x-$1-$round" /tmp/${x}mnt "$2" "$3" "$4")
 			case $1 in
 			*_1M_*) keep $x "${1}_MBps" "$bw" ;;
-			*) keep $x "${1}_lat_us" "$lat" ;;
+			*) keep $x "${1}_lat_us" "$lat"
+			   keep $x "${1}_p99_us" "$p99" ;;
 			esac
 		done
 	done
@@ -143,7 +144,8 @@ for ((round = 1; round <= rounds; round++)); do
 	mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt
 done
 for m in dio_seqread_1M_qd16_MBps dio_seqwrite_1M_qd16_MBps dio_randread_4k_qd1_lat_us \
-	 dio_randwrite_4k_qd1_lat_us buf_seqwrite_MBps buf_seqread_MBps create_us stat_us unlink_us \
+	 dio_randread_4k_qd1_p99_us dio_randwrite_4k_qd1_lat_us dio_randwrite_4k_qd1_p99_us \
+	 buf_seqwrite_MBps buf_seqread_MBps create_us stat_us unlink_us \
 	 user_create_us user_stat_us user_unlink_us; do
 	row $m "$(median ${fig[o-$m]})" "$(median ${fig[n-$m]})" "$(sed 's/.*_//' <<< "$m")"
 done
