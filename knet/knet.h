@@ -212,6 +212,7 @@ void knet_mq_destroy(struct knet_mq *mq);
  * @shutdown: private: aborted
  * @reconnects: times the endpoint was replaced
  * @resent: requests sent again after a transport failure
+ * @connect_failures: attempts to reconnect that failed
  * @name_buf: private
  */
 struct knet_session {
@@ -226,6 +227,7 @@ struct knet_session {
 	bool			shutdown;
 	atomic_t		reconnects;
 	atomic_t		resent;
+	atomic_t		connect_failures;
 	char			name_buf[KNET_NAME_MAX + 1];
 };
 
@@ -253,6 +255,7 @@ struct knet_srq {
 int knet_session_open(struct knet_session *s, int *reason);
 void knet_ep_set_session(struct knet_ep *ep, struct knet_session *s);
 bool knet_session_retryable(int err);
+int knet_sleep_killable(unsigned int ms);
 int knet_session_call(struct knet_session *s, struct knet_request *rq);
 void knet_session_submit(struct knet_session *s, struct knet_srq *srq);
 void knet_session_abort(struct knet_session *s);

@@ -682,6 +682,8 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	if (ep->session) {
 		seq_printf(m, "session_reconnects %d\n", atomic_read(&ep->session->reconnects));
 		seq_printf(m, "session_resent %d\n", atomic_read(&ep->session->resent));
+		seq_printf(m, "session_connect_failures %d\n",
+			   atomic_read(&ep->session->connect_failures));
 	}
 	seq_puts(m, "latency_us");
 	for (i = 0; i < KNET_LAT_BUCKETS - 1; i++)

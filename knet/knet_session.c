@@ -14,7 +14,6 @@
  */
 #define pr_fmt(fmt) "knet: " fmt
 
-#include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -71,6 +70,7 @@ int knet_session_open(struct knet_session *s, int *reason)
 	s->shutdown = false;
 	atomic_set(&s->reconnects, 0);
 	atomic_set(&s->resent, 0);
+	atomic_set(&s->connect_failures, 0);
 	down_write(&s->lock);
 	ret = knet_session_connect(s, reason);
 	up_write(&s->lock);
@@ -126,6 +126,25 @@ bool knet_session_retryable(int err)
 EXPORT_SYMBOL_GPL(knet_session_retryable);
 
 /**
+ * knet_sleep_killable() - sleep that only a fatal signal cuts short
+ * @ms: how long
+ *
+ * For the waits between the tries of a call that must not fail because of
+ * a signal the caller catches (a hard mount): msleep_interruptible() would
+ * return at once, again and again, while such a signal is pending, and the
+ * tries would follow each other without a pause.
+ *
+ * Context: process context, may sleep.
+ * Return: 0, or -EINTR when a fatal signal is pending.
+ */
+int knet_sleep_killable(unsigned int ms)
+{
+	schedule_timeout_killable(msecs_to_jiffies(ms));
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
+EXPORT_SYMBOL_GPL(knet_sleep_killable);
+
+/**
  * knet_session_call() - knet_call() that survives the connection
  * @s: the session
  * @rq: the request; sent again unchanged after a reconnect
@@ -159,7 +178,7 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 		atomic_inc(&s->resent);
 		/* A new connection, then the same request again. */
 		do {
-			if (!s->hard && ++tries >= s->retries)
+			if (++tries >= s->retries && !s->hard)
 				return -EIO;
 			if (fatal_signal_pending(current))
 				return -EINTR;
@@ -167,11 +186,12 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 			if (ret == -EINTR)
 				return ret;
 			if (ret) {
+				atomic_inc(&s->connect_failures);
 				if (tries < 2 || !(tries % 16))
 					pr_warn_ratelimited("%pI4: server not responding (%d), %s\n",
 							    &s->params.addr.sin_addr, ret,
 							    s->hard ? "still trying" : "timed out");
-				if (msleep_interruptible(backoff) && fatal_signal_pending(current))
+				if (knet_sleep_killable(backoff))
 					return -EINTR;
 				backoff = min(backoff * 2, KNET_BACKOFF_MAX_MS);
 				if (READ_ONCE(s->shutdown))

@@ -15,15 +15,11 @@
 #define pr_fmt(fmt) "orfs: " fmt
 
 #include <linux/cred.h>
-#include <linux/delay.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
 
 #include "orfs.h"
-
-#define ORFS_BACKOFF_MIN_MS	100
-#define ORFS_BACKOFF_MAX_MS	4000
 
 /**
  * orfs_msg_init() - start a request body: the caller's identity and an xid
@@ -231,7 +227,7 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 		 */
 		if (sbi->opts.soft && ++waits >= sbi->opts.timeo * sbi->opts.retrans)
 			return -EIO;
-		if (msleep_interruptible(100) && fatal_signal_pending(current))
+		if (knet_sleep_killable(100))
 			return -EINTR;
 	}
 	if (rq.status)

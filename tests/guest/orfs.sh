@@ -5,7 +5,8 @@
 # and as a user), close-to-open consistency with changes made on the
 # server, fio with verification through the page cache and O_DIRECT
 # (libaio, and io_uring keeping its queue depth in flight), a
-# server restarted during a verified run on a hard mount, a soft mount
+# server restarted during a verified run on a hard mount, a caught signal
+# that neither ends a hard mount's call nor hurries its tries, a soft mount
 # that gives EIO, umount -f with a dead server, and a lying server (bad
 # framing, and well-framed replies no file system could give).
 # timeout: 540
@@ -202,6 +203,40 @@ expect_grep 'knet: .*reconnected' <(dmesg)
 cat /sys/kernel/debug/knet/endpoints/*/stats | grep -E '^session_(reconnects|resent)' | tee /tmp/out
 expect_grep '^session_reconnects [1-9]' /tmp/out
 expect_grep '^session_resent [1-9]' /tmp/out
+umnt
+
+step "hard mount, dead server: a caught signal neither ends the call nor hurries its tries"
+mnt -o timeo=20
+kill -9 "$ORFS_SERVER_PID"; wait "$ORFS_SERVER_PID" 2>/dev/null || true; ORFS_SERVER_PID=
+# A name never looked up: the stat must ask the server. The program catches
+# SIGUSR1, so the signal stays pending, not fatal, while the call waits.
+python3 - > /tmp/sig.out 2>&1 <<'PY' &
+import errno, os, signal
+signal.signal(signal.SIGUSR1, lambda s, f: print("caught", flush=True))
+print("waiting", flush=True)
+try:
+    os.stat("/tmp/mnt/sig-new")
+    print("found")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+PY
+sig_pid=$!
+wait_until 100 grep -q waiting /tmp/sig.out || fail "the program did not start"
+sleep 1
+kill -USR1 $sig_pid
+sleep 4
+ended $sig_pid && { cat /tmp/sig.out; fail "a caught signal ended a call on a hard mount"; }
+start_server -s $state -e data=$exp
+wait_until 200 ended $sig_pid || fail "the call outlived the server's return"
+cat /tmp/sig.out
+expect_grep '^ENOENT$' /tmp/sig.out
+expect_grep '^caught$' /tmp/sig.out
+# Tries back off (0.1 s doubling to 4 s): a handful in these 5 s; a sleep
+# that the pending signal cut short would have made them thousands.
+fails=$(ep_max session_connect_failures)
+echo "$fails failed reconnection attempts in about 5 s"
+[ "$fails" -ge 1 ] || fail "no reconnection attempt failed while the server was dead"
+[ "$fails" -le 20 ] || fail "$fails reconnection attempts in about 5 s: the backoff did not hold"
 umnt
 
 step "a server that hangs (SIGSTOP): the request times out, the hard mount reconnects once it answers"
