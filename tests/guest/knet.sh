@@ -120,9 +120,7 @@ step "the server dies: requests fail, nothing hangs, the module unloads"
 kt -n kvol -w verify -b 1048576 -N 400 -m pages > /tmp/bg.out 2>&1 &
 bg=$!
 sleep 3
-kill -9 "$ORFS_SERVER_PID"
-wait "$ORFS_SERVER_PID" 2>/dev/null || true
-ORFS_SERVER_PID=
+kill_server
 set +e
 wait $bg; rc=$?
 set -e

@@ -154,6 +154,14 @@ start_server() {
 	fail "orfs-server did not start"
 }
 
+# kill_server [SIGNAL]: end the server without its clean stop (default
+# SIGKILL, a crash) and reap it
+kill_server() {
+	kill "-${1:-KILL}" "$ORFS_SERVER_PID"
+	wait "$ORFS_SERVER_PID" 2>/dev/null || true
+	ORFS_SERVER_PID=
+}
+
 # stop_server: SIGTERM the server and check that it exits cleanly
 stop_server() {
 	local rc=0

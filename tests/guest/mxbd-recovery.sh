@@ -18,12 +18,6 @@ on_exit "rmmod knet; rmmod regcache"
 insmod "$ORFS_KMOD/mxbd/mxbd.ko"
 on_exit "module_loaded mxbd && rmmod mxbd"
 
-# kill_server SIGNAL: end the server without its clean stop
-kill_server() {
-	kill "-$1" "$ORFS_SERVER_PID"
-	wait "$ORFS_SERVER_PID" || true
-	ORFS_SERVER_PID=
-}
 # writes_done: writes the block layer has completed on mxbd0
 writes_done() { set -- $(cat /sys/block/mxbd0/stat); echo "$5"; }
 stat_of() { awk -v k="$1" '$1 == k { print $2 }' /sys/block/mxbd0/mxbd/stats; }

@@ -31,9 +31,7 @@ umnt() { umount /tmp/mnt; }
 # still find it)
 ended() { [ ! -e /proc/$1 ] || grep -qs ') Z ' /proc/$1/stat; }
 restart_server() {
-	kill -9 "$ORFS_SERVER_PID"
-	wait "$ORFS_SERVER_PID" 2>/dev/null || true
-	ORFS_SERVER_PID=
+	kill_server
 	start_server -s $state -e data=$exp
 }
 
@@ -207,7 +205,7 @@ umnt
 
 step "hard mount, dead server: a caught signal neither ends the call nor hurries its tries"
 mnt -o timeo=20
-kill -9 "$ORFS_SERVER_PID"; wait "$ORFS_SERVER_PID" 2>/dev/null || true; ORFS_SERVER_PID=
+kill_server
 # A name never looked up: the stat must ask the server. The program catches
 # SIGUSR1, so the signal stays pending, not fatal, while the call waits.
 python3 - > /tmp/sig.out 2>&1 <<'PY' &
@@ -271,7 +269,7 @@ umnt
 step "soft mount: a dead server gives EIO after timeo x retrans"
 mnt -o soft,timeo=10,retrans=2
 echo data > /tmp/mnt/soft
-kill -9 "$ORFS_SERVER_PID"; wait "$ORFS_SERVER_PID" 2>/dev/null || true; ORFS_SERVER_PID=
+kill_server
 t0=$(date +%s)
 set +e
 stat /tmp/mnt/soft-new > /tmp/out 2>&1; rc=$?
@@ -285,7 +283,7 @@ umount -f /tmp/mnt || umount -l /tmp/mnt
 step "hard mount, dead server: umount -f ends the waiting calls"
 start_server -s $state -e data=$exp
 mnt
-kill -9 "$ORFS_SERVER_PID"; wait "$ORFS_SERVER_PID" 2>/dev/null || true; ORFS_SERVER_PID=
+kill_server
 stat /tmp/mnt/hard-new > /tmp/out 2>&1 &
 st_pid=$!
 sleep 2
