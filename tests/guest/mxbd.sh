@@ -53,6 +53,48 @@ fio --name=verify --filename=/dev/mxbd0 --direct=1 --ioengine=libaio --rw=randwr
 grep -E 'err=|WRITE:|READ:' /tmp/fio.out
 expect_grep 'err= 0' /tmp/fio.out
 
+step "fio: reads and writes at depth 32 and 1, discards beside them, every block verified"
+# Three jobs at once on separate ranges: a mixed read/write job of 512 B to
+# 1 MiB at depth 32, 4 KiB to 128 KiB writes one at a time, and discards of
+# a range filled beforehand, which must read back as zeroes afterwards.
+dd if=/dev/urandom of=/dev/mxbd0 bs=1M count=16 seek=96 oflag=direct status=none
+cat > /tmp/mix.fio <<EOF
+[global]
+filename=/dev/mxbd0
+direct=1
+ioengine=libaio
+verify_state_save=0
+[rw32]
+rw=randrw
+bsrange=512-1M
+iodepth=32
+offset=64M
+size=16M
+verify=crc32c
+verify_fatal=1
+do_verify=1
+[w1]
+rw=randwrite
+bsrange=4k-128k
+iodepth=1
+offset=80M
+size=16M
+verify=crc32c
+verify_fatal=1
+do_verify=1
+[trim]
+rw=trim
+bs=64k
+iodepth=8
+offset=96M
+size=16M
+EOF
+fio /tmp/mix.fio --output=/tmp/fio.out || { cat /tmp/fio.out; fail "fio"; }
+grep -E 'err=|read:|write:|trim:' /tmp/fio.out
+expect_eq "jobs without error" "$(grep -c 'err= 0' /tmp/fio.out)" 3
+cmp <(dd if=/dev/mxbd0 bs=1M count=16 skip=96 iflag=direct status=none) <(head -c 16M /dev/zero) ||
+	fail "the range fio discarded does not read as zeroes"
+
 step "discard and write-zeroes: the range reads back as zeroes, nothing else changes"
 dd if=/dev/urandom of=/dev/mxbd0 bs=1M count=2 seek=200 oflag=direct status=none
 blkdiscard -f -o $((200 << 20)) -l $((2 << 20)) /dev/mxbd0
