@@ -810,7 +810,7 @@ static int tx_watch(struct srv *s, int on)
 
 static void srv_loop(struct srv *s)
 {
-	struct fid *fids[3];
+	struct fid *fids[2], *eqfid = &s->eq->fid;
 	struct epoll_event ev[8];
 	time_t deadline = 0;
 	int n, i;
@@ -858,17 +858,23 @@ static void srv_loop(struct srv *s)
 		 * its channel. That saves a read and an ioctl a wake-up.
 		 */
 		if (!polled) {
-			fids[nfids++] = &s->eq->fid;
+			/*
+			 * The connection event queue on its own: a completion
+			 * found by the CQs' trywait says nothing about it, and
+			 * reading it for nothing costs an rdma_cm system call.
+			 */
+			if (fi_trywait(s->fabric, &eqfid, 1) != FI_SUCCESS) {
+				s->eq_ready = 1;
+				continue;
+			}
 			if (!s->rx_armed)
 				fids[nfids++] = &s->rxcq->fid;
 			if (tx_watch(s, tx_awaited(s)))
 				return;
 			if (s->tx_watched && !s->tx_armed)
 				fids[nfids++] = &s->txcq->fid;
-			if (fi_trywait(s->fabric, fids, nfids) != FI_SUCCESS) {
-				s->eq_ready = 1;
+			if (nfids && fi_trywait(s->fabric, fids, nfids) != FI_SUCCESS)
 				continue;
-			}
 			s->rx_armed = 1;
 			s->tx_armed = s->tx_watched;
 		}
