@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 
 name=${1:-}
 kver=$(resolve_kernel "${BENCH_KERNEL:-}") || { echo "bench: no kernel installed (make deps)" >&2; exit 2; }
+mkdir -p build
 make --no-print-directory all KVER="$kver" > build/bench-build.log 2>&1 ||
 	{ tail -n 30 build/bench-build.log; echo "bench: build failed" >&2; exit 1; }
 

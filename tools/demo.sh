@@ -15,6 +15,7 @@ make --no-print-directory all KVER="$kver" > build-demo.log 2>&1 ||
 rm -f build-demo.log
 echo "demo: booting $kver under QEMU with soft-RoCE (about 20 s)"
 res=build/vm/$kver/demo
+mkdir -p "$res"
 set +e
 tools/vm run --kernel "$kver" --results "$res" tests/demo/demo.sh > "$res.verdict" 2>&1
 set -e
