@@ -19,6 +19,7 @@ void config_init(struct config *c)
 	c->pool_mib = 64;
 	c->chunk_kib = 256;
 	c->threads = 4;
+	c->progress = 0;	/* one a CPU, up to CFG_AUTO_PROGRESS */
 	c->poll_us = CFG_POLL_US;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/orfs-server");
 }
@@ -202,6 +203,9 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 	if (!strcmp(w[0], "threads") && n == 2)
 		return parse_uint(w[1], 1, 256, &c->threads) ?
 			fail(err, errlen, "threads: from 1 to 256") : 0;
+	if (!strcmp(w[0], "progress") && n == 2)
+		return parse_uint(w[1], 0, CFG_MAX_PROGRESS, &c->progress) ?
+			fail(err, errlen, "progress: threads from 1 to 64, or 0 for one a CPU") : 0;
 	if (!strcmp(w[0], "poll") && n == 2)
 		return parse_uint(w[1], 0, 100000, &c->poll_us) ?
 			fail(err, errlen, "poll: microseconds from 0 to 100000") : 0;

@@ -17,6 +17,8 @@
 #define CFG_MAX_EXPORTS	64
 #define CFG_MAX_ALLOW	64
 #define CFG_POLL_US	0	/* see 'poll' in orfs-server(8) */
+#define CFG_MAX_PROGRESS	64	/* progress threads */
+#define CFG_AUTO_PROGRESS	4	/* most of them by default (progress 0) */
 
 struct cfg_export {
 	char		name[KNET_NAME_MAX + 1];
@@ -39,6 +41,7 @@ struct config {
 	unsigned int		pool_mib;
 	unsigned int		chunk_kib;
 	unsigned int		threads;
+	unsigned int		progress;	/* progress threads (shards); 0: one a CPU */
 	unsigned int		poll_us;	/* busy-poll this long after activity */
 	struct cfg_export	ex[CFG_MAX_EXPORTS];
 	int			nex;

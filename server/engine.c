@@ -38,7 +38,7 @@
  */
 enum { JOB_TAG_REQ = 1, JOB_TAG_CHUNK, JOB_TAG_FSVC, JOB_TAG_FOPEN, JOB_TAG_FOPEN_IO, JOB_TAG_FIO };
 
-static void schedule(struct srv *s);
+static void schedule(struct shard *s);
 
 static int is_file(const struct conn *c)
 {
@@ -59,7 +59,7 @@ static void req_finish(struct req *r)
 	r->fbody = NULL;
 	r->active = 0;
 	c->active--;
-	c->s->active--;
+	c->sh->active--;
 	conn_maybe_free(c);
 }
 
@@ -119,7 +119,7 @@ static uint32_t fault_rand(uint64_t *x)
  */
 static void scramble(struct req *r, uint8_t *body, uint32_t len)
 {
-	uint64_t *rng = &r->c->s->fault_rng;
+	uint64_t *rng = &r->c->sh->fault_rng;
 	uint32_t roll = fault_rand(rng) % 8, n, span;
 
 	if (roll == 0) {
@@ -318,7 +318,7 @@ static int run_block_job(struct job *j)
  * the server. Its completion still runs from the loop (eng_run_now()),
  * never from inside the caller.
  */
-static void dispatch_job(struct srv *s, struct job *j, int try_now)
+static void dispatch_job(struct shard *s, struct job *j, int try_now)
 {
 	if (try_now) {
 		j->next = s->now;
@@ -326,10 +326,10 @@ static void dispatch_job(struct srv *s, struct job *j, int try_now)
 		s->jobs_now++;
 		return;
 	}
-	workers_submit(&s->w, j);
+	workers_submit(&s->s->w, j, &s->box);
 }
 
-static void submit(struct srv *s, struct job *j, int kind, struct volume *v,
+static void submit(struct shard *s, struct job *j, int kind, struct volume *v,
 		   void *buf, uint64_t off, uint32_t len, int fua)
 {
 	j->run = run_block_job;
@@ -351,13 +351,13 @@ static void req_job(struct req *r, int kind, void *buf)
 	r->inflight++;
 	r->job.owner = r;
 	r->job.tag = JOB_TAG_REQ;
-	submit(c->s, &r->job, kind, &c->ex->vol, buf, r->br.offset, r->br.length,
+	submit(c->sh, &r->job, kind, &c->ex->vol, buf, r->br.offset, r->br.length,
 	       !!(r->br.flags & MXBD_IO_FUA));
 }
 
 static void want_chunk(struct req *r)
 {
-	struct srv *s = r->c->s;
+	struct shard *s = r->c->sh;
 
 	r->queued = 1;
 	fq_push(&s->fq, &r->c->flow, &r->qi);
@@ -377,7 +377,7 @@ static int post_piece(void *arg, const struct seg_piece *p)
 	struct chunk *ch = rp->ch;
 	struct conn *c = ch->r->c;
 	struct op *op = &ch->ops[rp->k];
-	void *desc = fi_mr_desc(c->s->pool_mr);
+	void *desc = fi_mr_desc(c->sh->pool_mr);
 	ssize_t ret;
 
 	op->kind = OP_RDMA;
@@ -450,7 +450,7 @@ static void chunk_posted(struct chunk *ch)
 	r->inflight--;
 	r->done += ch->len;
 	req_progress(r);
-	schedule(ch->c->s);
+	schedule(ch->c->sh);
 }
 
 /* Post CH's RDMA, or park it until the send queue drains. */
@@ -535,17 +535,17 @@ static void chunk_job(struct chunk *ch, int kind)
 		ch->job.buf = ch->buf;
 		ch->job.off = r->br.offset + ch->off;
 		ch->job.len = ch->len;
-		dispatch_job(c->s, &ch->job, ch->len <= TRY_NOW_MAX &&
+		dispatch_job(c->sh, &ch->job, ch->len <= TRY_NOW_MAX &&
 			     file_try_now(&c->ex->fx, &ch->job));
 		return;
 	}
-	submit(c->s, &ch->job, kind, &c->ex->vol, ch->buf, r->br.offset + ch->off, ch->len,
+	submit(c->sh, &ch->job, kind, &c->ex->vol, ch->buf, r->br.offset + ch->off, ch->len,
 	       kind == JOB_WRITE && (r->br.flags & MXBD_IO_FUA));
 }
 
 static void start_chunk(struct req *r)
 {
-	struct srv *s = r->c->s;
+	struct shard *s = r->c->sh;
 	char *buf = pool_get(&s->pool);
 	struct chunk *ch = &s->chunks[(size_t)(buf - s->pool.base) / s->pool.chunk];
 	uint32_t left = r->br.length - r->next;
@@ -604,7 +604,7 @@ static void req_progress(struct req *r)
 static void chunk_done(struct chunk *ch, int err)
 {
 	struct req *r = ch->r;
-	struct srv *s = r->c->s;
+	struct shard *s = r->c->sh;
 
 	pool_put(&s->pool, ch->buf);
 	ch->r = NULL;
@@ -618,7 +618,7 @@ static void chunk_done(struct chunk *ch, int err)
 }
 
 /* Hand free chunks to waiting requests, fairly. */
-static void schedule(struct srv *s)
+static void schedule(struct shard *s)
 {
 	while (s->pool.nfree && s->fq.queued) {
 		struct req *r = REQ_OF(fq_pop(&s->fq, NULL));
@@ -669,7 +669,7 @@ static void start(struct req *r, char *msg)
 		break;
 	}
 	want_chunk(r);
-	schedule(r->c->s);
+	schedule(r->c->sh);
 }
 
 static int run_fsvc_job(struct job *j)
@@ -717,7 +717,7 @@ static void file_job(struct req *r, int tag, job_fn fn)
 	r->job.tag = tag;
 	r->job.run = fn;
 	r->job.target = &r->c->ex->fx;
-	workers_submit(&r->c->s->w, &r->job);
+	workers_submit(&r->c->s->w, &r->job, &r->c->sh->box);
 }
 
 /*
@@ -729,7 +729,7 @@ static void file_job(struct req *r, int tag, job_fn fn)
  */
 static int name_op_now(struct req *r)
 {
-	struct srv *s = r->c->s;
+	struct shard *s = r->c->sh;
 	struct job *j = &r->job;
 
 	if (!fsvc_runs_here(&r->c->ex->fx, &r->fr))
@@ -773,7 +773,7 @@ static int file_io_now(struct req *r)
 	if (err == EAGAIN && !fx->in_memory)
 		return 0;
 	r->status = err;
-	r->c->s->jobs_now++;
+	r->c->sh->jobs_now++;
 	return 1;
 }
 
@@ -885,23 +885,19 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 	if (fr->op == ORFS_OP_SESSION)
 		c->client_id = le64toh(fr->u.session.client_id);
 	if (c->client_id && fsvc_op_nonidempotent(fr->op)) {
-		int fresh;
-		struct replay_entry *e = replay_get(&c->s->replay, c->client_id, fr->xid,
-						    time(NULL), &fresh);
-
-		if (e && !fresh) {
+		switch (replay_begin(&c->s->replay, c->client_id, fr->xid, time(NULL), &r->replay,
+				     &r->f.status, r->fbody, &r->fbody_len)) {
+		case REPLAY_RUNNING:
 			/* A retransmission: the first one's answer, not a second run. */
-			if (!e->done) {
-				r->f.status = EINPROGRESS;
-			} else {
-				r->f.status = e->status;
-				memcpy(r->fbody, e->body, e->body_len);
-				r->fbody_len = e->body_len;
-			}
+			r->f.status = EINPROGRESS;
 			reply(r);
 			return;
+		case REPLAY_DONE:
+			reply(r);
+			return;
+		default:
+			break;
 		}
-		r->replay = e;
 	}
 	if (fr->op == ORFS_OP_READ || fr->op == ORFS_OP_WRITE) {
 		file_io_start(r, msg);
@@ -924,7 +920,7 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 	r->fd = -1;
 	r->active = 1;
 	c->active++;
-	c->s->active++;
+	c->sh->active++;
 
 	switch (dispatch_frame(msg, len, &r->f, &c->st)) {
 	case DISPATCH_DROP:
@@ -1002,9 +998,9 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 		return;
 	if (!r) {
 		/* A read's posted data (see chunk_posted()): only the buffer is left. */
-		pool_put(&c->s->pool, ch->buf);
+		pool_put(&c->sh->pool, ch->buf);
 		ch->buf = NULL;
-		schedule(c->s);
+		schedule(c->sh);
 		return;
 	}
 	if (ch->err || c->closing || r->br.opcode == MXBD_OP_READ) {
@@ -1068,7 +1064,7 @@ static void jobs_done(struct job *j)
 	}
 }
 
-void eng_run_now(struct srv *s)
+void eng_run_now(struct shard *s)
 {
 	while (s->now) {
 		struct job *j = s->now;
@@ -1078,9 +1074,9 @@ void eng_run_now(struct srv *s)
 	}
 }
 
-void eng_on_jobs(struct srv *s)
+void eng_on_jobs(struct shard *s)
 {
-	jobs_done(workers_reap(&s->w));
+	jobs_done(box_reap(&s->box));
 	eng_run_now(s);
 }
 
@@ -1088,7 +1084,7 @@ void eng_conn_closing(struct conn *c)
 {
 	int i;
 
-	fq_flow_remove(&c->s->fq, &c->flow);
+	fq_flow_remove(&c->sh->fq, &c->flow);
 	while (c->rdma_wait) {
 		struct chunk *ch = c->rdma_wait;
 

@@ -14,8 +14,11 @@ void fdc_init(struct fdcache *fc)
 	int i;
 
 	memset(fc, 0, sizeof(*fc));
-	for (i = 0; i < FDC_ENTRIES; i++)
+	pthread_mutex_init(&fc->lock, NULL);
+	for (i = 0; i < FDC_ENTRIES; i++) {
+		fc->e[i].fc = fc;
 		fc->e[i].fd = -1;
+	}
 }
 
 void fdc_key(struct fdc_key *k, const void *owner, const struct orfs_fh *fh, int flags,
@@ -48,9 +51,11 @@ static void entry_kill(struct fdc_entry *e)
 
 struct fdc_entry *fdc_get(struct fdcache *fc, const struct fdc_key *k, time_t now)
 {
+	struct fdc_entry *found = NULL;
 	struct stat st;
 	int i;
 
+	pthread_mutex_lock(&fc->lock);
 	for (i = 0; i < FDC_ENTRIES; i++) {
 		struct fdc_entry *e = &fc->e[i];
 
@@ -68,10 +73,13 @@ struct fdc_entry *fdc_get(struct fdcache *fc, const struct fdc_key *k, time_t no
 			fc->dir_hits++;
 		else
 			fc->hits++;
-		return e;
+		found = e;
+		break;
 	}
-	fc->misses++;
-	return NULL;
+	if (!found)
+		fc->misses++;
+	pthread_mutex_unlock(&fc->lock);
+	return found;
 }
 
 struct fdc_entry *fdc_add(struct fdcache *fc, const struct fdc_key *k, int fd, time_t now)
@@ -82,6 +90,7 @@ struct fdc_entry *fdc_add(struct fdcache *fc, const struct fdc_key *k, int fd, t
 
 	if (fstat(fd, &st) || (k->flags == O_PATH ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
 		return NULL;
+	pthread_mutex_lock(&fc->lock);
 	for (i = 0; i < FDC_ENTRIES; i++) {
 		e = &fc->e[i];
 		if (e->fd >= 0 && e->refs)
@@ -93,32 +102,38 @@ struct fdc_entry *fdc_add(struct fdcache *fc, const struct fdc_key *k, int fd, t
 		if (!victim || e->used < victim->used)
 			victim = e;
 	}
-	if (!victim)
-		return NULL;
-	if (victim->fd >= 0)
-		entry_close(victim);
-	victim->key = *k;
-	victim->fd = fd;
-	victim->refs = 1;
-	victim->dead = 0;
-	victim->born = now;
-	victim->used = ++fc->clock;
-	victim->mode = st.st_mode;
-	victim->uid = st.st_uid;
-	victim->gid = st.st_gid;
+	if (victim) {
+		if (victim->fd >= 0)
+			entry_close(victim);
+		victim->key = *k;
+		victim->fd = fd;
+		victim->refs = 1;
+		victim->dead = 0;
+		victim->born = now;
+		victim->used = ++fc->clock;
+		victim->mode = st.st_mode;
+		victim->uid = st.st_uid;
+		victim->gid = st.st_gid;
+	}
+	pthread_mutex_unlock(&fc->lock);
 	return victim;
 }
 
 void fdc_put(struct fdc_entry *e)
 {
+	struct fdcache *fc = e->fc;
+
+	pthread_mutex_lock(&fc->lock);
 	if (!--e->refs && e->dead)
 		entry_close(e);
+	pthread_mutex_unlock(&fc->lock);
 }
 
 void fdc_forget(struct fdcache *fc, const void *owner, int keep_dirs)
 {
 	int i;
 
+	pthread_mutex_lock(&fc->lock);
 	for (i = 0; i < FDC_ENTRIES; i++) {
 		struct fdc_entry *e = &fc->e[i];
 
@@ -126,4 +141,5 @@ void fdc_forget(struct fdcache *fc, const void *owner, int keep_dirs)
 		    !(keep_dirs && e->key.flags == O_PATH))
 			entry_kill(e);
 	}
+	pthread_mutex_unlock(&fc->lock);
 }

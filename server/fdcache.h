@@ -25,6 +25,7 @@
 #ifndef ORFS_SERVER_FDCACHE_H
 #define ORFS_SERVER_FDCACHE_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -43,7 +44,10 @@ struct fdc_key {
 	uint32_t	groups[ORFS_MAX_GROUPS];
 };
 
+struct fdcache;
+
 struct fdc_entry {
+	struct fdcache	*fc;		/* the cache it belongs to */
 	struct fdc_key	key;
 	int		fd;		/* -1: a free slot */
 	int		refs;		/* requests using fd */
@@ -55,7 +59,9 @@ struct fdc_entry {
 	gid_t		gid;
 };
 
+/* Shared by the progress threads: every function takes the lock. */
 struct fdcache {
+	pthread_mutex_t		lock;
 	struct fdc_entry	e[FDC_ENTRIES];
 	uint64_t		clock;
 	unsigned long		hits, dir_hits, misses;

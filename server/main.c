@@ -2,10 +2,12 @@
 /*
  * orfs-server: the userspace end of every ORFS and MXBD connection.
  *
- * One progress thread owns the fabric: it waits with epoll on the
- * connection event queue, one completion queue shared by all connections,
- * the I/O workers' eventfd and a signalfd. Requests go through engine.c.
- * A connection is freed only when its last posted operation has completed,
+ * The main thread listens: it takes connection requests from the
+ * listener's event queue and hands each to a shard, and takes signals
+ * (reload, stop). A shard is a progress thread that owns its connections:
+ * it waits with epoll on their event queue, its completion queues, its I/O
+ * workers' eventfd and its mailbox. Requests go through engine.c. A
+ * connection is freed only when its last posted operation has completed,
  * the CM has reported its last event, no request of it is running and no
  * handler holds it (conn_get()/conn_put()).
  */
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -29,15 +32,19 @@
 
 #define DRAIN_SECONDS	10
 
+/* One line on stderr, written at once: several threads log. */
 void srv_log(const char *fmt, ...)
 {
+	char line[1024];
 	va_list ap;
+	int n;
 
-	fputs("orfs-server: ", stderr);
+	n = snprintf(line, sizeof(line), "orfs-server: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	strcat(line, "\n");
+	fputs(line, stderr);
 }
 
 char *conn_rx_buf(struct conn *c, int i)
@@ -182,11 +189,13 @@ static void export_put(struct srv *s, struct export *ex)
 
 static void conn_free(struct conn *c)
 {
+	struct shard *sh = c->sh;
 	struct conn **pp;
 
-	for (pp = &c->s->conns; *pp; pp = &(*pp)->next) {
+	for (pp = &sh->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
+			sh->nconns--;
 			c->s->nconns--;
 			break;
 		}
@@ -195,8 +204,10 @@ static void conn_free(struct conn *c)
 		fi_close(&c->ep->fid);
 	if (c->mr)
 		fi_close(&c->mr->fid);
-	c->s->credits_used -= c->ncredits;
+	sh->credits_used -= c->ncredits;
+	pthread_mutex_lock(&c->s->lock);
 	export_put(c->s, c->ex);
+	pthread_mutex_unlock(&c->s->lock);
 	free(c->buf);
 	free(c->req);
 	free(c);
@@ -252,14 +263,15 @@ static void reject(struct srv *s, struct fi_info *info, int reason, const char *
 		fab_err("fi_reject", ret);
 }
 
-static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct conn_params *p)
+/* A connection of shard SH to EX, whose reference the caller passes on. */
+static struct conn *conn_alloc(struct shard *sh, struct export *ex, const struct conn_params *p)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	int i;
 
 	if (!c)
 		return NULL;
-	c->ncredits = credits_for(SRV_RX_BUDGET, s->credits_used, s->nconns, SRV_CREDITS,
+	c->ncredits = credits_for(sh->rx_budget, sh->credits_used, sh->nconns, SRV_CREDITS,
 				  SRV_MIN_CREDITS, p->recv_depth);
 	c->ntx = c->ncredits + 2;
 	c->buf = malloc(conn_buf_size(c));
@@ -270,10 +282,10 @@ static struct conn *conn_alloc(struct srv *s, struct export *ex, const struct co
 		free(c);
 		return NULL;
 	}
-	s->credits_used += c->ncredits;
-	c->s = s;
+	sh->credits_used += c->ncredits;
+	c->s = sh->s;
+	c->sh = sh;
 	c->ex = ex;
-	ex->refs++;
 	c->p = *p;
 	c->inline_max = p->inline_max < SRV_INLINE_MAX ? p->inline_max : SRV_INLINE_MAX;
 	c->sq_free = SRV_RDMA_SQ;
@@ -303,16 +315,34 @@ static int client_allowed(struct srv *s, const struct fi_info *info, char *detai
 	return !s->cfg.nallow;
 }
 
-static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
+/* Export or volume NAME for a new connection, with a reference taken, or NULL. */
+static struct export *export_get(struct srv *s, const char *name, int service)
 {
+	struct export *ex;
+
+	pthread_mutex_lock(&s->lock);
+	ex = find_export(s, name, service);
+	if (ex)
+		ex->refs++;
+	pthread_mutex_unlock(&s->lock);
+	return ex;
+}
+
+/* A connection request the main thread handed to shard SH. */
+static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datalen)
+{
+	struct srv *s = sh->s;
 	struct conn_params p;
 	struct knet_cm_rep rep;
 	struct export *ex;
 	struct conn *c;
 	char detail[96];
-	int reason, i, ret;
+	int allowed, reserved, reason, i, ret;
 
-	if (!client_allowed(s, e->info, detail, sizeof(detail))) {
+	pthread_mutex_lock(&s->lock);
+	allowed = client_allowed(s, e->info, detail, sizeof(detail));
+	pthread_mutex_unlock(&s->lock);
+	if (!allowed) {
 		reject(s, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
 	}
@@ -321,19 +351,26 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 		reject(s, e->info, reason, NULL);
 		goto out;
 	}
-	ex = find_export(s, p.name, p.service);
+	ex = export_get(s, p.name, p.service);
 	if (!ex) {
 		snprintf(detail, sizeof(detail), " ('%s', service %u)", p.name, p.service);
 		reject(s, e->info, KNET_REJ_NOENT, detail);
 		goto out;
 	}
-	if (s->stopping || s->nconns >= SRV_MAX_CONNS) {
-		reject(s, e->info, KNET_REJ_BUSY, NULL);
-		goto out;
+	c = NULL;
+	/* A place among the SRV_MAX_CONNS, taken at once: other shards accept too. */
+	reserved = !sh->stopping;
+	if (reserved && atomic_fetch_add(&s->nconns, 1) < SRV_MAX_CONNS) {
+		c = conn_alloc(sh, ex, &p);
+		if (!c)
+			srv_log("out of memory for a connection");
 	}
-	c = conn_alloc(s, ex, &p);
 	if (!c) {
-		srv_log("out of memory for a connection");
+		if (reserved)
+			s->nconns--;
+		pthread_mutex_lock(&s->lock);
+		export_put(s, ex);
+		pthread_mutex_unlock(&s->lock);
 		reject(s, e->info, KNET_REJ_BUSY, NULL);
 		goto out;
 	}
@@ -344,11 +381,11 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 	e->info->tx_attr->inject_size = 0;
 	ret = fi_endpoint(s->domain, e->info, &c->ep, c);
 	if (!ret)
-		ret = fi_ep_bind(c->ep, &s->eq->fid, 0);
+		ret = fi_ep_bind(c->ep, &sh->eq->fid, 0);
 	if (!ret)
-		ret = fi_ep_bind(c->ep, &s->txcq->fid, FI_TRANSMIT);
+		ret = fi_ep_bind(c->ep, &sh->txcq->fid, FI_TRANSMIT);
 	if (!ret)
-		ret = fi_ep_bind(c->ep, &s->rxcq->fid, FI_RECV);
+		ret = fi_ep_bind(c->ep, &sh->rxcq->fid, FI_RECV);
 	if (!ret)
 		ret = fi_enable(c->ep);
 	if (!ret)
@@ -372,15 +409,16 @@ static void on_connreq(struct srv *s, struct fi_eq_cm_entry *e, size_t datalen)
 		fab_err("fi_accept", ret);
 		goto fail;
 	}
-	c->next = s->conns;
-	s->conns = c;
-	s->nconns++;
+	c->next = sh->conns;
+	sh->conns = c;
+	sh->nconns++;
 	goto out;
 
 fail:
 	reject(s, e->info, KNET_REJ_BUSY, NULL);
 	/* Never connected: the queue pair goes with its unflushed receives. */
 	conn_free(c);
+	s->nconns--;
 out:
 	fi_freeinfo(e->info);
 }
@@ -395,8 +433,9 @@ static void on_connected(struct conn *c)
 	if (!fi_getpeer(c->ep, &ss, &len) && ss.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
 	snprintf(c->peer, sizeof(c->peer), "%s", host);
-	srv_log("%s connected to %s '%s' (credits %d)", c->peer,
-		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, c->ncredits);
+	srv_log("%s connected to %s '%s' (credits %d, progress thread %d)", c->peer,
+		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, c->ncredits,
+		c->sh->id);
 }
 
 static void cm_done(struct conn *c, const char *why)
@@ -407,7 +446,102 @@ static void cm_done(struct conn *c, const char *why)
 	conn_put(c);
 }
 
-static void handle_eq(struct srv *s)
+/* The events of shard SH's connections. */
+static void handle_eq(struct shard *sh)
+{
+	union {
+		struct fi_eq_cm_entry cm;
+		char raw[sizeof(struct fi_eq_cm_entry) + 256];
+	} ev;
+	uint32_t event;
+	ssize_t rd;
+
+	for (;;) {
+		rd = fi_eq_read(sh->eq, &event, &ev, sizeof(ev), 0);
+		if (rd == -FI_EAGAIN)
+			return;
+		if (rd == -FI_EAVAIL) {
+			struct fi_eq_err_entry err;
+
+			fab_eq_err(sh->eq, "connection event error", &err);
+			if (err.fid)
+				cm_done(err.fid->context, "connection error");
+			continue;
+		}
+		if (rd < 0) {
+			fab_err("fi_eq_read", (int)rd);
+			sh->failed = 1;
+			return;
+		}
+		switch (event) {
+		case FI_CONNECTED:
+			on_connected(ev.cm.fid->context);
+			break;
+		case FI_SHUTDOWN:
+			cm_done(ev.cm.fid->context, "disconnected");
+			break;
+		default:
+			srv_log("unexpected connection event %u", event);
+		}
+	}
+}
+
+/* Shard SH takes the connection requests handed to it. */
+static void take_mail(struct shard *sh)
+{
+	struct connreq *q, *next;
+	uint64_t v;
+
+	if (read(sh->mailfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		srv_log("shard %d: reading its eventfd: %s", sh->id, strerror(errno));
+	pthread_mutex_lock(&sh->mail_lock);
+	q = sh->mail;
+	sh->mail = NULL;
+	pthread_mutex_unlock(&sh->mail_lock);
+	for (; q; q = next) {
+		next = q->next;
+		on_connreq(sh, &q->ev.cm, q->datalen);
+		free(q);
+	}
+}
+
+static void wake(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		srv_log("waking a thread: %s", strerror(errno));
+}
+
+/* Main: hand a connection request to the shard with the fewest connections. */
+static void hand_over(struct srv *s, const void *ev, size_t len)
+{
+	struct connreq *q = calloc(1, sizeof(*q));
+	struct shard *sh = &s->shards[0];
+	int i;
+
+	if (!q) {
+		const struct fi_eq_cm_entry *cm = ev;
+
+		srv_log("out of memory for a connection");
+		reject(s, cm->info, KNET_REJ_BUSY, NULL);
+		fi_freeinfo(cm->info);
+		return;
+	}
+	memcpy(&q->ev, ev, len);
+	q->datalen = len - sizeof(q->ev.cm);
+	for (i = 1; i < s->nshards; i++)
+		if (s->shards[i].nconns < sh->nconns)
+			sh = &s->shards[i];
+	pthread_mutex_lock(&sh->mail_lock);
+	q->next = sh->mail;
+	sh->mail = q;
+	pthread_mutex_unlock(&sh->mail_lock);
+	wake(sh->mailfd);
+}
+
+/* Main: the listener's events. */
+static void handle_listen(struct srv *s)
 {
 	union {
 		struct fi_eq_cm_entry cm;
@@ -421,31 +555,21 @@ static void handle_eq(struct srv *s)
 		if (rd == -FI_EAGAIN)
 			return;
 		if (rd == -FI_EAVAIL) {
-			struct fi_eq_err_entry err;
-
-			fab_eq_err(s->eq, "connection event error", &err);
-			if (err.fid && (!s->pep || err.fid != &s->pep->fid))
-				cm_done(err.fid->context, "connection error");
+			fab_eq_err(s->eq, "listener event error", NULL);
 			continue;
 		}
 		if (rd < 0) {
-			fab_err("fi_eq_read", (int)rd);
+			fab_err("fi_eq_read (listener)", (int)rd);
 			s->stop = 1;
 			return;
 		}
-		switch (event) {
-		case FI_CONNREQ:
-			on_connreq(s, &ev.cm, (size_t)rd - sizeof(ev.cm));
-			break;
-		case FI_CONNECTED:
-			on_connected(ev.cm.fid->context);
-			break;
-		case FI_SHUTDOWN:
-			cm_done(ev.cm.fid->context, "disconnected");
-			break;
-		default:
-			srv_log("unexpected connection event %u", event);
-		}
+		if (event == FI_CONNREQ && (size_t)rd >= sizeof(ev.cm) && s->stopping) {
+			reject(s, ev.cm.info, KNET_REJ_BUSY, NULL);
+			fi_freeinfo(ev.cm.info);
+		} else if (event == FI_CONNREQ && (size_t)rd >= sizeof(ev.cm)) {
+			hand_over(s, &ev, (size_t)rd);
+		} else
+			srv_log("unexpected listener event %u", event);
 	}
 }
 
@@ -461,8 +585,8 @@ static void on_completion(struct op *op, size_t len, int err)
 	case OP_RECV:
 		if (err)
 			conn_close(c, "receive failed");
-		else if (c->s->stopping)
-			c->s->left++;	/* the client sends it again to the next server */
+		else if (c->sh->stopping)
+			c->sh->left++;	/* the client sends it again to the next server */
 		else if (!c->closing)
 			eng_on_recv(c, op->idx, (uint32_t)len);
 		break;
@@ -481,7 +605,7 @@ static void on_completion(struct op *op, size_t len, int err)
 }
 
 /* Handle what completion queue CQ holds; returns how many completions. */
-static int handle_cq(struct srv *s, struct fid_cq *cq)
+static int handle_cq(struct shard *sh, struct fid_cq *cq)
 {
 	struct fi_cq_data_entry ent[16];
 	ssize_t n, k;
@@ -497,7 +621,7 @@ static int handle_cq(struct srv *s, struct fid_cq *cq)
 			memset(&err, 0, sizeof(err));
 			if (fi_cq_readerr(cq, &err, 0) < 0)
 				return seen;
-			if (s->verbose && err.err != FI_ECANCELED)
+			if (sh->s->verbose && err.err != FI_ECANCELED)
 				srv_log("operation failed: %s", fi_strerror(err.err));
 			on_completion(err.op_context, 0, err.err ? err.err : EIO);
 			seen++;
@@ -505,7 +629,7 @@ static int handle_cq(struct srv *s, struct fid_cq *cq)
 		}
 		if (n < 0) {
 			fab_err("fi_cq_read", (int)n);
-			s->stop = 1;
+			sh->failed = 1;
 			return seen;
 		}
 		for (k = 0; k < n; k++)
@@ -531,14 +655,14 @@ uint64_t now_us(void)
  * and sleeping costs little, while a spinning thread would take a CPU
  * from the workers. Returns 1 if work was found (and done), 0 to sleep.
  */
-static int srv_poll(struct srv *s)
+static int srv_poll(struct shard *s)
 {
-	uint64_t t = now_us(), end = s->last_busy + s->cfg.poll_us;
+	uint64_t t = now_us(), end = s->last_busy + s->s->cfg.poll_us;
 
-	while (t < end && !s->stop && s->active <= 1) {
+	while (t < end && !s->stop && !s->failed && s->active <= 1) {
 		int got = handle_cq(s, s->txcq) + handle_cq(s, s->rxcq);
 
-		if (workers_have_done(&s->w)) {
+		if (box_have_done(&s->box)) {
 			eng_on_jobs(s);
 			got = 1;
 		}
@@ -564,8 +688,10 @@ static int epoll_add(int epfd, int fd)
 	return 0;
 }
 
-static int srv_open(struct srv *s)
+/* Shard SH's queues, buffers and wait set, with NCHUNKS chunks of the pool. */
+static int shard_open(struct shard *sh, uint32_t nchunks)
 {
+	struct srv *s = sh->s;
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
 	/* Every receive posted; every reply buffer and RDMA operation in flight. */
 	struct fi_cq_attr rx_attr = {
@@ -578,9 +704,67 @@ static int srv_open(struct srv *s)
 		.size = SRV_RX_BUDGET * 2 + SRV_MAX_CONNS * (2 * SRV_MIN_CREDITS + SRV_RDMA_SQ),
 		.wait_obj = FI_WAIT_FD,
 	};
+	int ret;
+
+	sh->epfd = sh->mailfd = sh->box.efd = -1;
+	pthread_mutex_init(&sh->mail_lock, NULL);
+	sh->rx_budget = SRV_RX_BUDGET / s->nshards;
+	if (sh->rx_budget < SRV_CREDITS)
+		sh->rx_budget = SRV_CREDITS;
+	sh->fault_rng = s->fault_seed;
+	if ((ret = fi_eq_open(s->fabric, &eq_attr, &sh->eq, NULL)) ||
+	    (ret = fi_cq_open(s->domain, &rx_attr, &sh->rxcq, NULL)) ||
+	    (ret = fi_cq_open(s->domain, &tx_attr, &sh->txcq, NULL)))
+		return fab_err("setting up a progress thread's queues", ret);
+	if ((ret = fi_control(&sh->eq->fid, FI_GETWAIT, &sh->eqfd)) ||
+	    (ret = fi_control(&sh->rxcq->fid, FI_GETWAIT, &sh->rxcqfd)) ||
+	    (ret = fi_control(&sh->txcq->fid, FI_GETWAIT, &sh->txcqfd)))
+		return fab_err("getting wait objects", ret);
+
+	/* The data buffers: allocated and registered once, bounded. */
+	if (pool_init(&sh->pool, s->chunk_size, nchunks)) {
+		fprintf(stderr, "orfs-server: cannot allocate a %zu MiB buffer pool\n",
+			s->chunk_size * nchunks >> 20);
+		return -1;
+	}
+	/*
+	 * The pool is the sink of our RDMA READs: on iWARP a READ sink must
+	 * allow remote writes (the protocol writes READ responses into it).
+	 */
+	ret = fi_mr_reg(s->domain, sh->pool.base, s->chunk_size * nchunks,
+			FI_READ | FI_WRITE |
+			(s->info->ep_attr && s->info->ep_attr->protocol == FI_PROTO_IWARP ?
+			 FI_REMOTE_WRITE : 0), 0, 0, 0, &sh->pool_mr, NULL);
+	if (ret)
+		return fab_err("registering the buffer pool", ret);
+	sh->chunks = calloc(nchunks, sizeof(*sh->chunks));
+	if (!sh->chunks)
+		return -1;
+	fq_init(&sh->fq);
+	if (box_init(&sh->box))
+		return -1;
+	sh->mailfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (sh->mailfd < 0) {
+		perror("orfs-server: eventfd");
+		return -1;
+	}
+	sh->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sh->epfd < 0) {
+		perror("orfs-server: epoll_create1");
+		return -1;
+	}
+	if (epoll_add(sh->epfd, sh->eqfd) || epoll_add(sh->epfd, sh->rxcqfd) ||
+	    epoll_add(sh->epfd, sh->mailfd) || epoll_add(sh->epfd, sh->box.efd))
+		return -1;
+	return 0;
+}
+
+static int srv_open(struct srv *s)
+{
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
 	struct fi_info *hints = fab_hints(s->prov);
 	sigset_t mask;
-	int ret;
+	int i, ret;
 
 	if (!hints)
 		return -FI_ENOMEM;
@@ -591,36 +775,12 @@ static int srv_open(struct srv *s)
 	if ((ret = fi_fabric(s->info->fabric_attr, &s->fabric, NULL)) ||
 	    (ret = fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL)) ||
 	    (ret = fi_domain(s->fabric, s->info, &s->domain, NULL)) ||
-	    (ret = fi_cq_open(s->domain, &rx_attr, &s->rxcq, NULL)) ||
-	    (ret = fi_cq_open(s->domain, &tx_attr, &s->txcq, NULL)) ||
 	    (ret = fi_passive_ep(s->fabric, s->info, &s->pep, NULL)) ||
 	    (ret = fi_pep_bind(s->pep, &s->eq->fid, 0)))
 		return fab_err("setting up the fabric", ret);
-	if ((ret = fi_control(&s->eq->fid, FI_GETWAIT, &s->eqfd)) ||
-	    (ret = fi_control(&s->rxcq->fid, FI_GETWAIT, &s->rxcqfd)) ||
-	    (ret = fi_control(&s->txcq->fid, FI_GETWAIT, &s->txcqfd)))
-		return fab_err("getting wait objects", ret);
-
-	/* The data buffers: allocated and registered once, bounded. */
-	if (pool_init(&s->pool, s->chunk_size, s->nchunks)) {
-		fprintf(stderr, "orfs-server: cannot allocate a %zu MiB buffer pool\n",
-			s->chunk_size * s->nchunks >> 20);
-		return -1;
-	}
-	/*
-	 * The pool is the sink of our RDMA READs: on iWARP a READ sink must
-	 * allow remote writes (the protocol writes READ responses into it).
-	 */
-	ret = fi_mr_reg(s->domain, s->pool.base, s->chunk_size * s->nchunks,
-			FI_READ | FI_WRITE |
-			(s->info->ep_attr && s->info->ep_attr->protocol == FI_PROTO_IWARP ?
-			 FI_REMOTE_WRITE : 0), 0, 0, 0, &s->pool_mr, NULL);
+	ret = fi_control(&s->eq->fid, FI_GETWAIT, &s->eqfd);
 	if (ret)
-		return fab_err("registering the buffer pool", ret);
-	s->chunks = calloc(s->nchunks, sizeof(*s->chunks));
-	if (!s->chunks)
-		return -1;
-	fq_init(&s->fq);
+		return fab_err("getting wait objects", ret);
 
 	/* Blocked before any thread exists, so that only the signalfd sees them. */
 	sigemptyset(&mask);
@@ -631,6 +791,20 @@ static int srv_open(struct srv *s)
 		perror("orfs-server: sigprocmask");
 		return -1;
 	}
+	s->shards = calloc((size_t)s->nshards, sizeof(*s->shards));
+	if (!s->shards)
+		return -1;
+	for (i = 0; i < s->nshards; i++) {
+		struct shard *sh = &s->shards[i];
+		/* The pool, shared out; the first shards get the rest. */
+		uint32_t nchunks = s->nchunks / (uint32_t)s->nshards +
+				   ((uint32_t)i < s->nchunks % (uint32_t)s->nshards);
+
+		sh->s = s;
+		sh->id = i;
+		if (shard_open(sh, nchunks))
+			return -1;
+	}
 	if (workers_start(&s->w, s->nthreads))
 		return -1;
 	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -638,13 +812,18 @@ static int srv_open(struct srv *s)
 		perror("orfs-server: signalfd");
 		return -1;
 	}
+	s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wakefd < 0) {
+		perror("orfs-server: eventfd");
+		return -1;
+	}
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0) {
 		perror("orfs-server: epoll_create1");
 		return -1;
 	}
-	if (epoll_add(s->epfd, s->eqfd) || epoll_add(s->epfd, s->rxcqfd) ||
-	    epoll_add(s->epfd, s->sigfd) || epoll_add(s->epfd, s->w.efd))
+	if (epoll_add(s->epfd, s->eqfd) || epoll_add(s->epfd, s->sigfd) ||
+	    epoll_add(s->epfd, s->wakefd))
 		return -1;
 	ret = fi_listen(s->pep);
 	if (ret)
@@ -652,24 +831,61 @@ static int srv_open(struct srv *s)
 	return 0;
 }
 
+/* After its thread ended (or never started) and the workers stopped. */
+static void shard_close(struct shard *sh)
+{
+	while (sh->conns) {
+		sh->conns->pending = 0;
+		conn_free(sh->conns);
+	}
+	while (sh->mail) {
+		struct connreq *q = sh->mail;
+
+		sh->mail = q->next;
+		fi_freeinfo(q->ev.cm.info);
+		free(q);
+	}
+	if (sh->pool_mr)
+		fi_close(&sh->pool_mr->fid);
+	if (sh->txcq)
+		fi_close(&sh->txcq->fid);
+	if (sh->rxcq)
+		fi_close(&sh->rxcq->fid);
+	if (sh->eq)
+		fi_close(&sh->eq->fid);
+	if (sh->epfd >= 0)
+		close(sh->epfd);
+	if (sh->mailfd >= 0)
+		close(sh->mailfd);
+	box_destroy(&sh->box);
+	pool_destroy(&sh->pool);
+	free(sh->chunks);
+}
+
 static void srv_close(struct srv *s)
 {
 	int i;
 
+	for (i = 0; s->shards && i < s->nshards; i++) {
+		struct shard *sh = &s->shards[i];
+
+		if (sh->started) {
+			sh->stop = 1;
+			wake(sh->mailfd);
+			pthread_join(sh->thread, NULL);
+			sh->started = 0;
+		}
+	}
+	/* Jobs still queued run and go to their shards' boxes, which must exist. */
 	if (s->w.threads)
 		workers_stop(&s->w);
-	while (s->conns) {
-		s->conns->pending = 0;
-		conn_free(s->conns);
-	}
+	for (i = 0; s->shards && i < s->nshards; i++)
+		if (s->shards[i].s)
+			shard_close(&s->shards[i]);
+	free(s->shards);
+	s->shards = NULL;
 	if (s->pep)
 		fi_close(&s->pep->fid);
-	if (s->pool_mr)
-		fi_close(&s->pool_mr->fid);
-	if (s->txcq)
-		fi_close(&s->txcq->fid);
-	if (s->rxcq)
-		fi_close(&s->rxcq->fid);
 	if (s->domain)
 		fi_close(&s->domain->fid);
 	if (s->eq)
@@ -682,8 +898,8 @@ static void srv_close(struct srv *s)
 		close(s->epfd);
 	if (s->sigfd > 0)
 		close(s->sigfd);
-	pool_destroy(&s->pool);
-	free(s->chunks);
+	if (s->wakefd > 0)
+		close(s->wakefd);
 	for (i = 0; i < SRV_MAX_EXPORTS; i++)
 		if (s->ex[i].used)
 			export_release(s, &s->ex[i]);
@@ -733,8 +949,8 @@ static void srv_reload(struct srv *s)
 		n->allow[n->nallow++] = s->cmdline.allow[i];
 	if ((n->listen[0] && strcmp(n->listen, s->cfg.listen)) || strcmp(n->port, s->cfg.port) ||
 	    n->pool_mib != s->cfg.pool_mib || n->chunk_kib != s->cfg.chunk_kib ||
-	    n->threads != s->cfg.threads)
-		srv_log("reload: listen, pool, chunk and threads changes take effect at the next start");
+	    n->threads != s->cfg.threads || n->progress != s->cfg.progress)
+		srv_log("reload: listen, pool, chunk, threads and progress changes take effect at the next start");
 
 	for (i = 0; i < SRV_MAX_EXPORTS; i++) {
 		struct export *ex = &s->ex[i];
@@ -776,7 +992,7 @@ out:
  * less). RDMA (data pulled, buffers to free), replies or chunks waiting
  * for room, closing connections and a drain need them promptly.
  */
-static int tx_awaited(const struct srv *s)
+static int tx_awaited(const struct shard *s)
 {
 	const struct conn *c;
 
@@ -793,7 +1009,7 @@ static int tx_awaited(const struct srv *s)
  * a CQ armed before waits in its channel: the next fi_trywait() on it,
  * once watched again, consumes it before arming.
  */
-static int tx_watch(struct srv *s, int on)
+static int tx_watch(struct shard *s, int on)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s->txcqfd };
 
@@ -808,47 +1024,47 @@ static int tx_watch(struct srv *s, int on)
 	return 0;
 }
 
-static void srv_loop(struct srv *s)
+/* A progress thread: shard S's connections until told to stop. */
+static void shard_loop(struct shard *s)
 {
 	struct fid *fids[2], *eqfid = &s->eq->fid;
 	struct epoll_event ev[8];
 	time_t deadline = 0;
+	int draining = 0;
 	int n, i;
 
 	s->eq_ready = 1;
-	while (!s->stop) {
+	while (!s->stop && !s->failed) {
 		int polled = 0, nfids = 0;
 
+		if (s->stopping && !draining) {
+			draining = 1;
+			deadline = time(NULL) + DRAIN_SECONDS;
+		}
 		if (s->eq_ready) {
 			s->eq_ready = 0;
 			handle_eq(s);
 		}
 		/* Reply buffers back first: the requests below may need them. */
-		if ((handle_cq(s, s->txcq) + handle_cq(s, s->rxcq)) && s->cfg.poll_us)
+		if ((handle_cq(s, s->txcq) + handle_cq(s, s->rxcq)) && s->s->cfg.poll_us)
 			s->last_busy = now_us();
 		if (s->now) {
 			/* Finishing them may complete or start more: look again first. */
 			eng_run_now(s);
 			continue;
 		}
-		if (s->stopping) {
-			if (!s->active || time(NULL) >= deadline) {
-				if (s->active)
-					srv_log("giving up on %d requests after %d s",
-						s->active, DRAIN_SECONDS);
-				if (s->left)
-					srv_log("%lu requests that came after the signal were not started",
-						s->left);
-				for (i = 0; i < SRV_MAX_EXPORTS; i++)
-					if (s->ex[i].used && s->ex[i].cfg.service == KNET_SVC_BLOCK &&
-					    !s->ex[i].cfg.read_only && block_flush(&s->ex[i].vol))
-						srv_log("flushing volume '%s' failed", s->ex[i].cfg.name);
-				break;
-			}
+		if (draining && (!s->active || time(NULL) >= deadline)) {
+			if (s->active)
+				srv_log("giving up on %d requests after %d s", (int)s->active,
+					DRAIN_SECONDS);
+			if (s->left)
+				srv_log("%lu requests that came after the signal were not started",
+					s->left);
+			break;
 		}
-		if (s->cfg.poll_us && !s->stopping)
+		if (s->s->cfg.poll_us && !draining)
 			polled = srv_poll(s);
-		/* Now and then after a successful poll, a look at signals. */
+		/* Now and then after a successful poll, a look at the mailbox. */
 		if (polled && s->poll_hits % 32)
 			continue;
 		/*
@@ -863,25 +1079,28 @@ static void srv_loop(struct srv *s)
 			 * found by the CQs' trywait says nothing about it, and
 			 * reading it for nothing costs an rdma_cm system call.
 			 */
-			if (fi_trywait(s->fabric, &eqfid, 1) != FI_SUCCESS) {
+			if (fi_trywait(s->s->fabric, &eqfid, 1) != FI_SUCCESS) {
 				s->eq_ready = 1;
 				continue;
 			}
 			if (!s->rx_armed)
 				fids[nfids++] = &s->rxcq->fid;
-			if (tx_watch(s, tx_awaited(s)))
-				return;
+			if (tx_watch(s, tx_awaited(s))) {
+				s->failed = 1;
+				break;
+			}
 			if (s->tx_watched && !s->tx_armed)
 				fids[nfids++] = &s->txcq->fid;
-			if (nfids && fi_trywait(s->fabric, fids, nfids) != FI_SUCCESS)
+			if (nfids && fi_trywait(s->s->fabric, fids, nfids) != FI_SUCCESS)
 				continue;
 			s->rx_armed = 1;
 			s->tx_armed = s->tx_watched;
 		}
-		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : s->stopping ? 100 : -1);
+		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : draining ? 100 : -1);
 		if (n < 0 && errno != EINTR) {
 			perror("orfs-server: epoll_wait");
-			return;
+			s->failed = 1;
+			break;
 		}
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.fd == s->eqfd) {
@@ -890,38 +1109,134 @@ static void srv_loop(struct srv *s)
 				s->rx_armed = 0;
 			} else if (ev[i].data.fd == s->txcqfd) {
 				s->tx_armed = 0;
-			} else if (ev[i].data.fd == s->w.efd) {
+			} else if (ev[i].data.fd == s->box.efd) {
 				eng_on_jobs(s);
-				if (s->cfg.poll_us)
+				if (s->s->cfg.poll_us)
 					s->last_busy = now_us();
+			} else if (ev[i].data.fd == s->mailfd) {
+				take_mail(s);
+			}
+		}
+	}
+}
+
+static void *shard_main(void *arg)
+{
+	struct shard *sh = arg;
+	int ret;
+
+	/* This thread posts: it must keep its credentials (fsvc_cred_fix()). */
+	ret = fsvc_cred_fix();
+	if (ret && !sh->id)
+		srv_log("file service: every request goes to a worker: getgroups: %s",
+			strerror(ret));
+	shard_loop(sh);
+	sh->ended = 1;
+	wake(sh->s->wakefd);
+	return NULL;
+}
+
+/* Tell every shard to drain (STOP 0) or to end now (STOP 1). */
+static void order_shards(struct srv *s, int stop)
+{
+	int i;
+
+	for (i = 0; i < s->nshards; i++) {
+		if (stop)
+			s->shards[i].stop = 1;
+		else
+			s->shards[i].stopping = 1;
+		wake(s->shards[i].mailfd);
+	}
+}
+
+/*
+ * The main thread: connection requests, signals, and the shards' ends.
+ * Returns 0 after a stop signal, -1 if a shard failed.
+ */
+static int main_loop(struct srv *s)
+{
+	struct fid *eqfid = &s->eq->fid;
+	struct epoll_event ev[4];
+	int ended, failed = 0, n, i, j;
+
+	for (;;) {
+		ended = 0;
+		for (i = 0; i < s->nshards; i++) {
+			ended += s->shards[i].ended;
+			failed |= s->shards[i].failed;
+		}
+		if (ended == s->nshards)
+			break;
+		if ((failed || s->stop) && !s->stopping) {
+			srv_log("a thread failed: stopping");
+			failed = 1;
+			s->stopping = 1;
+			order_shards(s, 1);
+		}
+		if (!s->stop && fi_trywait(s->fabric, &eqfid, 1) != FI_SUCCESS) {
+			handle_listen(s);
+			continue;
+		}
+		n = epoll_wait(s->epfd, ev, 4, -1);
+		if (n < 0 && errno != EINTR) {
+			perror("orfs-server: epoll_wait");
+			s->stop = 1;
+			continue;
+		}
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.fd == s->wakefd) {
+				uint64_t v;
+
+				if (read(s->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+					srv_log("reading an eventfd: %s", strerror(errno));
+			} else if (ev[i].data.fd == s->eqfd) {
+				if (!s->stop)
+					handle_listen(s);
 			} else if (ev[i].data.fd == s->sigfd) {
 				struct signalfd_siginfo si;
+				int active = 0;
 
 				if (read(s->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 					continue;
 				if (si.ssi_signo == SIGHUP) {
+					pthread_mutex_lock(&s->lock);
 					srv_reload(s);
+					pthread_mutex_unlock(&s->lock);
 					continue;
 				}
 				if (s->stopping) {
 					srv_log("second signal: stopping now");
-					return;
+					order_shards(s, 1);
+					continue;
 				}
 				s->stopping = 1;
-				deadline = time(NULL) + DRAIN_SECONDS;
+				for (j = 0; j < s->nshards; j++)
+					active += s->shards[j].active;
 				srv_log("signal %u: draining %d requests on %d connections",
-					si.ssi_signo, s->active, s->nconns);
+					si.ssi_signo, active, (int)s->nconns);
+				order_shards(s, 0);
 			}
 		}
 	}
+	for (i = 0; i < s->nshards; i++) {
+		pthread_join(s->shards[i].thread, NULL);
+		s->shards[i].started = 0;
+	}
+	if (!failed)
+		for (i = 0; i < SRV_MAX_EXPORTS; i++)
+			if (s->ex[i].used && s->ex[i].cfg.service == KNET_SVC_BLOCK &&
+			    !s->ex[i].cfg.read_only && block_flush(&s->ex[i].vol))
+				srv_log("flushing volume '%s' failed", s->ex[i].cfg.name);
+	return failed ? -1 : 0;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: orfs-server [-c FILE] [-a ADDRESS] [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
-		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-B USEC]\n"
-		"                   [-s DIR] [-P PROVIDER] [-v]\n"
+		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-T PROGRESS]\n"
+		"                   [-B USEC] [-s DIR] [-P PROVIDER] [-v]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on\n"
 		"  -p  port (default %d)\n"
@@ -932,21 +1247,26 @@ static void usage(FILE *f)
 		"  -m  data buffer pool in MiB (default 64): the bound on data in flight\n"
 		"  -C  buffer chunk in KiB (default 256)\n"
 		"  -t  I/O worker threads (default 4)\n"
+		"  -T  progress threads (default 0: one a CPU, at most %d): connections are\n"
+		"      spread over them, each with its own share of the pool\n"
 		"  -B  busy-poll for completions this many microseconds after the last work\n"
 		"      before sleeping (default %d; 0 never polls)\n"
 		"  -s  state directory, for the file handle key (default /var/lib/orfs-server)\n"
 		"  -P  libfabric provider (default verbs)\n"
-		"  -v  log failed operations too\n", KNET_DEFAULT_PORT, CFG_POLL_US);
+		"  -v  log failed operations too\n", KNET_DEFAULT_PORT, CFG_AUTO_PROGRESS, CFG_POLL_US);
 }
 
 int main(int argc, char **argv)
 {
 	static struct srv s;
 	char err[512], line[96];
-	const char *opts = "c:a:p:e:b:A:m:C:t:B:s:P:vh";
+	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:s:P:vh";
+	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
+	unsigned long long buffer_waits = 0;
 	int opt, i, ret;
 
 	s.prov = "verbs";
+	pthread_mutex_init(&s.lock, NULL);
 	fdc_init(&s.fdc);
 	config_init(&s.cfg);
 	config_init(&s.cmdline);
@@ -984,10 +1304,11 @@ int main(int argc, char **argv)
 		case 'm':
 		case 'C':
 		case 't':
+		case 'T':
 		case 'B':
 			snprintf(line, sizeof(line), "%s %s",
 				 opt == 'm' ? "pool" : opt == 'C' ? "chunk" :
-				 opt == 't' ? "threads" : "poll", optarg);
+				 opt == 't' ? "threads" : opt == 'T' ? "progress" : "poll", optarg);
 			if (config_parse_line(&s.cfg, line, err, sizeof(err)))
 				goto fail_msg;
 			break;
@@ -1033,8 +1354,16 @@ int main(int argc, char **argv)
 	s.chunk_size = (size_t)s.cfg.chunk_kib << 10;
 	s.nchunks = (uint32_t)(((size_t)s.cfg.pool_mib << 20) / s.chunk_size);
 	s.nthreads = (int)s.cfg.threads;
-	if (s.nchunks < 1) {
-		fprintf(stderr, "orfs-server: the pool must hold at least one chunk\n");
+	s.nshards = (int)s.cfg.progress;
+	if (!s.nshards) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		s.nshards = ncpu < 1 ? 1 : ncpu > CFG_AUTO_PROGRESS ? CFG_AUTO_PROGRESS : (int)ncpu;
+		if ((uint32_t)s.nshards > s.nchunks)
+			s.nshards = s.nchunks ? (int)s.nchunks : 1;	/* a chunk each at least */
+	}
+	if (s.nchunks < (uint32_t)s.nshards) {
+		fprintf(stderr, "orfs-server: the pool must hold at least one chunk per progress thread\n");
 		goto fail_usage;
 	}
 	umask(0);	/* clients send the modes they mean, their umask applied */
@@ -1058,11 +1387,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "orfs-server: ORFS_SERVER_FAULT=%s: no such fault\n", f);
 			return 2;
 		}
-		s.fault_rng = seed ? strtoull(seed, NULL, 0) : 0;
-		if (!s.fault_rng)
-			s.fault_rng = 1;	/* xorshift's one state that never moves */
+		s.fault_seed = seed ? strtoull(seed, NULL, 0) : 0;
+		if (!s.fault_seed)
+			s.fault_seed = 1;	/* xorshift's one state that never moves */
 		srv_log("ORFS_SERVER_FAULT=%s: replies will lie (a test aid; seed %llu)", f,
-			(unsigned long long)s.fault_rng);
+			(unsigned long long)s.fault_seed);
 	}
 	replay_init(&s.replay);
 	{
@@ -1087,23 +1416,33 @@ int main(int argc, char **argv)
 		srv_close(&s);
 		return 1;
 	}
-	srv_log("listening on %s port %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, poll %u us",
+	srv_log("listening on %s port %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
 		s.cfg.listen, s.cfg.port, s.info->domain_attr->name, s.cfg.nex,
-		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads,
+		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads, s.nshards,
 		s.cfg.poll_us);
 	if (!s.cfg.nallow)
 		srv_log("no allow list: any client that reaches %s may connect", s.cfg.listen);
-	/* This thread posts: it must keep its credentials (fsvc_cred_fix()). */
-	ret = fsvc_cred_fix();
-	if (ret)
-		srv_log("file service: every request goes to a worker: getgroups: %s",
-			strerror(ret));
-	srv_loop(&s);
+	for (i = 0; i < s.nshards; i++) {
+		ret = pthread_create(&s.shards[i].thread, NULL, shard_main, &s.shards[i]);
+		if (ret) {
+			srv_log("starting a progress thread: %s", strerror(ret));
+			srv_close(&s);
+			return 1;
+		}
+		s.shards[i].started = 1;
+	}
+	ret = main_loop(&s);
+	for (i = 0; i < s.nshards; i++) {
+		buffer_waits += s.shards[i].buffer_waits;
+		jobs_now += s.shards[i].jobs_now;
+		names_now += s.shards[i].names_now;
+		poll_hits += s.shards[i].poll_hits;
+	}
 	srv_close(&s);
 	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker (%lu file service requests), %lu polls found work, %lu open files used again, %lu directories used again)",
-		(unsigned long long)s.buffer_waits, s.jobs_now, s.names_now, s.poll_hits,
+		(unsigned long long)buffer_waits, jobs_now, names_now, poll_hits,
 		s.fdc.hits, s.fdc.dir_hits);
-	return 0;
+	return ret ? 1 : 0;
 
 fail_msg:
 	fprintf(stderr, "orfs-server: %s\n", err);

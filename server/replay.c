@@ -14,6 +14,7 @@ static uint32_t bucket(uint64_t client, uint64_t xid)
 void replay_init(struct replay *rp)
 {
 	memset(rp, 0, sizeof(*rp));
+	pthread_mutex_init(&rp->lock, NULL);
 }
 
 static void unhash(struct replay *rp, struct replay_entry *e)
@@ -29,8 +30,8 @@ static void unhash(struct replay *rp, struct replay_entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
-				int *fresh)
+static struct replay_entry *get_locked(struct replay *rp, uint64_t client, uint64_t xid,
+				       time_t now, int *fresh)
 {
 	uint32_t b = bucket(client, xid);
 	struct replay_entry *e;
@@ -67,16 +68,56 @@ struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t xid
 	return e;
 }
 
+struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
+				int *fresh)
+{
+	struct replay_entry *e;
+
+	pthread_mutex_lock(&rp->lock);
+	e = get_locked(rp, client, xid, now, fresh);
+	pthread_mutex_unlock(&rp->lock);
+	return e;
+}
+
+enum replay_state replay_begin(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
+				struct replay_entry **ep, uint32_t *status, void *body,
+				uint32_t *len)
+{
+	enum replay_state st = REPLAY_NEW;
+	struct replay_entry *e;
+	int fresh;
+
+	pthread_mutex_lock(&rp->lock);
+	e = get_locked(rp, client, xid, now, &fresh);
+	if (!e) {
+		st = REPLAY_UNCACHED;
+	} else if (!fresh && !e->done) {
+		st = REPLAY_RUNNING;
+		e = NULL;
+	} else if (!fresh) {
+		st = REPLAY_DONE;
+		*status = e->status;
+		*len = e->body_len;
+		memcpy(body, e->body, e->body_len);
+		e = NULL;
+	}
+	pthread_mutex_unlock(&rp->lock);
+	*ep = e;
+	return st;
+}
+
 void replay_done(struct replay *rp, struct replay_entry *e, uint32_t status, const void *body,
 		 uint32_t len)
 {
+	pthread_mutex_lock(&rp->lock);
 	if (len > REPLAY_BODY_MAX) {
 		unhash(rp, e);
-		return;
+	} else {
+		e->done = 1;
+		e->status = status;
+		e->body_len = len;
+		if (len)
+			memcpy(e->body, body, len);
 	}
-	e->done = 1;
-	e->status = status;
-	e->body_len = len;
-	if (len)
-		memcpy(e->body, body, len);
+	pthread_mutex_unlock(&rp->lock);
 }

@@ -8,6 +8,7 @@
 #ifndef ORFS_SERVER_REPLAY_H
 #define ORFS_SERVER_REPLAY_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -26,7 +27,9 @@ struct replay_entry {
 	struct replay_entry *hnext;	/* hash chain */
 };
 
+/* Shared by the progress threads: every function takes the lock. */
 struct replay {
+	pthread_mutex_t		lock;
 	struct replay_entry	e[REPLAY_ENTRIES];
 	struct replay_entry	*hash[REPLAY_ENTRIES];
 	uint32_t		next;	/* the oldest slot, reused next */
@@ -41,6 +44,23 @@ void replay_init(struct replay *rp);
  */
 struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
 				int *fresh);
+
+enum replay_state {
+	REPLAY_NEW,		/* first seen: run it, then replay_done() the entry */
+	REPLAY_RUNNING,		/* the first try still runs */
+	REPLAY_DONE,		/* answered before: the answer is copied out */
+	REPLAY_UNCACHED,	/* every entry runs: run it without a record */
+};
+
+/*
+ * replay_get() and a look at the entry in one step, so that another thread
+ * cannot change it between the two: *EP is the new entry (REPLAY_NEW) or
+ * NULL; for REPLAY_DONE, *STATUS, *LEN and BODY (REPLAY_BODY_MAX bytes of
+ * room) hold the answer.
+ */
+enum replay_state replay_begin(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
+				struct replay_entry **ep, uint32_t *status, void *body,
+				uint32_t *len);
 
 /* Record the answer; a body larger than REPLAY_BODY_MAX drops the entry. */
 void replay_done(struct replay *rp, struct replay_entry *e, uint32_t status, const void *body,

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * orfs-server internals shared by the connection code (main.c) and the
- * request engine (engine.c). Everything here belongs to the progress
- * thread; only struct job crosses to the I/O workers.
+ * request engine (engine.c). A shard (one progress thread) owns its
+ * connections, completion queues, buffers and everything of them; only
+ * struct job crosses to its I/O workers. What struct srv holds is the
+ * process's: the main thread's listener and signals, and, under locks,
+ * the exports, the allow list, the replay cache and the open-file cache.
  */
 #ifndef ORFS_SERVER_SRV_H
 #define ORFS_SERVER_SRV_H
 
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "server/block.h"
@@ -108,6 +113,7 @@ struct export {
 
 struct conn {
 	struct srv		*s;
+	struct shard		*sh;		/* the progress thread it belongs to */
 	struct export		*ex;
 	struct fid_ep		*ep;
 	struct fid_mr		*mr;
@@ -137,51 +143,85 @@ struct conn {
 	struct conn		*next;
 };
 
+/* A connection request the main thread hands to a shard. */
+struct connreq {
+	struct connreq		*next;
+	size_t			datalen;
+	union {
+		struct fi_eq_cm_entry	cm;
+		char			raw[sizeof(struct fi_eq_cm_entry) + 256];
+	} ev;
+};
+
+/* One progress thread and all it owns. */
+struct shard {
+	struct srv		*s;
+	int			id;
+	pthread_t		thread;
+	int			started;	/* the thread runs: join it */
+	struct fid_eq		*eq;		/* its connections' CM events */
+	struct fid_cq		*rxcq;		/* receives: always armed */
+	struct fid_cq		*txcq;		/* sends and RDMA: armed when awaited */
+	struct pool		pool;		/* its share of the buffers */
+	struct fid_mr		*pool_mr;
+	struct chunk		*chunks;	/* one per pool chunk, same index */
+	struct fq		fq;
+	struct done_box		box;		/* its jobs the workers finished */
+	struct job		*now;		/* jobs done without a worker, to finish */
+	unsigned long		jobs_now;	/* how many were */
+	unsigned long		names_now;	/* of which file service requests */
+	int			epfd, eqfd, rxcqfd, txcqfd;
+	int			mailfd;		/* eventfd: mail or an order from main */
+	pthread_mutex_t		mail_lock;
+	struct connreq		*mail;		/* connection requests to take */
+	atomic_int		stopping;	/* main: drain and end */
+	atomic_int		stop;		/* main: end now */
+	atomic_int		ended;		/* the thread left its loop */
+	atomic_int		nconns;
+	int			eq_ready;	/* the EQ may hold events: read it */
+	int			tx_watched;	/* txcqfd in the epoll set (see tx_watch()) */
+	int			rx_armed, tx_armed; /* a CQ armed, its channel quiet since */
+	atomic_int		failed;		/* stopped on an error */
+	uint64_t		last_busy;	/* us, CLOCK_MONOTONIC: for polling */
+	atomic_int		active;		/* requests being served, all its connections */
+	unsigned long		poll_hits;	/* polls that found work */
+	unsigned long		left;		/* requests that came after the signal, not started */
+	struct conn		*conns;
+	int			credits_used;	/* receives posted by all connections */
+	int			rx_budget;	/* its share of SRV_RX_BUDGET */
+	uint64_t		buffer_waits;	/* times a request waited for a buffer */
+	uint64_t		fault_rng;	/* the "fs-random" fault's state */
+};
+
 struct srv {
-	struct config		cfg;		/* in force */
+	struct config		cfg;		/* in force (allow list: under lock) */
 	struct config		cmdline;	/* exports and allows given as options */
 	const char		*cfg_path;	/* re-read on SIGHUP */
 	const char		*prov;
 	int			verbose;
-	int			nthreads;
+	int			nthreads;	/* I/O workers */
+	int			nshards;
 	size_t			chunk_size;
-	uint32_t		nchunks;
+	uint32_t		nchunks;	/* all shards together */
+	pthread_mutex_t		lock;		/* ex[], cfg.allow, key */
 	struct export		ex[SRV_MAX_EXPORTS];
 	struct fi_info		*info;
 	struct fid_fabric	*fabric;
-	struct fid_eq		*eq;
+	struct fid_eq		*eq;		/* the listener's */
 	struct fid_pep		*pep;
 	struct fid_domain	*domain;
-	struct fid_cq		*rxcq;		/* receives: always armed */
-	struct fid_cq		*txcq;		/* sends and RDMA: armed when awaited */
-	struct pool		pool;
-	struct fid_mr		*pool_mr;
-	struct chunk		*chunks;	/* one per pool chunk, same index */
-	struct fq		fq;
-	struct workers		w;
-	struct job		*now;		/* jobs done without a worker, to finish */
-	unsigned long		jobs_now;	/* how many were */
-	unsigned long		names_now;	/* of which file service requests */
-	int			epfd, sigfd, eqfd, rxcqfd, txcqfd;
-	int			eq_ready;	/* the EQ may hold events: read it */
-	int			tx_watched;	/* txcqfd in the epoll set (see tx_watch()) */
-	int			rx_armed, tx_armed; /* a CQ armed, its channel quiet since */
-	int			stopping;
-	uint64_t		last_busy;	/* us, CLOCK_MONOTONIC: for polling */
-	int			active;		/* requests being served, all connections */
-	unsigned long		poll_hits;	/* polls that found work */
-	unsigned long		left;		/* requests that came after the signal, not started */
-	int			stop;
-	struct conn		*conns;
-	int			nconns;
-	int			credits_used;	/* receives posted by all connections */
-	uint64_t		buffer_waits;	/* times a request waited for a buffer */
+	struct shard		*shards;
+	struct workers		w;		/* the I/O workers, shared by the shards */
+	atomic_int		nconns;		/* all shards together */
+	int			epfd, sigfd, eqfd, wakefd;	/* the main thread's */
+	int			stopping;	/* main: a stop signal came */
+	int			stop;		/* main: the listener or epoll failed */
 	uint8_t			key[16];	/* file handle MAC key, kept in state_dir */
 	uint64_t		boot;		/* this start's identity */
 	struct replay		replay;		/* answers to non-idempotent file operations */
 	struct fdcache		fdc;		/* files open for READ and WRITE */
 	int			fault;		/* ORFS_SERVER_FAULT, tests only */
-	uint64_t		fault_rng;	/* its state for "fs-random" */
+	uint64_t		fault_seed;	/* the shards' "fs-random" start */
 };
 
 /*
@@ -221,9 +261,9 @@ uint64_t now_us(void);
 void eng_on_recv(struct conn *c, int slot, uint32_t len);
 void eng_on_send_done(struct conn *c, int t);
 void eng_on_rdma_done(struct chunk *ch, int err);
-void eng_on_jobs(struct srv *s);
+void eng_on_jobs(struct shard *s);
 /* Finish the jobs done on the progress thread itself (see dispatch_job()). */
-void eng_run_now(struct srv *s);
+void eng_run_now(struct shard *s);
 void eng_conn_closing(struct conn *c);
 
 #endif /* ORFS_SERVER_SRV_H */

@@ -9,10 +9,60 @@
 
 #include "server/workers.h"
 
+int box_init(struct done_box *b)
+{
+	memset(b, 0, sizeof(*b));
+	atomic_init(&b->have_done, 0);
+	pthread_mutex_init(&b->lock, NULL);
+	b->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (b->efd < 0) {
+		perror("orfs-server: eventfd");
+		return -1;
+	}
+	return 0;
+}
+
+void box_destroy(struct done_box *b)
+{
+	if (b->efd >= 0)
+		close(b->efd);
+	b->efd = -1;
+}
+
+static void box_put(struct done_box *b, struct job *j)
+{
+	const uint64_t one = 1;
+
+	pthread_mutex_lock(&b->lock);
+	/* The eventfd is readable exactly while done is not empty. */
+	if (!b->done) {
+		atomic_store_explicit(&b->have_done, 1, memory_order_relaxed);
+		if (write(b->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+			perror("orfs-server: eventfd write");
+	}
+	j->next = b->done;
+	b->done = j;
+	pthread_mutex_unlock(&b->lock);
+}
+
+struct job *box_reap(struct done_box *b)
+{
+	struct job *list;
+	uint64_t n;
+
+	pthread_mutex_lock(&b->lock);
+	list = b->done;
+	b->done = NULL;
+	atomic_store_explicit(&b->have_done, 0, memory_order_relaxed);
+	if (list && read(b->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		perror("orfs-server: eventfd read");
+	pthread_mutex_unlock(&b->lock);
+	return list;
+}
+
 static void *worker_main(void *arg)
 {
 	struct workers *w = arg;
-	const uint64_t one = 1;
 	struct job *j;
 
 	pthread_mutex_lock(&w->lock);
@@ -28,16 +78,9 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&w->lock);
 
 		j->result = j->run(j);
+		box_put(j->box, j);
 
 		pthread_mutex_lock(&w->lock);
-		/* The eventfd is readable exactly while done is not empty. */
-		if (!w->done) {
-			atomic_store_explicit(&w->have_done, 1, memory_order_relaxed);
-			if (write(w->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
-				perror("orfs-server: eventfd write");
-		}
-		j->next = w->done;
-		w->done = j;
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -48,13 +91,9 @@ int workers_start(struct workers *w, int nthreads)
 	int i, ret;
 
 	memset(w, 0, sizeof(*w));
-	atomic_init(&w->have_done, 0);
 	w->todo_tail = &w->todo;
-	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->efd < 0) {
-		perror("orfs-server: eventfd");
+	if (box_init(&w->box))
 		return -1;
-	}
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->threads = calloc((size_t)nthreads, sizeof(*w->threads));
@@ -72,7 +111,6 @@ int workers_start(struct workers *w, int nthreads)
 	return 0;
 }
 
-/* Stops after the queued jobs have run. */
 void workers_stop(struct workers *w)
 {
 	int i;
@@ -86,32 +124,16 @@ void workers_stop(struct workers *w)
 	free(w->threads);
 	w->threads = NULL;
 	w->nthreads = 0;
-	if (w->efd >= 0)
-		close(w->efd);
-	w->efd = -1;
+	box_destroy(&w->box);
 }
 
-void workers_submit(struct workers *w, struct job *j)
+void workers_submit(struct workers *w, struct job *j, struct done_box *box)
 {
 	j->next = NULL;
+	j->box = box ? box : &w->box;
 	pthread_mutex_lock(&w->lock);
 	*w->todo_tail = j;
 	w->todo_tail = &j->next;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
-}
-
-struct job *workers_reap(struct workers *w)
-{
-	struct job *list;
-	uint64_t n;
-
-	pthread_mutex_lock(&w->lock);
-	list = w->done;
-	w->done = NULL;
-	atomic_store_explicit(&w->have_done, 0, memory_order_relaxed);
-	if (list && read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		perror("orfs-server: eventfd read");
-	pthread_mutex_unlock(&w->lock);
-	return list;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * I/O worker threads. The progress thread submits jobs (one backend call
- * each); workers run them and hand them back through a done list and an
- * eventfd the progress thread waits on. Jobs never touch fabric state.
+ * I/O worker threads. Progress threads submit jobs (one backend call
+ * each); workers run them and hand each back through the done box it names
+ * (a list and an eventfd its progress thread waits on). Jobs never touch
+ * fabric state.
  */
 #ifndef ORFS_SERVER_WORKERS_H
 #define ORFS_SERVER_WORKERS_H
@@ -16,8 +17,11 @@ struct job;
 /* Runs on a worker; returns 0 or -errno, stored in job->result. */
 typedef int (*job_fn)(struct job *j);
 
+struct done_box;
+
 struct job {
 	struct job		*next;
+	struct done_box		*box;		/* where it goes when done */
 	job_fn			run;
 	int			result;
 	void			*owner;		/* the rest is the submitter's */
@@ -31,28 +35,50 @@ struct job {
 	int			fua;
 };
 
+/* Finished jobs for one reaper. */
+struct done_box {
+	pthread_mutex_t		lock;
+	struct job		*done;
+	atomic_int		have_done;	/* done is not empty: a hint for a polling reaper */
+	int			efd;		/* readable while done is not empty */
+};
+
 struct workers {
 	pthread_mutex_t		lock;
 	pthread_cond_t		cond;
 	struct job		*todo, **todo_tail;
-	struct job		*done;
-	atomic_int		have_done;	/* done is not empty: a hint for a polling reaper */
-	int			efd;		/* readable while done is not empty */
+	struct done_box		box;		/* for jobs submitted without one */
 	int			stop;
 	int			nthreads;
 	pthread_t		*threads;
 };
 
-int workers_start(struct workers *w, int nthreads);
-void workers_stop(struct workers *w);
-void workers_submit(struct workers *w, struct job *j);
-/* Take every finished job (in no particular order); clears the eventfd. */
-struct job *workers_reap(struct workers *w);
+int box_init(struct done_box *b);
+void box_destroy(struct done_box *b);
+/* Take every finished job of B (in no particular order); clears the eventfd. */
+struct job *box_reap(struct done_box *b);
 
-/* Are there finished jobs to reap? A hint, without the lock or a system call. */
+/* Are there finished jobs in B to reap? A hint, without the lock or a system call. */
+static inline int box_have_done(struct done_box *b)
+{
+	return atomic_load_explicit(&b->have_done, memory_order_relaxed);
+}
+
+int workers_start(struct workers *w, int nthreads);
+/* Stops after the queued jobs have run (and went to their boxes). */
+void workers_stop(struct workers *w);
+/* Run J on a worker; it goes to BOX when done (NULL: W's own box). */
+void workers_submit(struct workers *w, struct job *j, struct done_box *box);
+
+/* W's own box: the jobs submitted without one. */
+static inline struct job *workers_reap(struct workers *w)
+{
+	return box_reap(&w->box);
+}
+
 static inline int workers_have_done(struct workers *w)
 {
-	return atomic_load_explicit(&w->have_done, memory_order_relaxed);
+	return box_have_done(&w->box);
 }
 
 #endif /* ORFS_SERVER_WORKERS_H */

@@ -7,7 +7,8 @@
 # small blocks; every byte read back is compared, and the backing file is
 # checked independently. A read-only volume refuses writes. The server
 # busy-polls (-B), so both ways of waiting for completions are covered by
-# the guest tests (the others sleep in epoll).
+# the guest tests (the others sleep in epoll), and it runs two progress
+# threads (-T 2), which share out the connections and the 4 buffers.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }
@@ -20,8 +21,8 @@ mount -t tmpfs -o size=2m tmpfs /tmp/small
 on_exit "umount /tmp/small"
 truncate -s 64M /tmp/small/full0
 # 1 MiB of pool in 256 KiB chunks: 4 buffers for everything.
-start_server -b vol0=/tmp/vol0 -b ro0=/tmp/ro0,ro -b full0=/tmp/small/full0 -m 1 -C 256 -t 2 -B 500
-expect_grep 'poll 500 us$' "$ORFS_SERVER_LOG"
+start_server -b vol0=/tmp/vol0 -b ro0=/tmp/ro0,ro -b full0=/tmp/small/full0 -m 1 -C 256 -t 2 -T 2 -B 500
+expect_grep ' 2 progress threads, poll 500 us$' "$ORFS_SERVER_LOG"
 
 step "INFO gives the volume's geometry"
 load -n vol0 -w info | tee /tmp/info.out
@@ -32,6 +33,10 @@ expect_grep 'size 8388608 .* flags 0x1$' /tmp/info.out
 step "64 KiB blocks, 4 streams x depth 4, 3 segments each: write then verify"
 load -n vol0 -w verify -S 4 -q 4 -b 65536 -N 64 -g 3 -r 11 | tee /tmp/v1.out
 expect_grep '^result: op=verify streams=4 bs=65536 .* errors=0 mismatches=0$' /tmp/v1.out
+
+# The four streams' connections went to both threads.
+expect_grep "connected to volume 'vol0' \(credits [0-9]+, progress thread 0\)" "$ORFS_SERVER_LOG"
+expect_grep "connected to volume 'vol0' \(credits [0-9]+, progress thread 1\)" "$ORFS_SERVER_LOG"
 
 step "1 MiB blocks (4 chunks each) in 7 uneven segments, FUA"
 load -n vol0 -w verify -S 2 -q 2 -b 1048576 -N 8 -g 7 -F -r 12 | tee /tmp/v2.out

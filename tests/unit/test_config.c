@@ -75,7 +75,7 @@ static void test_file(void)
 	CU_ASSERT_FATAL(fd >= 0);
 	f = fdopen(fd, "w");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs("# a comment\n\nlisten 10.0.0.1 20099\npool 128   # MiB\nchunk 512\nthreads 8\npoll 250\n"
+	fputs("# a comment\n\nlisten 10.0.0.1 20099\npool 128   # MiB\nchunk 512\nthreads 8\nprogress 3\npoll 250\n"
 	      "export data /srv/data ro squash\nvolume vol0 /dev/nvme0n1 prio=low\n", f);
 	fclose(f);
 	config_init(&c);
@@ -85,6 +85,7 @@ static void test_file(void)
 	CU_ASSERT_EQUAL(c.pool_mib, 128);
 	CU_ASSERT_EQUAL(c.chunk_kib, 512);
 	CU_ASSERT_EQUAL(c.threads, 8);
+	CU_ASSERT_EQUAL(c.progress, 3);
 	CU_ASSERT_EQUAL(c.poll_us, 250);
 	CU_ASSERT_EQUAL(c.nex, 2);
 	CU_ASSERT_TRUE(c.ex[0].read_only && c.ex[0].squash);
@@ -105,6 +106,10 @@ static void test_file(void)
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "poll -1", err, sizeof(err)), 0);
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "poll 100001", err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(err, "poll: microseconds from 0 to 100000");
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "progress 65", err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(err, "progress: threads from 1 to 64, or 0 for one a CPU");
+	CU_ASSERT_EQUAL(config_parse_line(&c, "progress 0", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.progress, 0);
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "volume onlyname", err, sizeof(err)), 0);
 }
 

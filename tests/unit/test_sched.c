@@ -210,11 +210,43 @@ static void test_replay(void)
 	CU_ASSERT_TRUE(fresh);
 }
 
+/* replay_begin(): the engine's one-step look, as several threads use it. */
+static void test_replay_begin(void)
+{
+	static struct replay rp;
+	struct replay_entry *e, *f;
+	uint8_t body[REPLAY_BODY_MAX];
+	uint32_t status = 99, len = 99;
+	int i;
+
+	replay_init(&rp);
+	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 7, 100, &e, &status, body, &len), REPLAY_NEW);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(status, 99);	/* untouched */
+	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 7, 101, &f, &status, body, &len), REPLAY_RUNNING);
+	CU_ASSERT_PTR_NULL(f);
+	replay_done(&rp, e, 13, "abc", 3);
+	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 7, 102, &f, &status, body, &len), REPLAY_DONE);
+	CU_ASSERT_PTR_NULL(f);
+	CU_ASSERT_EQUAL(status, 13);
+	CU_ASSERT_EQUAL(len, 3);
+	CU_ASSERT_EQUAL(memcmp(body, "abc", 3), 0);
+	/* Every entry running: the operation runs without a record. */
+	replay_init(&rp);
+	for (i = 0; i < REPLAY_ENTRIES; i++)
+		CU_ASSERT_EQUAL(replay_begin(&rp, 6, (uint64_t)i, 200, &e, &status, body, &len),
+				REPLAY_NEW);
+	CU_ASSERT_EQUAL(replay_begin(&rp, 6, REPLAY_ENTRIES, 200, &e, &status, body, &len),
+			REPLAY_UNCACHED);
+	CU_ASSERT_PTR_NULL(e);
+}
+
 int unit_add_replay_suite(void)
 {
 	CU_pSuite s = CU_add_suite("replay cache", NULL, NULL);
 
-	if (!s || !CU_add_test(s, "answers kept per client and xid, bounded, aged", test_replay))
+	if (!s || !CU_add_test(s, "answers kept per client and xid, bounded, aged", test_replay) ||
+	    !CU_add_test(s, "one-step lookup: new, running, answered, uncached", test_replay_begin))
 		return -1;
 	return 0;
 }

@@ -17,7 +17,7 @@ static int job_square(struct job *j)
 /* Is the workers' eventfd readable within MS milliseconds? */
 static int efd_readable(const struct workers *w, int ms)
 {
-	struct pollfd p = { .fd = w->efd, .events = POLLIN };
+	struct pollfd p = { .fd = w->box.efd, .events = POLLIN };
 
 	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
@@ -48,7 +48,7 @@ static void test_workers_done(void)
 	init_jobs(jobs, NJOBS);
 	/* One at a time: a lone finished job signals. */
 	for (i = 0; i < 4; i++) {
-		workers_submit(&w, &jobs[i]);
+		workers_submit(&w, &jobs[i], NULL);
 		CU_ASSERT_TRUE_FATAL(efd_readable(&w, 5000));
 		j = workers_reap(&w);
 		CU_ASSERT_PTR_EQUAL_FATAL(j, &jobs[i]);
@@ -59,7 +59,7 @@ static void test_workers_done(void)
 	/* Many at once: every one is reaped once, whatever the interleaving. */
 	init_jobs(jobs, NJOBS);
 	for (i = 0; i < NJOBS; i++)
-		workers_submit(&w, &jobs[i]);
+		workers_submit(&w, &jobs[i], NULL);
 	/* Every finished job not yet reaped keeps the eventfd readable. */
 	while (got < NJOBS && efd_readable(&w, 5000)) {
 		CU_ASSERT_TRUE(workers_have_done(&w));
@@ -86,11 +86,50 @@ static void test_workers_stop(void)
 	CU_ASSERT_EQUAL_FATAL(workers_start(&w, 2), 0);
 	init_jobs(jobs, 8);
 	for (i = 0; i < 8; i++)
-		workers_submit(&w, &jobs[i]);
+		workers_submit(&w, &jobs[i], NULL);
 	workers_stop(&w);	/* runs what was queued first */
 	for (i = 0; i < 8; i++)
 		CU_ASSERT_EQUAL(jobs[i].result, i * i);
-	CU_ASSERT_EQUAL(w.efd, -1);
+	CU_ASSERT_EQUAL(w.box.efd, -1);
+}
+
+/* Two reapers (progress threads) share the workers: each gets its own jobs back. */
+static void test_workers_boxes(void)
+{
+	struct done_box a, b;
+	struct workers w;
+	struct job jobs[16], *j;
+	int i, got_a = 0, got_b = 0, tries;
+
+	CU_ASSERT_EQUAL_FATAL(box_init(&a), 0);
+	CU_ASSERT_EQUAL_FATAL(box_init(&b), 0);
+	CU_ASSERT_EQUAL_FATAL(workers_start(&w, 3), 0);
+	init_jobs(jobs, 16);
+	for (i = 0; i < 16; i++)
+		workers_submit(&w, &jobs[i], i % 2 ? &b : &a);
+	for (tries = 0; tries < 500 && got_a + got_b < 16; tries++) {
+		struct pollfd p[2] = { { .fd = a.efd, .events = POLLIN },
+				       { .fd = b.efd, .events = POLLIN } };
+
+		if (poll(p, 2, 10) < 0)
+			break;
+		for (j = box_reap(&a); j; j = j->next) {
+			CU_ASSERT_EQUAL(j->tag % 2, 0);
+			CU_ASSERT_EQUAL(j->result, j->tag * j->tag);
+			got_a++;
+		}
+		for (j = box_reap(&b); j; j = j->next) {
+			CU_ASSERT_EQUAL(j->tag % 2, 1);
+			got_b++;
+		}
+	}
+	CU_ASSERT_EQUAL(got_a, 8);
+	CU_ASSERT_EQUAL(got_b, 8);
+	CU_ASSERT_PTR_NULL(workers_reap(&w));	/* nothing went to the default box */
+	CU_ASSERT_FALSE(box_have_done(&a));
+	workers_stop(&w);
+	box_destroy(&a);
+	box_destroy(&b);
 }
 
 int unit_add_workers_suite(void)
@@ -100,7 +139,8 @@ int unit_add_workers_suite(void)
 	if (!s ||
 	    !CU_add_test(s, "each job reaped once, eventfd readable while any is done",
 			 test_workers_done) ||
-	    !CU_add_test(s, "stop runs the queued jobs", test_workers_stop))
+	    !CU_add_test(s, "stop runs the queued jobs", test_workers_stop) ||
+	    !CU_add_test(s, "jobs go back to the box they name", test_workers_boxes))
 		return -1;
 	return 0;
 }
