@@ -1223,11 +1223,11 @@ static int main_loop(struct srv *s)
 		pthread_join(s->shards[i].thread, NULL);
 		s->shards[i].started = 0;
 	}
-	if (!failed)
-		for (i = 0; i < SRV_MAX_EXPORTS; i++)
-			if (s->ex[i].used && s->ex[i].cfg.service == KNET_SVC_BLOCK &&
-			    !s->ex[i].cfg.read_only && block_flush(&s->ex[i].vol))
-				srv_log("flushing volume '%s' failed", s->ex[i].cfg.name);
+	/* Whatever ended the threads, what the volumes took goes to stable storage. */
+	for (i = 0; i < SRV_MAX_EXPORTS; i++)
+		if (s->ex[i].used && s->ex[i].cfg.service == KNET_SVC_BLOCK &&
+		    !s->ex[i].cfg.read_only && block_flush(&s->ex[i].vol))
+			srv_log("flushing volume '%s' failed", s->ex[i].cfg.name);
 	return failed ? -1 : 0;
 }
 
