@@ -15,7 +15,9 @@
  * inline and need no chunk at all. The reply goes after the data: RDMA
  * WRITEs and the SEND on one queue pair are delivered in order.
  *
- * All of this runs on the progress thread; workers only run struct job.
+ * All of this runs on the progress thread that owns the connection (its
+ * shard); workers only run struct job. The replay and open-file caches
+ * are shared by the shards and lock themselves.
  */
 #include <errno.h>
 #include <fcntl.h>

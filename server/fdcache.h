@@ -3,7 +3,7 @@
  * Open files of the file service, kept for the next READ or WRITE of the
  * same file with the same open flags by the same credentials, so that a
  * data request skips open_by_handle_at(), the credential switch and the
- * reopen, and can run on the progress thread (which never switches
+ * reopen, and can run on a progress thread (which never switches
  * credentials). The kernel checked the caller's permission when the file
  * was opened with its credentials; an entry is used again only while
  *   - it is younger than FDC_SECONDS,

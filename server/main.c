@@ -449,10 +449,7 @@ static void cm_done(struct conn *c, const char *why)
 /* The events of shard SH's connections. */
 static void handle_eq(struct shard *sh)
 {
-	union {
-		struct fi_eq_cm_entry cm;
-		char raw[sizeof(struct fi_eq_cm_entry) + 256];
-	} ev;
+	union cm_event ev;
 	uint32_t event;
 	ssize_t rd;
 
@@ -514,18 +511,16 @@ static void wake(int fd)
 }
 
 /* Main: hand a connection request to the shard with the fewest connections. */
-static void hand_over(struct srv *s, const void *ev, size_t len)
+static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 {
 	struct connreq *q = calloc(1, sizeof(*q));
 	struct shard *sh = &s->shards[0];
 	int i;
 
 	if (!q) {
-		const struct fi_eq_cm_entry *cm = ev;
-
 		srv_log("out of memory for a connection");
-		reject(s, cm->info, KNET_REJ_BUSY, NULL);
-		fi_freeinfo(cm->info);
+		reject(s, ev->cm.info, KNET_REJ_BUSY, NULL);
+		fi_freeinfo(ev->cm.info);
 		return;
 	}
 	memcpy(&q->ev, ev, len);
@@ -543,10 +538,7 @@ static void hand_over(struct srv *s, const void *ev, size_t len)
 /* Main: the listener's events. */
 static void handle_listen(struct srv *s)
 {
-	union {
-		struct fi_eq_cm_entry cm;
-		char raw[sizeof(struct fi_eq_cm_entry) + 256];
-	} ev;
+	union cm_event ev;
 	uint32_t event;
 	ssize_t rd;
 

@@ -143,14 +143,17 @@ struct conn {
 	struct conn		*next;
 };
 
+/* A connection event as fi_eq_read() gives it, with room for connect data. */
+union cm_event {
+	struct fi_eq_cm_entry	cm;
+	char			raw[sizeof(struct fi_eq_cm_entry) + 256];
+};
+
 /* A connection request the main thread hands to a shard. */
 struct connreq {
 	struct connreq		*next;
 	size_t			datalen;
-	union {
-		struct fi_eq_cm_entry	cm;
-		char			raw[sizeof(struct fi_eq_cm_entry) + 256];
-	} ev;
+	union cm_event		ev;
 };
 
 /* One progress thread and all it owns. */
