@@ -486,7 +486,7 @@ static void handle_eq(struct shard *sh)
 /* Shard SH takes the connection requests handed to it. */
 static void take_mail(struct shard *sh)
 {
-	struct connreq *q, *next;
+	struct connreq *q, *next, *first;
 	uint64_t v;
 
 	if (read(sh->mailfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -495,9 +495,17 @@ static void take_mail(struct shard *sh)
 	q = sh->mail;
 	sh->mail = NULL;
 	pthread_mutex_unlock(&sh->mail_lock);
-	for (; q; q = next) {
+	/* Oldest first: the clients that asked first are answered first. */
+	for (first = NULL; q; q = next) {
+		next = q->next;
+		q->next = first;
+		first = q;
+	}
+	for (q = first; q; q = next) {
 		next = q->next;
 		on_connreq(sh, &q->ev.cm, q->datalen);
+		/* After on_connreq() counted it in nconns, if it took it. */
+		sh->queued--;
 		free(q);
 	}
 }
@@ -510,12 +518,22 @@ static void wake(int fd)
 		srv_log("waking a thread: %s", strerror(errno));
 }
 
-/* Main: hand a connection request to the shard with the fewest connections. */
+/* How many connections shard SH has or is about to have. */
+static int shard_load(struct shard *sh)
+{
+	return sh->nconns + sh->queued;
+}
+
+/*
+ * Main: hand a connection request to the shard with the fewest connections,
+ * counting those handed to it and not yet taken (a burst of requests, such
+ * as a block device's one connection a queue, spreads over the shards).
+ */
 static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 {
 	struct connreq *q = calloc(1, sizeof(*q));
 	struct shard *sh = &s->shards[0];
-	int i;
+	int i, load = shard_load(sh);
 
 	if (!q) {
 		srv_log("out of memory for a connection");
@@ -525,9 +543,13 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 	}
 	memcpy(&q->ev, ev, len);
 	q->datalen = len - sizeof(q->ev.cm);
-	for (i = 1; i < s->nshards; i++)
-		if (s->shards[i].nconns < sh->nconns)
+	for (i = 1; i < s->nshards; i++) {
+		if (shard_load(&s->shards[i]) < load) {
 			sh = &s->shards[i];
+			load = shard_load(sh);
+		}
+	}
+	sh->queued++;
 	pthread_mutex_lock(&sh->mail_lock);
 	q->next = sh->mail;
 	sh->mail = q;

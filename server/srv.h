@@ -176,7 +176,8 @@ struct shard {
 	int			epfd, eqfd, rxcqfd, txcqfd;
 	int			mailfd;		/* eventfd: mail or an order from main */
 	pthread_mutex_t		mail_lock;
-	struct connreq		*mail;		/* connection requests to take */
+	struct connreq		*mail;		/* connection requests to take, newest first */
+	atomic_int		queued;		/* how many: main counts them as connections */
 	atomic_int		stopping;	/* main: drain and end */
 	atomic_int		stop;		/* main: end now */
 	atomic_int		ended;		/* the thread left its loop */

@@ -38,6 +38,22 @@ expect_grep '^result: op=verify streams=4 bs=65536 .* errors=0 mismatches=0$' /t
 expect_grep "connected to volume 'vol0' \(credits [0-9]+, progress thread 0\)" "$ORFS_SERVER_LOG"
 expect_grep "connected to volume 'vol0' \(credits [0-9]+, progress thread 1\)" "$ORFS_SERVER_LOG"
 
+step "four clients connecting at once are spread over both threads"
+n0=$(wc -l < "$ORFS_SERVER_LOG")
+pids=()
+for i in 1 2 3 4; do
+	load -n vol0 -w read -S 1 -q 2 -b 65536 -T 2 > /tmp/burst$i.out &
+	pids+=($!)
+done
+for i in 1 2 3 4; do
+	wait "${pids[$((i - 1))]}" || { cat /tmp/burst$i.out; fail "client $i failed"; }
+	expect_grep '^result: op=read .* errors=0 ' /tmp/burst$i.out
+done
+tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/burst.log
+for t in 0 1; do
+	expect_grep "connected to volume 'vol0' \(credits [0-9]+, progress thread $t\)" /tmp/burst.log
+done
+
 step "1 MiB blocks (4 chunks each) in 7 uneven segments, FUA"
 load -n vol0 -w verify -S 2 -q 2 -b 1048576 -N 8 -g 7 -F -r 12 | tee /tmp/v2.out
 expect_grep 'errors=0 mismatches=0$' /tmp/v2.out

@@ -5,7 +5,8 @@
 # listed by cookies, permissions as a user, read-only and squashed exports,
 # hostile names and forged handles, files kept open by the server used
 # only by their credentials and forgotten on a permission change, a
-# retransmitted create answered from the replay cache, handles that
+# retransmitted create answered from the replay cache (also after the
+# client reconnected onto another progress thread), handles that
 # survive a server restart, and name operations of root on an export in
 # memory that run without a worker thread (others' with one).
 # timeout: 300
@@ -176,6 +177,33 @@ cat /tmp/out.txt
 expect_eq "answers ok (first and retransmission)" "$(grep -c '^ok type=file' /tmp/out.txt)" 2
 expect_eq "a new request is refused" "$(grep -c '^error EEXIST' /tmp/out.txt)" 1
 expect_eq "a retransmitted remove is not ENOENT" "$(grep -c '^ok$' /tmp/out.txt)" 2
+
+step "a client that reconnects onto another progress thread gets its answer from the replay cache"
+# Two processes with one client id send the same create, xid for xid (a
+# client retransmitting on a new connection). The first holds its
+# connection open, so the second goes to the other progress thread.
+expect_grep ' 2 progress threads, ' "$ORFS_SERVER_LOG"
+rm -f /tmp/hold && mkfifo /tmp/hold
+exec 9<>/tmp/hold
+fs -n data -c 77 -f /tmp/hold > /tmp/first.out 9>&- &
+first=$!
+echo "create pub/cross 644 excl" >&9
+for _ in $(seq 300); do
+	grep -q '^ok type=file' /tmp/first.out && break
+	sleep 0.1
+done
+expect_grep '^ok type=file mode=644 ' /tmp/first.out
+fs -n data -c 77 create pub/cross 644 excl > /tmp/second.out 9>&-
+exec 9>&-
+wait $first || fail "the first client failed"
+cat /tmp/second.out
+expect_grep '^ok type=file mode=644 ' /tmp/second.out
+grep -o "connected to export 'data' (credits [0-9]*, progress thread [0-9])" "$ORFS_SERVER_LOG" |
+	tail -n 2 | sed 's/.*thread \([0-9]\).*/\1/' | sort -u > /tmp/threads.txt
+expect_eq "progress threads of the two connections" "$(tr '\n' ' ' < /tmp/threads.txt)" "0 1 "
+fs -n data create pub/cross 644 excl > /tmp/out.txt || true
+expect_grep '^error EEXIST' /tmp/out.txt
+fs -n data rm pub/cross > /tmp/out.txt
 
 step "handles survive a server restart; another key makes them stale"
 fh=$(fs -n data fh d/big | sed -n 's/^ok //p')
