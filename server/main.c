@@ -577,13 +577,14 @@ static void handle_listen(struct srv *s)
 			s->stop = 1;
 			return;
 		}
-		if (event == FI_CONNREQ && (size_t)rd >= sizeof(ev.cm) && s->stopping) {
+		if (event != FI_CONNREQ || (size_t)rd < sizeof(ev.cm)) {
+			srv_log("unexpected listener event %u", event);
+		} else if (s->stopping) {
 			reject(s, ev.cm.info, KNET_REJ_BUSY, NULL);
 			fi_freeinfo(ev.cm.info);
-		} else if (event == FI_CONNREQ && (size_t)rd >= sizeof(ev.cm)) {
+		} else {
 			hand_over(s, &ev, (size_t)rd);
-		} else
-			srv_log("unexpected listener event %u", event);
+		}
 	}
 }
 
