@@ -96,6 +96,7 @@ static void orfs_areq_done(struct knet_srq *srq)
 	int err = rq->error;
 	u32 count = 0;
 
+	orfs_sess_put(ORFS_SB(a->inode->i_sb), srq->s);
 	/* READ and WRITE are not replayed: EINPROGRESS cannot come back. */
 	if (!err && rq->status)
 		err = orfs_status_errno(rq->status);
@@ -143,6 +144,6 @@ void orfs_io_start(struct orfs_areq *a, u32 flags)
 	rq->dir = orfs_io_dir(a->op);
 	rq->reply = &a->rep;
 	rq->reply_max = sizeof(a->rep);
-	knet_session_submit(&sbi->sess, &a->srq);
+	knet_session_submit(orfs_sess_get(sbi), &a->srq);
 }
 

@@ -39,11 +39,17 @@ struct orfs_opts {
 	unsigned int	timeo;		/* tenths of a second, per try */
 	unsigned int	retrans;	/* tries of a soft mount */
 	bool		regcache;	/* cache the registrations of O_DIRECT buffers */
+	unsigned int	nconnect;	/* connections, 1 to ORFS_MAX_CONNECT */
 };
+
+/* Connections of one mount at most (nconnect=). */
+#define ORFS_MAX_CONNECT	8
 
 /**
  * struct orfs_sb - one mount
- * @sess: the connection, a knet session that reconnects
+ * @sess: the connections, each a knet session that reconnects
+ * @nsess: how many of @sess are open
+ * @sess_busy: requests of each session not yet over
  * @addr: the server
  * @export: the export's name
  * @opts: the options in effect
@@ -55,7 +61,9 @@ struct orfs_opts {
  * @inline_max: the connection's inline limit
  */
 struct orfs_sb {
-	struct knet_session	sess;
+	struct knet_session	sess[ORFS_MAX_CONNECT];
+	unsigned int		nsess;
+	atomic_t		sess_busy[ORFS_MAX_CONNECT];
 	struct sockaddr_in	addr;
 	char			export[KNET_NAME_MAX + 1];
 	struct orfs_opts	opts;
@@ -132,8 +140,11 @@ void orfs_msg_name(struct orfs_msg *m, const char *name, size_t len);
 void orfs_msg_blob(struct orfs_msg *m, const void *p, size_t len);
 int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 reply_min,
 	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir);
-int orfs_session(struct orfs_sb *sbi);
+struct knet_session *orfs_sess_get(struct orfs_sb *sbi);
+void orfs_sess_put(struct orfs_sb *sbi, struct knet_session *s);
 int orfs_connect(struct orfs_sb *sbi);
+void orfs_abort(struct orfs_sb *sbi);
+void orfs_disconnect(struct orfs_sb *sbi);
 unsigned long orfs_timeout(struct orfs_sb *sbi);
 
 /* inode.c */

@@ -4,7 +4,8 @@
  * sending them over the mount's knet endpoint with the mount's failure
  * policy.
  *
- * The mount's connection is a knet session: a transport failure (time-out,
+ * Each of the mount's connections is a knet session (nconnect= of them, a
+ * request on the least busy): a transport failure (time-out,
  * lost connection, a server that lied) makes knet reconnect, run our
  * handshake (SESSION, with the mount's client id) and send the same body
  * again, with the same transaction id: the server's replay cache answers a
@@ -15,6 +16,7 @@
 #define pr_fmt(fmt) "orfs: " fmt
 
 #include <linux/cred.h>
+#include <linux/limits.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
@@ -144,16 +146,51 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 }
 
 /**
- * orfs_connect() - open the mount's session with the server
- * @sbi: the mount, its address, export and options set
+ * orfs_sess_get() - the session for a request
+ * @sbi: the mount
  *
- * Context: process context, before the mount is visible.
- * Return: 0, -ENOENT (no such export), -EACCES (client not allowed), or
- * another connection error.
+ * With several connections, a request goes to the one with the fewest
+ * requests not yet over, the first of them on a tie, whatever the CPU or
+ * process: requests one at a time all take the first connection (the same
+ * server thread, awake), a process's deep stream of requests spreads over
+ * all of them, and so over the server's progress threads. A request is
+ * sent again on the session it was given (the server's replay cache is
+ * shared by all the connections of a client id).
+ *
+ * Context: any; the choice is approximate when requests start together.
+ * Return: one of the mount's sessions, counted busy until orfs_sess_put().
  */
-int orfs_connect(struct orfs_sb *sbi)
+struct knet_session *orfs_sess_get(struct orfs_sb *sbi)
 {
-	struct knet_session *sess = &sbi->sess;
+	unsigned int i, best = 0;
+	int busy, least = INT_MAX;
+
+	for (i = 0; i < sbi->nsess; i++) {
+		busy = atomic_read(&sbi->sess_busy[i]);
+		if (busy < least) {
+			least = busy;
+			best = i;
+		}
+	}
+	atomic_inc(&sbi->sess_busy[best]);
+	return &sbi->sess[best];
+}
+
+/**
+ * orfs_sess_put() - a request of orfs_sess_get()'s session is over
+ * @sbi: the mount
+ * @s: the session it returned
+ *
+ * Context: any (softirq for a READ that ends there).
+ */
+void orfs_sess_put(struct orfs_sb *sbi, struct knet_session *s)
+{
+	atomic_dec(&sbi->sess_busy[s - sbi->sess]);
+}
+
+/* Open session SESS of the mount, the first or another. */
+static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
+{
 	int reason, ret;
 
 	sess->params = (struct knet_ep_params){
@@ -182,6 +219,56 @@ int orfs_connect(struct orfs_sb *sbi)
 }
 
 /**
+ * orfs_connect() - open the mount's sessions with the server
+ * @sbi: the mount, its address, export and options set
+ *
+ * Context: process context, before the mount is visible.
+ * Return: 0, -ENOENT (no such export), -EACCES (client not allowed), or
+ * another connection error; on an error no session is left open.
+ */
+int orfs_connect(struct orfs_sb *sbi)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < sbi->opts.nconnect; i++) {
+		ret = orfs_connect_one(sbi, &sbi->sess[i]);
+		if (ret) {
+			orfs_disconnect(sbi);
+			return ret;
+		}
+		sbi->nsess = i + 1;
+	}
+	return 0;
+}
+
+/**
+ * orfs_abort() - make every call of the mount fail now (umount -f)
+ * @sbi: the mount
+ *
+ * Context: any process context.
+ */
+void orfs_abort(struct orfs_sb *sbi)
+{
+	unsigned int i;
+
+	for (i = 0; i < sbi->nsess; i++)
+		knet_session_abort(&sbi->sess[i]);
+}
+
+/**
+ * orfs_disconnect() - close the mount's sessions, if any are open
+ * @sbi: the mount; no call may be running
+ *
+ * Context: process context, may sleep.
+ */
+void orfs_disconnect(struct orfs_sb *sbi)
+{
+	while (sbi->nsess)
+		knet_session_close(&sbi->sess[--sbi->nsess]);
+}
+
+/**
  * orfs_rpc() - send a request and wait for its answer
  * @sbi: the mount
  * @op: the operation
@@ -201,11 +288,13 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir)
 {
 	unsigned int waits = 0;
+	struct knet_session *sess;
 	struct knet_request rq;
 	int ret;
 
 	if (m->err)
 		return m->err;
+	sess = orfs_sess_get(sbi);
 	for (;;) {
 		memset(&rq, 0, sizeof(rq));
 		rq.opcode = op;
@@ -215,21 +304,24 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 		rq.dir = dir;
 		rq.reply = reply;
 		rq.reply_max = reply_max;
-		ret = knet_session_call(&sbi->sess, &rq);
-		if (ret)
-			return ret;
-		if (rq.status != EINPROGRESS)
+		ret = knet_session_call(sess, &rq);
+		if (ret || rq.status != EINPROGRESS)
 			break;
 		/*
 		 * Our first try of this xid still runs on the server: ask again
 		 * every 100 ms; a soft mount gives up after timeo x retrans, as
 		 * for a server that does not answer at all.
 		 */
+		ret = -EIO;
 		if (sbi->opts.soft && ++waits >= sbi->opts.timeo * sbi->opts.retrans)
-			return -EIO;
-		if (knet_sleep_killable(100))
-			return -EINTR;
+			break;
+		ret = knet_sleep_killable(100);
+		if (ret)
+			break;
 	}
+	orfs_sess_put(sbi, sess);
+	if (ret)
+		return ret;
 	if (rq.status)
 		return orfs_status_errno(rq.status);
 	if (rq.reply_len < reply_min) {

@@ -41,7 +41,7 @@ enum {
 	ORFS_OPT_ACREGMIN, ORFS_OPT_ACREGMAX, ORFS_OPT_ACDIRMIN, ORFS_OPT_ACDIRMAX,
 	ORFS_OPT_ACTIMEO, ORFS_OPT_NOAC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
-	ORFS_OPT_REGCACHE,
+	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT,
 };
 
 static const struct constant_table orfs_onoff[] = {
@@ -66,6 +66,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_u32("timeo",		ORFS_OPT_TIMEO),
 	fsparam_u32("retrans",		ORFS_OPT_RETRANS),
 	fsparam_enum("regcache",	ORFS_OPT_REGCACHE, orfs_onoff),
+	fsparam_u32("nconnect",		ORFS_OPT_NCONNECT),
 	{}
 };
 
@@ -145,6 +146,12 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case ORFS_OPT_REGCACHE:
 		o->regcache = r.uint_32;
+		break;
+	case ORFS_OPT_NCONNECT:
+		if (!r.uint_32 || r.uint_32 > ORFS_MAX_CONNECT)
+			return invalfc(fc, "nconnect=%u: 1 to %d connections", r.uint_32,
+				       ORFS_MAX_CONNECT);
+		o->nconnect = r.uint_32;
 		break;
 	}
 	return 0;
@@ -257,8 +264,9 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 		   o->acregmax, o->acdirmin, o->acdirmax);
 	if (o->noac)
 		seq_puts(m, ",noac");
-	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s", o->soft ? "soft" : "hard",
-		   o->timeo, o->retrans, o->regcache ? "on" : "off");
+	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s,nconnect=%u",
+		   o->soft ? "soft" : "hard", o->timeo, o->retrans, o->regcache ? "on" : "off",
+		   sbi->nsess);
 	return 0;
 }
 
@@ -267,14 +275,14 @@ static void orfs_umount_begin(struct super_block *sb)
 {
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
-	knet_session_abort(&sbi->sess);
+	orfs_abort(sbi);
 }
 
 static void orfs_put_super(struct super_block *sb)
 {
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
-	knet_session_close(&sbi->sess);
+	orfs_disconnect(sbi);
 }
 
 static const struct super_operations orfs_sops = {
@@ -407,6 +415,7 @@ static int orfs_init_fs_context(struct fs_context *fc)
 	ctx->opts.timeo = 600;
 	ctx->opts.retrans = 3;
 	ctx->opts.regcache = true;
+	ctx->opts.nconnect = 1;
 	fc->fs_private = ctx;
 	fc->ops = &orfs_context_ops;
 	return 0;
@@ -417,8 +426,8 @@ static void orfs_kill_sb(struct super_block *sb)
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
 	kill_anon_super(sb);
-	if (sbi && sbi->sess.ep)
-		knet_session_close(&sbi->sess);	/* the mount failed before put_super */
+	if (sbi)
+		orfs_disconnect(sbi);	/* the mount failed before put_super */
 	kfree(sbi);
 }
 

@@ -39,10 +39,13 @@ step "mount: the options in effect are in /proc/mounts"
 mnt -o acregmax=10,soft,timeo=50,retrans=2,regcache=off,rsize=262144
 on_exit "umount -f /tmp/mnt 2>/dev/null || true"
 grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
-expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off" /tmp/out
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=1 " /tmp/out
 umnt
 expect_fail mnt -o acregmin=20,acregmax=10
 expect_grep 'attribute cache minimum above its maximum' <(dmesg)
+expect_fail mnt -o nconnect=0
+expect_fail mnt -o nconnect=9
+expect_grep 'nconnect=9: 1 to 8 connections' <(dmesg)
 mount -t orfs "$ORFS_ADDR:/nosuch" /tmp/mnt 2>/dev/null && fail "an unknown export mounted"
 expect_grep "export 'nosuch' refused: no such export or volume" <(dmesg)
 mnt -o ro
@@ -183,6 +186,41 @@ for depth in 1 8; do
 	rm -f /tmp/mnt/ring.*
 	umnt
 done
+
+step "nconnect=2: a connection on each progress thread, both carry requests, both come back after a restart"
+expect_grep ' 2 progress threads, ' "$ORFS_SERVER_LOG"
+n0=$(wc -l < "$ORFS_SERVER_LOG")
+mnt -o nconnect=2,timeo=20
+expect_grep "addr=$ORFS_ADDR,.*,nconnect=2 " /proc/mounts
+expect_eq "knet endpoints of the mount" "$(ls /sys/kernel/debug/knet/endpoints | wc -l)" 2
+tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/nc.log
+for t in 0 1; do
+	expect_grep "connected to export 'data' \(credits [0-9]+, progress thread $t\)" /tmp/nc.log
+done
+fio --name=nc --directory=/tmp/mnt --size=24M --rw=randwrite --bsrange=4k-1m --direct=1 \
+	--ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fio6.out || { cat /tmp/fio6.out; fail "fio nconnect"; }
+expect_grep 'err= 0' /tmp/fio6.out
+# Each endpoint took about half of the requests.
+for f in /sys/kernel/debug/knet/endpoints/*/stats; do
+	awk '$1 == "requests" { print $2 }' "$f"
+done > /tmp/nc.req
+cat /tmp/nc.req
+total=$(awk '{ s += $1 } END { print s }' /tmp/nc.req)
+least=$(sort -n /tmp/nc.req | head -n 1)
+[ "$least" -ge $((total / 3)) ] || fail "requests split $(tr '\n' ' ' < /tmp/nc.req)"
+fio --name=ncre --directory=/tmp/mnt --size=32M --rw=write --bs=64k --ioengine=psync \
+	--fsync=16 --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
+	--output=/tmp/fio7.out &
+fio_pid=$!
+sleep 3
+restart_server
+wait $fio_pid || { cat /tmp/fio7.out; fail "fio across a server restart, nconnect=2"; }
+expect_grep 'err= 0' /tmp/fio7.out
+grep -h '^session_reconnects' /sys/kernel/debug/knet/endpoints/*/stats | tee /tmp/out
+expect_eq "sessions that reconnected" "$(grep -c '^session_reconnects [1-9]' /tmp/out)" 2
+rm -f /tmp/mnt/nc.* /tmp/mnt/ncre.*
+umnt
 
 step "hard mount: the server is killed and restarted during a verified run; fio never sees it"
 mnt -o timeo=20
