@@ -34,6 +34,23 @@ restart_server() {
 	kill_server
 	start_server -s $state -e data=$exp
 }
+# fio_restarts NAME MB RESTARTS: a verified fio write of MB MiB in
+# /tmp/mnt during which the server is killed and restarted RESTARTS
+# times, 3 s in and then every 2 s; fio must never see it
+fio_restarts() {
+	local pid i
+	fio --name="$1" --directory=/tmp/mnt --size="$2M" --rw=write --bs=64k --ioengine=psync \
+		--fsync=16 --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
+		--output="/tmp/$1.out" &
+	pid=$!
+	sleep 3
+	for ((i = 0; i < $3; i++)); do
+		((i == 0)) || sleep 2
+		restart_server
+	done
+	wait $pid || { cat "/tmp/$1.out"; fail "fio $1 across server restarts"; }
+	expect_grep 'err= 0' "/tmp/$1.out"
+}
 
 step "mount: the options in effect are in /proc/mounts"
 mnt -o acregmax=10,soft,timeo=50,retrans=2,regcache=off,rsize=262144
@@ -209,14 +226,7 @@ cat /tmp/nc.req
 total=$(awk '{ s += $1 } END { print s }' /tmp/nc.req)
 least=$(sort -n /tmp/nc.req | head -n 1)
 [ "$least" -ge $((total / 3)) ] || fail "requests split $(tr '\n' ' ' < /tmp/nc.req)"
-fio --name=ncre --directory=/tmp/mnt --size=32M --rw=write --bs=64k --ioengine=psync \
-	--fsync=16 --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
-	--output=/tmp/fio7.out &
-fio_pid=$!
-sleep 3
-restart_server
-wait $fio_pid || { cat /tmp/fio7.out; fail "fio across a server restart, nconnect=2"; }
-expect_grep 'err= 0' /tmp/fio7.out
+fio_restarts ncre 32 1
 grep -h '^session_reconnects' /sys/kernel/debug/knet/endpoints/*/stats | tee /tmp/out
 expect_eq "sessions that reconnected" "$(grep -c '^session_reconnects [1-9]' /tmp/out)" 2
 rm -f /tmp/mnt/nc.* /tmp/mnt/ncre.*
@@ -224,16 +234,7 @@ umnt
 
 step "hard mount: the server is killed and restarted during a verified run; fio never sees it"
 mnt -o timeo=20
-fio --name=restart --directory=/tmp/mnt --size=48M --rw=write --bs=64k --ioengine=psync \
-	--fsync=16 --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
-	--output=/tmp/fio3.out &
-fio_pid=$!
-sleep 3
-restart_server
-sleep 2
-restart_server
-wait $fio_pid || { cat /tmp/fio3.out; fail "fio across server restarts"; }
-expect_grep 'err= 0' /tmp/fio3.out
+fio_restarts restart 48 2
 dmesg | grep -E 'knet: .*(reconnected|not responding)' | tail -n 4
 expect_grep 'knet: .*reconnected' <(dmesg)
 cat /sys/kernel/debug/knet/endpoints/*/stats | grep -E '^session_(reconnects|resent)' | tee /tmp/out
