@@ -526,8 +526,8 @@ static int shard_load(struct shard *sh)
 
 /*
  * Main: hand a connection request to the shard with the fewest connections,
- * counting those handed to it and not yet taken (a burst of requests, such
- * as a block device's one connection a queue, spreads over the shards).
+ * counting those handed to it and not yet taken: a burst of requests
+ * (clients starting together) spreads over the shards.
  */
 static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 {
