@@ -533,7 +533,7 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 {
 	struct connreq *q = calloc(1, sizeof(*q));
 	struct shard *sh = &s->shards[0];
-	int i, load = shard_load(sh);
+	int i, load = shard_load(sh), other;
 
 	if (!q) {
 		srv_log("out of memory for a connection");
@@ -544,9 +544,10 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 	memcpy(&q->ev, ev, len);
 	q->datalen = len - sizeof(q->ev.cm);
 	for (i = 1; i < s->nshards; i++) {
-		if (shard_load(&s->shards[i]) < load) {
+		other = shard_load(&s->shards[i]);
+		if (other < load) {
 			sh = &s->shards[i];
-			load = shard_load(sh);
+			load = other;
 		}
 	}
 	sh->queued++;
