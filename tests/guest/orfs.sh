@@ -219,15 +219,13 @@ fio --name=nc --directory=/tmp/mnt --size=24M --rw=randwrite --bsrange=4k-1m --d
 	--verify_state_save=0 --output=/tmp/fio6.out || { cat /tmp/fio6.out; fail "fio nconnect"; }
 expect_grep 'err= 0' /tmp/fio6.out
 # Each endpoint took about half of the requests.
-for f in /sys/kernel/debug/knet/endpoints/*/stats; do
-	awk '$1 == "requests" { print $2 }' "$f"
-done > /tmp/nc.req
+ep_stats | awk '$1 == "requests" { print $2 }' > /tmp/nc.req
 cat /tmp/nc.req
 total=$(awk '{ s += $1 } END { print s }' /tmp/nc.req)
 least=$(sort -n /tmp/nc.req | head -n 1)
 [ "$least" -ge $((total / 3)) ] || fail "requests split $(tr '\n' ' ' < /tmp/nc.req)"
 fio_restarts ncre 32 1
-grep -h '^session_reconnects' /sys/kernel/debug/knet/endpoints/*/stats | tee /tmp/out
+ep_stats | grep '^session_reconnects' | tee /tmp/out
 expect_eq "sessions that reconnected" "$(grep -c '^session_reconnects [1-9]' /tmp/out)" 2
 rm -f /tmp/mnt/nc.* /tmp/mnt/ncre.*
 umnt
