@@ -208,12 +208,26 @@ static uint32_t inject_block_fault(int fault, struct req *r, struct mxbd_info *i
 	return blen;
 }
 
+/*
+ * Whether a test fault makes R's reply lie: once the client is set up. A
+ * file connection opens with SESSION, and a mount's first one asks GETROOT
+ * too: every other reply lies, on every connection of the mount. A block
+ * connection lies from its third reply on.
+ */
+static int fault_lies(const struct conn *c, const struct req *r)
+{
+	if (!c->s->fault)
+		return 0;
+	if (is_file(c))
+		return r->f.opcode != ORFS_OP_SESSION && r->f.opcode != ORFS_OP_GETROOT;
+	return c->st.requests > 2;
+}
+
 /* Send R's reply, built from its state; parks R if no reply buffer is free. */
 static void reply(struct req *r)
 {
 	struct conn *c = r->c;
-	/* A test fault makes replies lie from a connection's third on. */
-	int lie = c->s->fault && c->st.requests > 2;
+	int lie = fault_lies(c, r);
 	struct mxbd_info info;
 	uint32_t blen, ilen;
 	size_t n;
