@@ -44,6 +44,8 @@ struct orfs_opts {
 
 /* Connections of one mount at most (nconnect=). */
 #define ORFS_MAX_CONNECT	8
+/* Connections without nconnect=: one per online CPU, at most this many. */
+#define ORFS_AUTO_CONNECT	4
 
 /**
  * struct orfs_sb - one mount

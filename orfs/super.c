@@ -11,6 +11,7 @@
 #define pr_fmt(fmt) "orfs: " fmt
 
 #include <linux/backing-dev.h>
+#include <linux/cpumask.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
@@ -415,7 +416,12 @@ static int orfs_init_fs_context(struct fs_context *fc)
 	ctx->opts.timeo = 600;
 	ctx->opts.retrans = 3;
 	ctx->opts.regcache = true;
-	ctx->opts.nconnect = 1;
+	/*
+	 * One connection per CPU, as MXBD's queues: a deep stream spreads
+	 * over the server's progress threads, while requests sent one at a
+	 * time stay on the first connection (orfs_sess_get()).
+	 */
+	ctx->opts.nconnect = min_t(unsigned int, num_online_cpus(), ORFS_AUTO_CONNECT);
 	fc->fs_private = ctx;
 	fc->ops = &orfs_context_ops;
 	return 0;

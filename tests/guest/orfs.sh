@@ -56,7 +56,15 @@ step "mount: the options in effect are in /proc/mounts"
 mnt -o acregmax=10,soft,timeo=50,retrans=2,regcache=off,rsize=262144
 on_exit "umount -f /tmp/mnt 2>/dev/null || true"
 grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
-expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=1 " /tmp/out
+# Without nconnect=, a connection per CPU, four at most.
+ncpu=$(nproc)
+auto=$((ncpu < 4 ? ncpu : 4))
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto " /tmp/out
+expect_eq "knet endpoints of a mount on $ncpu CPUs" "$(ls /sys/kernel/debug/knet/endpoints | wc -l)" $auto
+umnt
+mnt -o nconnect=1
+expect_grep "addr=$ORFS_ADDR,.*,nconnect=1 " /proc/mounts
+expect_eq "knet endpoints with nconnect=1" "$(ls /sys/kernel/debug/knet/endpoints | wc -l)" 1
 umnt
 expect_fail mnt -o acregmin=20,acregmax=10
 expect_grep 'attribute cache minimum above its maximum' <(dmesg)
@@ -182,11 +190,12 @@ rm -f /tmp/mnt/buffered.* /tmp/mnt/direct.* /tmp/mnt/small.*
 umnt
 
 step "asynchronous O_DIRECT through io_uring: verified, as many requests in flight as fio keeps"
-# A fresh mount's endpoints start with no peak; at depth 1 it stays 1 (the
+# A fresh mount's endpoint starts with no peak; at depth 1 it stays 1 (the
 # metadata calls around the job wait for their answers too), at depth 8
-# every I/O is its own request, sent without waiting for the others.
+# every I/O is its own request, sent without waiting for the others. One
+# connection, so that all of them are on it.
 for depth in 1 8; do
-	mnt
+	mnt -o nconnect=1
 	expect_eq "requests in flight at most, a new mount" "$(ep_max in_flight_peak)" 1
 	fio --name=ring --directory=/tmp/mnt --size=8M --rw=randwrite --bsrange=4k-64k --direct=1 \
 		--ioengine=io_uring --iodepth=$depth --verify=crc32c --verify_fatal=1 --do_verify=1 \
