@@ -6,8 +6,10 @@
 # (mean and p99 latency), a buffered sequential write then read of a large file,
 # create/stat/unlink of 1000 files (time per operation; as root, then as
 # a user), and ORFS's O_DIRECT
-# 64 KiB reads with the registration cache on and off. Each figure is the
-# median of BENCH_ROUNDS runs (default 4) on each mount.
+# 64 KiB reads with the registration cache on and off. Each system runs with
+# its defaults; the bandwidth jobs also run on NFS with as many connections
+# as ORFS (nconnect=). Each figure is the median of BENCH_ROUNDS runs
+# (default 4) on each mount.
 # timeout: 2400
 . "$(dirname "$0")/../guest/lib.sh"
 out=$ORFS_RESULTS/orfs.tsv
@@ -36,9 +38,15 @@ rpc.mountd --no-nfs-version 4
 rpc.nfsd -N 4 8
 on_exit "rpc.nfsd 0; exportfs -ua; pkill rpc.mountd; pkill rpcbind"
 echo "rdma 20049" > /proc/fs/nfsd/portlist
-mount -t nfs -o vers=3,nolock,proto=rdma,port=20049 "$ORFS_ADDR:/tmp/nexp" /tmp/nmnt
+nfsmnt() { mount -t nfs -o "vers=3,nolock,proto=rdma,port=20049$1" "$ORFS_ADDR:/tmp/nexp" /tmp/nmnt; }
+nfsmnt ""
 on_exit "umount /tmp/nmnt"
 grep -E ' /tmp/(o|n)mnt ' /proc/mounts
+# Each at its defaults: ORFS opens a connection per CPU (four at most), NFS
+# one. NFS's nconnect= also runs the bandwidth jobs with as many as ORFS's.
+nc=$(grep ' /tmp/omnt ' /proc/mounts | sed -n 's/.*,nconnect=\([0-9]*\).*/\1/p')
+[ -n "$nc" ] || fail "no nconnect= in ORFS's /proc/mounts line"
+echo "ORFS mounts with $nc connections"
 
 # dio NAME DIR RW BS QD: an O_DIRECT fio job on a 256 MiB file in DIR.
 dio() {
@@ -113,6 +121,21 @@ for ((round = 1; round <= rounds; round++)); do
 			esac
 		done
 	done
+	if [ "$nc" -gt 1 ]; then
+		umount /tmp/nmnt
+		nfsmnt ",nconnect=$nc"
+		# Its transports, one "xprt:" line each.
+		n=$(awk '/^device / { on = / mounted on \/tmp\/nmnt / } on && /xprt:/' \
+			/proc/self/mountstats | wc -l)
+		[ "$n" = "$nc" ] || fail "NFS with nconnect=$nc has $n transports"
+		for job in "${jobs[@]:0:2}"; do
+			set -- $job
+			read -r bw _ < <(dio "nc-$1-$round" /tmp/nmnt "$2" "$3" "$4")
+			keep n "${1}_nconnect_MBps" "$bw"
+		done
+		umount /tmp/nmnt
+		nfsmnt ""
+	fi
 	for x in $systems; do
 		read -r w r < <(buffered /tmp/${x}mnt)
 		keep $x buf_seqwrite_MBps "$w"
@@ -149,6 +172,13 @@ for m in dio_seqread_1M_qd16_MBps dio_seqwrite_1M_qd16_MBps dio_randread_4k_qd1_
 	 user_create_us user_stat_us user_unlink_us; do
 	row $m "$(median ${fig[o-$m]})" "$(median ${fig[n-$m]})" "$(sed 's/.*_//' <<< "$m")"
 done
+# ORFS's bandwidth (the same runs as above) against NFS with as many connections.
+if [ "$nc" -gt 1 ]; then
+	for m in dio_seqread_1M_qd16 dio_seqwrite_1M_qd16; do
+		row "${m}_nfs_nconnect${nc}_MBps" "$(median ${fig[o-${m}_MBps]})" \
+		    "$(median ${fig[n-${m}_nconnect_MBps]})" MBps
+	done
+fi
 row dio_64k_regcache_on_MBps "$(median ${fig[o-dio_64k_regcache_on_MBps]})" \
     "$(median ${fig[o-dio_64k_regcache_off_MBps]})" MBps
 cat "/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"
