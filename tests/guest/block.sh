@@ -34,12 +34,10 @@ step "64 KiB blocks, 4 streams x depth 4, 3 segments each: write then verify"
 load -n vol0 -w verify -S 4 -q 4 -b 65536 -N 64 -g 3 -r 11 | tee /tmp/v1.out
 expect_grep '^result: op=verify streams=4 bs=65536 .* errors=0 mismatches=0$' /tmp/v1.out
 
-# The four streams' connections went to both threads.
-expect_grep "connected to volume 'vol0' \(credits [0-9]+, progress thread 0\)" "$ORFS_SERVER_LOG"
-expect_grep "connected to volume 'vol0' \(credits [0-9]+, progress thread 1\)" "$ORFS_SERVER_LOG"
+expect_eq "progress threads of the four streams' connections" "$(conn_threads volume vol0)" "0 1"
 
 step "four clients connecting at once are spread over both threads"
-n0=$(wc -l < "$ORFS_SERVER_LOG")
+n0=$(log_lines)
 pids=()
 for i in 1 2 3 4; do
 	load -n vol0 -w read -S 1 -q 2 -b 65536 -T 2 > /tmp/burst$i.out &
@@ -49,10 +47,7 @@ for i in 1 2 3 4; do
 	wait "${pids[$((i - 1))]}" || { cat /tmp/burst$i.out; fail "client $i failed"; }
 	expect_grep '^result: op=read .* errors=0 ' /tmp/burst$i.out
 done
-tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/burst.log
-for t in 0 1; do
-	expect_grep "connected to volume 'vol0' \(credits [0-9]+, progress thread $t\)" /tmp/burst.log
-done
+expect_eq "progress threads of the four clients" "$(conn_threads volume vol0 "$n0")" "0 1"
 
 step "1 MiB blocks (4 chunks each) in 7 uneven segments, FUA"
 load -n vol0 -w verify -S 2 -q 2 -b 1048576 -N 8 -g 7 -F -r 12 | tee /tmp/v2.out

@@ -183,6 +183,7 @@ step "a client that reconnects onto another progress thread gets its answer from
 # client retransmitting on a new connection). The first holds its
 # connection open, so the second goes to the other progress thread.
 expect_grep ' 2 progress threads, ' "$ORFS_SERVER_LOG"
+n0=$(log_lines)
 rm -f /tmp/hold && mkfifo /tmp/hold
 exec 9<>/tmp/hold
 fs -n data -c 77 -f /tmp/hold > /tmp/first.out 9>&- &
@@ -198,9 +199,7 @@ exec 9>&-
 wait $first || fail "the first client failed"
 cat /tmp/second.out
 expect_grep '^ok type=file mode=644 ' /tmp/second.out
-grep -o "connected to export 'data' (credits [0-9]*, progress thread [0-9])" "$ORFS_SERVER_LOG" |
-	tail -n 2 | sed 's/.*thread \([0-9]\).*/\1/' | sort -u > /tmp/threads.txt
-expect_eq "progress threads of the two connections" "$(tr '\n' ' ' < /tmp/threads.txt)" "0 1 "
+expect_eq "progress threads of the two connections" "$(conn_threads export data "$n0")" "0 1"
 fs -n data create pub/cross 644 excl > /tmp/out.txt || true
 expect_grep '^error EEXIST' /tmp/out.txt
 fs -n data rm pub/cross > /tmp/out.txt

@@ -80,6 +80,17 @@ ep_max() {
 	ep_stats "${3:-}" | awk -v c="$1" -v f="${2:-2}" '$1 == c && $f > m { m = $f } END { print m + 0 }'
 }
 
+# log_lines: lines of the server's log so far (a mark for conn_threads)
+log_lines() { wc -l < "$ORFS_SERVER_LOG"; }
+# conn_threads KIND NAME [MARK]: the progress threads, sorted, each once, of
+# the server's connections to KIND (export or volume) NAME logged after
+# line MARK of its log
+conn_threads() {
+	tail -n +$((${3:-0} + 1)) "$ORFS_SERVER_LOG" |
+		sed -n "s/.*connected to $1 '$2' (credits [0-9]*, progress thread \([0-9]*\)).*/\1/p" |
+		sort -un | paste -sd ' '
+}
+
 # wait_until TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
 # TENTHS times; fails (returns 1) if it never did (the caller checks after)
 wait_until() {

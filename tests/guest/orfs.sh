@@ -215,14 +215,11 @@ done
 
 step "nconnect=2: a connection on each progress thread, both carry requests, both come back after a restart"
 expect_grep ' 2 progress threads, ' "$ORFS_SERVER_LOG"
-n0=$(wc -l < "$ORFS_SERVER_LOG")
+n0=$(log_lines)
 mnt -o nconnect=2,timeo=20
 expect_grep "addr=$ORFS_ADDR,.*,nconnect=2 " /proc/mounts
 expect_eq "knet endpoints of the mount" "$(ls /sys/kernel/debug/knet/endpoints | wc -l)" 2
-tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/nc.log
-for t in 0 1; do
-	expect_grep "connected to export 'data' \(credits [0-9]+, progress thread $t\)" /tmp/nc.log
-done
+expect_eq "progress threads of the mount's connections" "$(conn_threads export data "$n0")" "0 1"
 fio --name=nc --directory=/tmp/mnt --size=24M --rw=randwrite --bsrange=4k-1m --direct=1 \
 	--ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --do_verify=1 \
 	--verify_state_save=0 --output=/tmp/fio6.out || { cat /tmp/fio6.out; fail "fio nconnect"; }
