@@ -241,7 +241,7 @@ mnt -o timeo=20
 fio_restarts restart 48 2
 dmesg | grep -E 'knet: .*(reconnected|not responding)' | tail -n 4
 expect_grep 'knet: .*reconnected' <(dmesg)
-cat /sys/kernel/debug/knet/endpoints/*/stats | grep -E '^session_(reconnects|resent)' | tee /tmp/out
+ep_stats | grep -E '^session_(reconnects|resent)' | tee /tmp/out
 expect_grep '^session_reconnects [1-9]' /tmp/out
 expect_grep '^session_resent [1-9]' /tmp/out
 umnt
@@ -306,7 +306,7 @@ wait_until 80 eval '[ "$(no_answers)" -gt "$n0" ]' && noticed=1
 kill -CONT "$ORFS_SERVER_PID"
 [ $noticed = 1 ] || fail "an idle mount did not notice the hung server"
 ls /tmp/mnt > /dev/null || fail "the mount did not recover"
-grep -h '^keepalives' /sys/kernel/debug/knet/endpoints/*/stats | head -n 2
+ep_stats | grep '^keepalives'
 umnt
 
 step "soft mount: a dead server gives EIO after timeo x retrans"
