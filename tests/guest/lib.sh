@@ -72,6 +72,8 @@ ep_stats() {
 		cat "$f"
 	done
 }
+# ep_count: how many knet endpoints there are
+ep_count() { ls /sys/kernel/debug/knet/endpoints | wc -l; }
 # ep_sum COUNTER: COUNTER summed over the knet endpoints
 ep_sum() { ep_stats | awk -v c="$1" '$1 == c { s += $2 } END { print s + 0 }'; }
 # ep_max COUNTER [FIELD [PORT]]: the largest FIELD (default 2) of COUNTER's

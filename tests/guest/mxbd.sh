@@ -25,7 +25,7 @@ expect_eq "logical block" "$(blockdev --getss /dev/mxbd0)" 512
 expect_grep "mxbd0: volume 'mvol' of $ORFS_ADDR, 268435456 bytes" <(dmesg)
 # One hardware queue per CPU, each on its own connection (a knet completion group).
 expect_eq "hardware queues" "$(ls /sys/block/mxbd0/mq | wc -l)" "$(nproc)"
-expect_eq "endpoints" "$(ls /sys/kernel/debug/knet/endpoints | wc -l)" "$(nproc)"
+expect_eq "endpoints" "$(ep_count)" "$(nproc)"
 
 step "mkfs.ext4, mount, a tree of files, umount, fsck clean"
 mkfs.ext4 -q -F /dev/mxbd0

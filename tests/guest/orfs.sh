@@ -60,11 +60,11 @@ grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
 ncpu=$(nproc)
 auto=$((ncpu < 4 ? ncpu : 4))
 expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto " /tmp/out
-expect_eq "knet endpoints of a mount on $ncpu CPUs" "$(ls /sys/kernel/debug/knet/endpoints | wc -l)" $auto
+expect_eq "knet endpoints of a mount on $ncpu CPUs" "$(ep_count)" $auto
 umnt
 mnt -o nconnect=1
 expect_grep "addr=$ORFS_ADDR,.*,nconnect=1 " /proc/mounts
-expect_eq "knet endpoints with nconnect=1" "$(ls /sys/kernel/debug/knet/endpoints | wc -l)" 1
+expect_eq "knet endpoints with nconnect=1" "$(ep_count)" 1
 umnt
 expect_fail mnt -o acregmin=20,acregmax=10
 expect_grep 'attribute cache minimum above its maximum' <(dmesg)
@@ -218,7 +218,7 @@ expect_grep ' 2 progress threads, ' "$ORFS_SERVER_LOG"
 n0=$(log_lines)
 mnt -o nconnect=2,timeo=20
 expect_grep "addr=$ORFS_ADDR,.*,nconnect=2 " /proc/mounts
-expect_eq "knet endpoints of the mount" "$(ls /sys/kernel/debug/knet/endpoints | wc -l)" 2
+expect_eq "knet endpoints of the mount" "$(ep_count)" 2
 expect_eq "progress threads of the mount's connections" "$(conn_threads export data "$n0")" "0 1"
 fio --name=nc --directory=/tmp/mnt --size=24M --rw=randwrite --bsrange=4k-1m --direct=1 \
 	--ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --do_verify=1 \
