@@ -223,7 +223,11 @@ static int fault_lies(const struct conn *c, const struct req *r)
 	return c->st.requests > 2;
 }
 
-/* Send R's reply, built from its state; parks R if no reply buffer is free. */
+/*
+ * Send R's reply, built from its state; parks R if no reply buffer is free.
+ * Closing the connection finishes R with every other request that is not
+ * in flight (eng_conn_closing()), so a failure here must not finish it again.
+ */
 static void reply(struct req *r)
 {
 	struct conn *c = r->c;
@@ -275,7 +279,6 @@ static void reply(struct req *r)
 	}
 	if (!n) {
 		conn_close(c, "reply too large (internal error)");
-		req_finish(r);
 		return;
 	}
 	if (lie && c->s->fault < FAULT_FS_NAME)
@@ -284,14 +287,12 @@ static void reply(struct req *r)
 	/* The receive goes back before the reply that returns its credit. */
 	if (conn_post_recv(c, r->slot)) {
 		conn_close(c, "cannot post a receive");
-		req_finish(r);
 		return;
 	}
 	ret = fi_send(c->ep, conn_tx_buf(c, t), n, fi_mr_desc(c->mr), 0, &c->tx[t].ctx);
 	if (ret) {
 		fab_err("fi_send", (int)ret);
 		conn_close(c, "cannot send a reply");
-		req_finish(r);
 		return;
 	}
 	c->tx_busy[t] = 1;
@@ -940,8 +941,8 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 
 	switch (dispatch_frame(msg, len, &r->f, &c->st)) {
 	case DISPATCH_DROP:
+		/* Closing finishes R, as it finishes every request not in flight. */
 		conn_close(c, "unreadable message, dropping the connection");
-		req_finish(r);
 		return;
 	case DISPATCH_REPLY:
 		reply(r);
