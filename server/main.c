@@ -231,6 +231,20 @@ void conn_put(struct conn *c)
 }
 
 /*
+ * Disconnect closing C, once. Until the CM has the connection established
+ * (a client may send before the server has seen that), a disconnect would
+ * not reach the client, as the CM sends no DREQ then: on_connected() or
+ * cm_done(), whichever comes, calls this again.
+ */
+static void conn_shutdown(struct conn *c)
+{
+	if (!c->closing || c->shut || !(c->connected || c->cm_done))
+		return;
+	c->shut = 1;
+	fi_shutdown(c->ep, 0);
+}
+
+/*
  * Start closing: the provider flushes every posted operation into the CQ
  * and the CM reports a last event (FI_SHUTDOWN or an error); running
  * requests finish without replies. The connection goes when all is back.
@@ -244,7 +258,7 @@ void conn_close(struct conn *c, const char *why)
 		(unsigned long long)c->bytes_in, (unsigned long long)c->bytes_out);
 	c->closing = 1;
 	conn_get(c);
-	fi_shutdown(c->ep, 0);
+	conn_shutdown(c);
 	eng_conn_closing(c);
 	conn_put(c);
 }
@@ -430,6 +444,7 @@ static void on_connected(struct conn *c)
 	char host[INET6_ADDRSTRLEN] = "?";
 
 	c->connected = 1;
+	conn_shutdown(c);	/* if it closed before the CM said it was connected */
 	if (!fi_getpeer(c->ep, &ss, &len) && ss.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
 	snprintf(c->peer, sizeof(c->peer), "%s", host);
@@ -443,6 +458,7 @@ static void cm_done(struct conn *c, const char *why)
 	conn_get(c);
 	c->cm_done = 1;
 	conn_close(c, why);
+	conn_shutdown(c);	/* flushes it if it closed before it was connected */
 	conn_put(c);
 }
 

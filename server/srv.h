@@ -132,6 +132,7 @@ struct conn {
 	int			pending;	/* posted operations not yet completed */
 	int			active;		/* requests not yet finished */
 	int			connected;
+	int			shut;		/* fi_shutdown() called */
 	int			closing;
 	int			cm_done;	/* the CM reported its last event */
 	uint32_t		inline_max;
