@@ -14,12 +14,18 @@ set -euo pipefail
 
 _exit_hooks=()
 _exit_rc=0	# set by a cleanup that finds something wrong
+_server_started=	# set once this script started orfs-server
 on_exit() { _exit_hooks=("$*" "${_exit_hooks[@]}"); }
 _run_exit_hooks() {
 	local rc=$? h
 	set +e
 	for h in "${_exit_hooks[@]}"; do eval "$h"; done
 	[ "$rc" -eq 0 ] && rc=$_exit_rc
+	# A failure report's tail shows the server's side too.
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -n "$_server_started" ]; then
+		echo "-- the last lines of $ORFS_SERVER_LOG:" >&2
+		tail -n 10 "$ORFS_SERVER_LOG" >&2
+	fi
 	exit $rc
 }
 trap _run_exit_hooks EXIT
@@ -157,6 +163,7 @@ start_server() {
 	local i
 	"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" "$@" > "$ORFS_SERVER_LOG" 2>&1 &
 	ORFS_SERVER_PID=$!
+	_server_started=1
 	on_exit stop_server
 	for ((i = 0; i < 200; i++)); do
 		grep -q 'listening on' "$ORFS_SERVER_LOG" && return 0

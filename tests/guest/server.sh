@@ -52,6 +52,7 @@ expect_grep "^malformed 'opcode': answered with status 95 " /tmp/ping.out
 step "a message too short to answer drops only that connection"
 ping -n data -c 0 -x tiny | tee /tmp/ping.out
 expect_grep 'dropped the connection, as it must' /tmp/ping.out
+expect_grep 'unreadable message, dropping the connection' "$ORFS_SERVER_LOG"
 ping -n data -c 3 > /tmp/ping.out
 expect_grep '^3 NOPs' /tmp/ping.out
 
@@ -63,4 +64,6 @@ expect_grep "rejecting a connection: no such export or volume \('nosuch', servic
 step "SIGTERM stops the server cleanly"
 stop_server
 expect_grep 'stopped' "$ORFS_SERVER_LOG"
+# Every request is over, the dropped connection's too: none is counted twice.
+expect_grep 'draining 0 requests' "$ORFS_SERVER_LOG"
 echo ok
