@@ -18,12 +18,132 @@
 
 #include "orfs.h"
 
-/* A folio as a page descriptor entry (bvec_set_folio() is newer than 6.1). */
-static void orfs_bvec_folio(struct bio_vec *bv, struct folio *folio, size_t len)
+/* LEN bytes of a folio from OFF as a page descriptor entry (bvec_set_folio() is newer than 6.1). */
+static void orfs_bvec_folio(struct bio_vec *bv, struct folio *folio, size_t off, size_t len)
 {
-	bv->bv_page = &folio->page;
-	bv->bv_offset = 0;
+	bv->bv_page = folio_page(folio, off >> PAGE_SHIFT);
+	bv->bv_offset = offset_in_page(off);
 	bv->bv_len = len;
+}
+
+/*
+ * Large folios (largefolio=on, on kernels that bound a file's folio size):
+ * a file's page cache holds folios of up to what one READ or WRITE moves,
+ * so read-ahead, write-back and the page cache handle a few folios a
+ * request rather than a page each. A write() into a large folio records
+ * which pages it dirtied (struct orfs_folio, the folio's private data) and
+ * write-back sends those, from the first to the last, not the whole folio:
+ * bytes this client did not write do not go back over what another client
+ * wrote since. A large folio dirtied any other way (a shared mapping,
+ * pinned pages) goes back whole, as does a small folio, which carries no
+ * record.
+ */
+struct orfs_folio {
+	spinlock_t	lock;		/* dirtying without the folio lock (pins) */
+	unsigned int	first;		/* dirty pages [first, end); none when equal */
+	unsigned int	end;
+};
+
+/**
+ * orfs_set_folio_size() - let a new regular file's page cache hold large folios
+ * @inode: the inode, not yet visible (I_NEW)
+ *
+ * Folios of up to the smaller of rsize and wsize, so that one always fits
+ * in a request, when the mount has largefolio=on.
+ */
+void orfs_set_folio_size(struct inode *inode)
+{
+#ifdef ORFS_HAVE_FOLIO_ORDER
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	unsigned int max = ilog2(min(sbi->rsize, sbi->wsize) >> PAGE_SHIFT);
+
+	if (sbi->opts.largefolio && max)
+		mapping_set_folio_order_range(inode->i_mapping, 0, max);
+#endif
+}
+
+/* A write() dirtied LEN bytes of FOLIO (locked) from OFF. */
+static void orfs_folio_dirtied(struct address_space *mapping, struct folio *folio, size_t off,
+			       size_t len)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+	unsigned int first = off >> PAGE_SHIFT, end = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	unsigned long flags;
+
+	if (folio_test_large(folio) && !of && !folio_test_dirty(folio)) {
+		/* Without a record (no memory), the folio goes back whole. */
+		of = kmalloc(sizeof(*of), GFP_NOFS);
+		if (of) {
+			spin_lock_init(&of->lock);
+			of->first = 0;
+			of->end = 0;
+			folio_attach_private(folio, of);
+		}
+	}
+	if (of) {
+		spin_lock_irqsave(&of->lock, flags);
+		if (!folio_test_dirty(folio) || of->first >= of->end) {
+			of->first = first;
+			of->end = end;
+		} else {
+			of->first = min(of->first, first);
+			of->end = max(of->end, end);
+		}
+		spin_unlock_irqrestore(&of->lock, flags);
+	}
+	/* Not folio_mark_dirty(): orfs_dirty_folio() would record the whole folio. */
+	filemap_dirty_folio(mapping, folio);
+}
+
+/* Dirtied other than by write(): which bytes is unknown, so all of them. */
+static bool orfs_dirty_folio(struct address_space *mapping, struct folio *folio)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+	unsigned long flags;
+
+	if (of) {
+		spin_lock_irqsave(&of->lock, flags);
+		of->first = 0;
+		of->end = folio_nr_pages(folio);
+		spin_unlock_irqrestore(&of->lock, flags);
+	}
+	return filemap_dirty_folio(mapping, folio);
+}
+
+/* What write-back sends of FOLIO (locked, its dirty bit just cleared). */
+static void orfs_folio_wb_range(struct folio *folio, size_t *off, size_t *len)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+	unsigned long flags;
+
+	*off = 0;
+	*len = folio_size(folio);
+	if (!of)
+		return;
+	spin_lock_irqsave(&of->lock, flags);
+	if (of->first < of->end) {
+		*off = (size_t)of->first << PAGE_SHIFT;
+		*len = (size_t)(of->end - of->first) << PAGE_SHIFT;
+	}
+	of->first = 0;
+	of->end = 0;
+	spin_unlock_irqrestore(&of->lock, flags);
+}
+
+static bool orfs_release_folio(struct folio *folio, gfp_t gfp)
+{
+	/* A dirty folio's record says what to send: keep it, and the folio whole. */
+	if (folio_test_dirty(folio))
+		return false;
+	kfree(folio_detach_private(folio));
+	return true;
+}
+
+static void orfs_invalidate_folio(struct folio *folio, size_t offset, size_t len)
+{
+	/* Part of a folio (truncate): write-back stops at the end of the file anyway. */
+	if (!offset && len == folio_size(folio))
+		kfree(folio_detach_private(folio));
 }
 
 /*
@@ -64,7 +184,7 @@ static int orfs_read_one(struct inode *inode, struct folio *folio, bool unlock)
 	int ret = 0;
 
 	if (folio_pos(folio) < i_size_read(inode)) {
-		orfs_bvec_folio(&bv, folio, mem.len);
+		orfs_bvec_folio(&bv, folio, 0, mem.len);
 		mem.bvec = &bv;
 		ret = orfs_io(inode, ORFS_OP_READ, folio_pos(folio), &mem, 0, &count);
 	}
@@ -133,12 +253,13 @@ static struct orfs_batch *orfs_batch_alloc(struct inode *inode, u16 op, unsigned
 	return b;
 }
 
-static void orfs_batch_add(struct orfs_batch *b, struct folio *folio, size_t len)
+/* LEN bytes of FOLIO from OFF, right after what B holds. */
+static void orfs_batch_add(struct orfs_batch *b, struct folio *folio, size_t off, size_t len)
 {
 	if (!b->n)
-		b->a.pos = folio_pos(folio);
+		b->a.pos = folio_pos(folio) + off;
 	b->folios[b->n] = folio;
-	orfs_bvec_folio(&b->bv[b->n], folio, len);
+	orfs_bvec_folio(&b->bv[b->n], folio, off, len);
 	b->n++;
 	b->len += len;
 }
@@ -187,36 +308,29 @@ static void orfs_readahead(struct readahead_control *ractl)
 			folio_unlock(folio);	/* read_folio will do */
 			continue;
 		}
-		orfs_batch_add(b, folio, folio_size(folio));
+		orfs_batch_add(b, folio, 0, folio_size(folio));
 	}
 	if (b)
 		orfs_batch_start(b, orfs_ra_end);
 }
 
-static int orfs_writepage(struct page *page, struct writeback_control *wbc)
+/* Write LEN bytes of FOLIO (locked, its dirty bit cleared) from OFF, waiting. */
+static int orfs_write_sync(struct folio *folio, size_t off, size_t len)
 {
-	struct folio *folio = page_folio(page);
 	struct inode *inode = folio->mapping->host;
-	struct knet_mem mem = { .type = KNET_MEM_BVEC, .nr = 1 };
-	loff_t pos = folio_pos(folio), isize = i_size_read(inode);
+	struct knet_mem mem = { .type = KNET_MEM_BVEC, .nr = 1, .len = len };
 	const struct cred *old, *cred;
 	struct bio_vec bv;
 	u32 count = 0;
 	int ret;
 
-	if (pos >= isize) {
-		/* Past the end (truncated): nothing to write. */
-		folio_unlock(folio);
-		return 0;
-	}
-	mem.len = min_t(loff_t, folio_size(folio), isize - pos);
-	orfs_bvec_folio(&bv, folio, mem.len);
+	orfs_bvec_folio(&bv, folio, off, len);
 	mem.bvec = &bv;
 	folio_start_writeback(folio);
 	folio_unlock(folio);
 	cred = orfs_wb_cred(inode);
 	old = override_creds(cred);
-	ret = orfs_io(inode, ORFS_OP_WRITE, pos, &mem, 0, &count);
+	ret = orfs_io(inode, ORFS_OP_WRITE, folio_pos(folio) + off, &mem, 0, &count);
 	revert_creds(old);
 	put_cred(cred);
 	if (!ret && count != mem.len)
@@ -225,6 +339,22 @@ static int orfs_writepage(struct page *page, struct writeback_control *wbc)
 		mapping_set_error(folio->mapping, ret);
 	folio_end_writeback(folio);
 	return ret;
+}
+
+static int orfs_writepage(struct page *page, struct writeback_control *wbc)
+{
+	struct folio *folio = page_folio(page);
+	loff_t pos, isize = i_size_read(folio->mapping->host);
+	size_t off, len;
+
+	orfs_folio_wb_range(folio, &off, &len);
+	pos = folio_pos(folio) + off;
+	if (pos >= isize) {
+		/* Past the end (truncated): nothing to write. */
+		folio_unlock(folio);
+		return 0;
+	}
+	return orfs_write_sync(folio, off, min_t(loff_t, len, isize - pos));
 }
 
 /*
@@ -264,27 +394,29 @@ static int orfs_wb_add(struct folio *folio, struct writeback_control *wbc, void 
 {
 	struct orfs_wb *wb = data;
 	struct orfs_batch *b = wb->b;
-	loff_t pos = folio_pos(folio), isize = i_size_read(wb->inode);
-	size_t len;
+	loff_t pos, isize = i_size_read(wb->inode);
+	size_t off, len;
 
+	orfs_folio_wb_range(folio, &off, &len);
+	pos = folio_pos(folio) + off;
 	if (pos >= isize) {
 		/* Past the end (truncated): nothing to write. */
 		folio_unlock(folio);
 		return 0;
 	}
-	len = min_t(loff_t, folio_size(folio), isize - pos);
+	len = min_t(loff_t, len, isize - pos);
 	if (b && (pos != b->a.pos + b->len || b->n == wb->max ||
 		  b->len + len > ORFS_SB(wb->inode->i_sb)->wsize || !PAGE_ALIGNED(b->len)))
 		orfs_wb_send(wb);
 	if (!wb->b) {
 		wb->b = orfs_batch_alloc(wb->inode, ORFS_OP_WRITE, wb->max, GFP_NOFS);
 		if (!wb->b)
-			/* Short of memory: this page alone, waiting for it. */
-			return orfs_writepage(&folio->page, wbc);
+			/* Short of memory: this folio alone, waiting for it. */
+			return orfs_write_sync(folio, off, len);
 	}
 	folio_start_writeback(folio);
 	folio_unlock(folio);
-	orfs_batch_add(wb->b, folio, len);
+	orfs_batch_add(wb->b, folio, off, len);
 	return 0;
 }
 
@@ -317,21 +449,58 @@ static int orfs_writepages(struct address_space *mapping, struct writeback_contr
 	return ret;
 }
 
-/* Make FOLIO ready for a write of LEN bytes at POS: read what the write keeps. */
+/*
+ * Read pages [OFF, OFF + LEN) of FOLIO, zeroes past what the server had;
+ * the folio stays not up to date.
+ */
+static int orfs_read_pages(struct inode *inode, struct folio *folio, size_t off, size_t len)
+{
+	struct knet_mem mem = { .type = KNET_MEM_BVEC, .nr = 1, .len = len };
+	loff_t pos = folio_pos(folio) + off;
+	struct bio_vec bv;
+	u32 count = 0;
+	int ret;
+
+	if (pos < i_size_read(inode)) {
+		orfs_bvec_folio(&bv, folio, off, len);
+		mem.bvec = &bv;
+		ret = orfs_io(inode, ORFS_OP_READ, pos, &mem, 0, &count);
+		if (ret)
+			return ret;
+	}
+	if (count < len)
+		folio_zero_segment(folio, off + count, off + len);
+	return 0;
+}
+
+/*
+ * Make FOLIO ready for a write of LEN bytes at POS: read what the write
+ * keeps. Of a large folio, only the pages the write does not cover are
+ * read; write_end marks it up to date once the write has filled the rest.
+ */
 static int orfs_prepare_write(struct inode *inode, struct folio *folio, loff_t pos,
 			      unsigned int len)
 {
-	size_t off = offset_in_folio(folio, pos);
+	size_t off = offset_in_folio(folio, pos), fs = folio_size(folio);
+	/* The write may be longer than the folio found: it stops at its end. */
+	size_t end = min_t(size_t, off + len, fs);
+	size_t head = round_up(off, PAGE_SIZE), tail = round_down(end, PAGE_SIZE);
 	int ret;
 
-	if (folio_test_uptodate(folio) || (!off && len == folio_size(folio)))
+	if (folio_test_uptodate(folio) || (!off && end == fs))
 		return 0;
 	if (folio_pos(folio) >= i_size_read(inode)) {
-		folio_zero_segments(folio, 0, off, off + len, folio_size(folio));
+		folio_zero_segments(folio, 0, off, end, fs);
 		folio_mark_uptodate(folio);
 		return 0;
 	}
-	ret = orfs_read_one(inode, folio, false);
+	if (!folio_test_large(folio) || head >= tail) {
+		ret = orfs_read_one(inode, folio, false);
+	} else {
+		ret = head ? orfs_read_pages(inode, folio, 0, head) : 0;
+		if (!ret && tail < fs)
+			ret = orfs_read_pages(inode, folio, tail, fs - tail);
+	}
 	if (ret) {
 		folio_unlock(folio);
 		folio_put(folio);
@@ -344,8 +513,8 @@ static int orfs_finish_write(struct inode *inode, struct folio *folio, loff_t po
 			     unsigned int len, unsigned int copied)
 {
 	if (!folio_test_uptodate(folio)) {
-		/* Only a whole-folio write skips the read; a short copy redoes it. */
-		if (copied < folio_size(folio))
+		/* The write fills what was not read: a short copy redoes it all. */
+		if (copied < len)
 			copied = 0;
 		else
 			folio_mark_uptodate(folio);
@@ -353,7 +522,7 @@ static int orfs_finish_write(struct inode *inode, struct folio *folio, loff_t po
 	if (copied) {
 		if (pos + copied > i_size_read(inode))
 			i_size_write(inode, pos + copied);
-		folio_mark_dirty(folio);
+		orfs_folio_dirtied(inode->i_mapping, folio, offset_in_folio(folio, pos), copied);
 	}
 	folio_unlock(folio);
 	folio_put(folio);
@@ -364,10 +533,14 @@ static int orfs_finish_write(struct inode *inode, struct folio *folio, loff_t po
 static int orfs_write_begin(struct file *file, struct address_space *mapping, loff_t pos,
 			    unsigned int len, struct folio **foliop, void **fsdata)
 {
+	fgf_t fgp = FGP_WRITEBEGIN;
 	struct folio *folio;
 
-	folio = __filemap_get_folio(mapping, pos >> PAGE_SHIFT, FGP_WRITEBEGIN,
-				    mapping_gfp_mask(mapping));
+#ifdef ORFS_HAVE_FOLIO_ORDER
+	/* A folio as large as the write, where the file may have large ones. */
+	fgp |= fgf_set_order(len);
+#endif
+	folio = __filemap_get_folio(mapping, pos >> PAGE_SHIFT, fgp, mapping_gfp_mask(mapping));
 	if (IS_ERR(folio))
 		return PTR_ERR(folio);
 	*foliop = folio;
@@ -693,6 +866,11 @@ const struct address_space_operations orfs_aops = {
 	.writepages	= orfs_writepages,
 	.write_begin	= orfs_write_begin,
 	.write_end	= orfs_write_end,
-	.dirty_folio	= filemap_dirty_folio,
+	.dirty_folio	= orfs_dirty_folio,
+	.release_folio	= orfs_release_folio,
+	.invalidate_folio = orfs_invalidate_folio,
+#ifdef CONFIG_MIGRATION
+	.migrate_folio	= filemap_migrate_folio,
+#endif
 	.direct_IO	= orfs_direct_IO,
 };

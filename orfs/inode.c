@@ -185,6 +185,7 @@ struct inode *orfs_iget(struct super_block *sb, const struct orfs_fh *fh,
 		inode->i_op = &orfs_file_iops;
 		inode->i_fop = &orfs_file_fops;
 		inode->i_mapping->a_ops = &orfs_aops;
+		orfs_set_folio_size(inode);
 		break;
 	case S_IFDIR:
 		inode->i_op = &orfs_dir_iops;

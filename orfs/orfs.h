@@ -40,7 +40,18 @@ struct orfs_opts {
 	unsigned int	retrans;	/* tries of a soft mount */
 	bool		regcache;	/* cache the registrations of O_DIRECT buffers */
 	unsigned int	nconnect;	/* connections, 1 to ORFS_MAX_CONNECT */
+	bool		largefolio;	/* page cache in folios of up to rsize/wsize */
 };
+
+/*
+ * Can a file's page cache hold large folios of a size ORFS bounds (to what
+ * one request moves)? 6.1 has large folios, but no per-file maximum.
+ */
+#ifdef ORFS_HAVE_FOLIO_ORDER
+#define ORFS_LARGE_FOLIOS	true
+#else
+#define ORFS_LARGE_FOLIOS	false
+#endif
 
 /* Connections of one mount at most (nconnect=). */
 #define ORFS_MAX_CONNECT	8
@@ -205,5 +216,6 @@ void orfs_io_start(struct orfs_areq *a, u32 flags);
 /* file.c */
 extern const struct file_operations orfs_file_fops;
 extern const struct address_space_operations orfs_aops;
+void orfs_set_folio_size(struct inode *inode);
 
 #endif /* _ORFS_H */

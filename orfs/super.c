@@ -42,7 +42,7 @@ enum {
 	ORFS_OPT_ACREGMIN, ORFS_OPT_ACREGMAX, ORFS_OPT_ACDIRMIN, ORFS_OPT_ACDIRMAX,
 	ORFS_OPT_ACTIMEO, ORFS_OPT_NOAC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
-	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT,
+	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO,
 };
 
 static const struct constant_table orfs_onoff[] = {
@@ -68,6 +68,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_u32("retrans",		ORFS_OPT_RETRANS),
 	fsparam_enum("regcache",	ORFS_OPT_REGCACHE, orfs_onoff),
 	fsparam_u32("nconnect",		ORFS_OPT_NCONNECT),
+	fsparam_enum("largefolio",	ORFS_OPT_LARGEFOLIO, orfs_onoff),
 	{}
 };
 
@@ -153,6 +154,11 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 			return invalfc(fc, "nconnect=%u: 1 to %d connections", r.uint_32,
 				       ORFS_MAX_CONNECT);
 		o->nconnect = r.uint_32;
+		break;
+	case ORFS_OPT_LARGEFOLIO:
+		if (r.uint_32 && !ORFS_LARGE_FOLIOS)
+			return invalfc(fc, "largefolio=on: this kernel has no folio size bound");
+		o->largefolio = r.uint_32;
 		break;
 	}
 	return 0;
@@ -265,9 +271,9 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 		   o->acregmax, o->acdirmin, o->acdirmax);
 	if (o->noac)
 		seq_puts(m, ",noac");
-	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s,nconnect=%u",
+	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s,nconnect=%u,largefolio=%s",
 		   o->soft ? "soft" : "hard", o->timeo, o->retrans, o->regcache ? "on" : "off",
-		   sbi->nsess);
+		   sbi->nsess, o->largefolio ? "on" : "off");
 	return 0;
 }
 
@@ -416,6 +422,7 @@ static int orfs_init_fs_context(struct fs_context *fc)
 	ctx->opts.timeo = 600;
 	ctx->opts.retrans = 3;
 	ctx->opts.regcache = true;
+	ctx->opts.largefolio = ORFS_LARGE_FOLIOS;
 	/*
 	 * One connection per CPU, as MXBD's queues: a deep stream spreads
 	 * over the server's progress threads, while requests sent one at a
