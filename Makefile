@@ -62,7 +62,7 @@ modules-all:
 	done
 
 userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load $(BIN)/knet-fs \
-	$(BIN)/knet-test $(BIN)/regcache-test $(BIN)/orfs-fstest $(BIN)/orfs-fsx
+	$(BIN)/knet-test $(BIN)/regcache-test $(BIN)/orfs-fstest $(BIN)/orfs-fsx $(BIN)/folio-count
 
 SERVER_SRC := server/main.c server/engine.c server/workers.c
 
@@ -87,6 +87,10 @@ $(BIN)/knet-test: tools/knet-test.c tools/ktest.c tools/ktest.h server/proto.c $
 $(BIN)/orfs-fsx: tools/orfs-fsx.c
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tools/orfs-fsx.c
+
+$(BIN)/folio-count: tools/folio-count.c
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tools/folio-count.c
 
 $(BIN)/orfs-fstest: tools/orfs-fstest.c
 	@mkdir -p $(BIN)

@@ -26,6 +26,11 @@ on_exit "umount /tmp/e4"
 mkdir /tmp/e4/exp /tmp/e4/ref
 start_server -s $state -e data=$exp
 mnt() { mount -t orfs "$@" "$ORFS_ADDR:/data" /tmp/mnt; }
+# Large folios by default where the kernel bounds a file's folio size
+# (mapping_set_folio_order_range(): 6.12 has it, 6.1 does not).
+kv=$(uname -r)
+kmaj=${kv%%.*} kmin=${kv#*.} kmin=${kmin%%.*}
+if ((kmaj > 6 || (kmaj == 6 && kmin >= 12))); then lf=on; else lf=off; fi
 umnt() { umount /tmp/mnt; }
 # ended PID: PID exited (a zombie not yet waited for counts; kill -0 would
 # still find it)
@@ -62,11 +67,11 @@ grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
 # Without nconnect=, a connection per CPU, four at most.
 ncpu=$(nproc)
 auto=$((ncpu < 4 ? ncpu : 4))
-expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto " /tmp/out
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf " /tmp/out
 expect_eq "knet endpoints of a mount on $ncpu CPUs" "$(ep_count)" $auto
 umnt
 mnt -o nconnect=1
-expect_grep "addr=$ORFS_ADDR,.*,nconnect=1 " /proc/mounts
+expect_grep "addr=$ORFS_ADDR,.*,nconnect=1," /proc/mounts
 expect_eq "knet endpoints with nconnect=1" "$(ep_count)" 1
 umnt
 expect_fail mnt -o acregmin=20,acregmax=10
@@ -117,6 +122,74 @@ echo 3 > /proc/sys/vm/drop_caches
 /tmp/mnt/bash -c 'echo executed from ORFS' | tee /tmp/out
 expect_grep '^executed from ORFS$' /tmp/out
 umnt
+
+step "large folios ($lf here): in the page cache of what is read and written; write-back sends only the pages written"
+fc="$ORFS_BIN/folio-count"
+dd if=/dev/urandom of=$exp/lf bs=1M count=4 status=none
+mnt
+expect_grep "addr=$ORFS_ADDR,.*,largefolio=$lf " /proc/mounts
+echo 3 > /proc/sys/vm/drop_caches
+cat /tmp/mnt/lf > /dev/null
+"$fc" /tmp/mnt/lf | tee /tmp/out
+read -r _ npages _ nlarge < /tmp/out
+expect_eq "pages of the file" "$npages" 1024
+if [ $lf = on ]; then
+	((nlarge >= 1000)) || fail "read ahead: only $nlarge of 1024 pages in large folios"
+else
+	expect_eq "pages in large folios" "$nlarge" 0
+fi
+# Written through ORFS, 1 MiB a write: large folios too, and the server has it.
+dd if=$exp/lf of=/tmp/mnt/lfw bs=1M status=none
+"$fc" /tmp/mnt/lfw | tee /tmp/out
+read -r _ npages _ nlarge < /tmp/out
+if [ $lf = on ]; then
+	((nlarge >= 1000)) || fail "written: only $nlarge of 1024 pages in large folios"
+else
+	expect_eq "pages in large folios" "$nlarge" 0
+fi
+sync
+cmp $exp/lf $exp/lfw
+# An unaligned write into a file not in the cache: the folios it lands in
+# are read where the write does not cover them, and only there.
+echo 3 > /proc/sys/vm/drop_caches
+cp $exp/lf /tmp/lf.ref
+dd if=/dev/urandom of=/tmp/lf.patch bs=1000 count=700 status=none
+dd if=/tmp/lf.patch of=/tmp/lf.ref bs=700000 seek=262244 oflag=seek_bytes conv=notrunc status=none
+dd if=/tmp/lf.patch of=/tmp/mnt/lf bs=700000 seek=262244 oflag=seek_bytes conv=notrunc status=none
+cmp /tmp/mnt/lf /tmp/lf.ref
+sync
+cmp $exp/lf /tmp/lf.ref
+# Another writer changes the file on the server while this client holds it
+# in its cache, open: the client's write of page 128 must not send back
+# the rest of its folio (page 129 with it), stale, over the other's write.
+page() { dd if=/dev/zero bs=4096 count=1 status=none | tr '\0' "$1"; }
+dd if=/dev/zero bs=1M count=1 status=none | tr '\0' A > $exp/clob
+cp $exp/clob /tmp/clob.ref
+page C | dd of=/tmp/clob.ref bs=4096 seek=128 conv=notrunc status=none
+page B | dd of=/tmp/clob.ref bs=4096 seek=129 conv=notrunc status=none
+exec 3<> /tmp/mnt/clob
+cat /tmp/mnt/clob > /dev/null
+"$fc" /tmp/mnt/clob 128 | tee /tmp/out
+[ $lf = off ] || expect_grep '^together 128 yes$' /tmp/out
+page B | dd of=$exp/clob bs=4096 seek=129 conv=notrunc status=none
+# Through the descriptor held: a new open would see the change and drop the cache.
+page C | dd bs=4096 seek=128 iflag=fullblock conv=notrunc status=none >&3
+exec 3>&-
+cmp $exp/clob /tmp/clob.ref
+rm /tmp/mnt/lf /tmp/mnt/lfw /tmp/mnt/clob /tmp/lf.ref /tmp/lf.patch /tmp/clob.ref
+umnt
+if [ $lf = on ]; then
+	mnt -o largefolio=off
+	expect_grep "addr=$ORFS_ADDR,.*,largefolio=off " /proc/mounts
+	dd if=/dev/urandom of=/tmp/mnt/lf bs=1M count=1 status=none
+	"$fc" /tmp/mnt/lf | tee /tmp/out
+	expect_grep '^pages 256 large 0$' /tmp/out
+	rm /tmp/mnt/lf
+	umnt
+else
+	expect_fail mnt -o largefolio=on
+	expect_grep 'largefolio=on: this kernel has no folio size bound' <(dmesg)
+fi
 
 step "an export in memory, where root's name operations run on the server's progress thread: the POSIX checks pass as on tmpfs"
 # /tmp is tmpfs. The reference is tmpfs itself: 6.1's has no user xattrs
@@ -220,7 +293,7 @@ step "nconnect=2: a connection on each progress thread, both carry requests, bot
 expect_grep ' 2 progress threads, ' "$ORFS_SERVER_LOG"
 n0=$(log_lines)
 mnt -o nconnect=2,timeo=20
-expect_grep "addr=$ORFS_ADDR,.*,nconnect=2 " /proc/mounts
+expect_grep "addr=$ORFS_ADDR,.*,nconnect=2," /proc/mounts
 expect_eq "knet endpoints of the mount" "$(ep_count)" 2
 expect_eq "progress threads of the mount's connections" "$(conn_threads export data "$n0")" "0 1"
 fio --name=nc --directory=/tmp/mnt --size=24M --rw=randwrite --bsrange=4k-1m --direct=1 \
