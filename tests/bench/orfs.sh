@@ -47,6 +47,18 @@ grep -E ' /tmp/(o|n)mnt ' /proc/mounts
 nc=$(grep ' /tmp/omnt ' /proc/mounts | sed -n 's/.*,nconnect=\([0-9]*\).*/\1/p')
 [ -n "$nc" ] || fail "no nconnect= in ORFS's /proc/mounts line"
 echo "ORFS mounts with $nc connections"
+# Two more mounts of the export for the large-folio comparison, where the
+# kernel has them, each working in its own directory.
+lf=$(grep ' /tmp/omnt ' /proc/mounts | sed -n 's/.*,largefolio=\(o[nf]*\).*/\1/p')
+[ -n "$lf" ] || fail "no largefolio= in ORFS's /proc/mounts line"
+if [ "$lf" = on ]; then
+	mkdir -p /tmp/oexp/lfon /tmp/oexp/lfoff /tmp/lfon /tmp/lfoff
+	for m in on off; do
+		mount -t orfs -o largefolio=$m "$ORFS_ADDR:/data" /tmp/lf$m
+		on_exit "umount /tmp/lf$m"
+		grep -q " /tmp/lf$m .*largefolio=$m" /proc/mounts || fail "no largefolio=$m mount"
+	done
+fi
 
 # dio NAME DIR RW BS QD: an O_DIRECT fio job on a 256 MiB file in DIR.
 dio() {
@@ -141,6 +153,15 @@ for ((round = 1; round <= rounds; round++)); do
 		keep $x buf_seqwrite_MBps "$w"
 		keep $x buf_seqread_MBps "$r"
 	done
+	# Large folios (kernels that have them): the same buffered job on ORFS
+	# with them on and off, one mount each, in turns.
+	if [ "$lf" = on ]; then
+		for m in $(turns $round on off); do
+			read -r w r < <(buffered /tmp/lf$m/lf$m)
+			keep o "buf_seqwrite_largefolio_${m}_MBps" "$w"
+			keep o "buf_seqread_largefolio_${m}_MBps" "$r"
+		done
+	fi
 	for x in $systems; do
 		read -r c st u < <(meta /tmp/${x}mnt)
 		keep $x create_us "$c"
@@ -177,6 +198,12 @@ if [ "$nc" -gt 1 ]; then
 	for m in dio_seqread_1M_qd16 dio_seqwrite_1M_qd16; do
 		row "${m}_nfs_nconnect${nc}_MBps" "$(median ${fig[o-${m}_MBps]})" \
 		    "$(median ${fig[n-${m}_nconnect_MBps]})" MBps
+	done
+fi
+if [ "$lf" = on ]; then
+	for m in buf_seqwrite buf_seqread; do
+		row "${m}_largefolio_on_MBps" "$(median ${fig[o-${m}_largefolio_on_MBps]})" \
+		    "$(median ${fig[o-${m}_largefolio_off_MBps]})" MBps
 	done
 fi
 row dio_64k_regcache_on_MBps "$(median ${fig[o-dio_64k_regcache_on_MBps]})" \
