@@ -82,9 +82,13 @@ static void orfs_folio_dirtied(struct address_space *mapping, struct folio *foli
 	}
 	if (of) {
 		spin_lock_irqsave(&of->lock, flags);
-		if (!folio_test_dirty(folio) || of->first >= of->end) {
+		if (!folio_test_dirty(folio)) {
 			of->first = first;
 			of->end = end;
+		} else if (of->first >= of->end) {
+			/* Dirty with no record goes back whole: it stays so. */
+			of->first = 0;
+			of->end = folio_nr_pages(folio);
 		} else {
 			of->first = min(of->first, first);
 			of->end = max(of->end, end);
@@ -110,24 +114,36 @@ static bool orfs_dirty_folio(struct address_space *mapping, struct folio *folio)
 	return filemap_dirty_folio(mapping, folio);
 }
 
-/* What write-back sends of FOLIO (locked, its dirty bit just cleared). */
-static void orfs_folio_wb_range(struct folio *folio, size_t *off, size_t *len)
+/*
+ * What write-back sends of FOLIO (locked, its dirty bit just cleared), up
+ * to the end of the file: false, the folio unlocked, when nothing is left.
+ */
+static bool orfs_folio_wb_range(struct folio *folio, size_t *off, size_t *len)
 {
 	struct orfs_folio *of = folio_get_private(folio);
+	loff_t pos, isize = i_size_read(folio->mapping->host);
 	unsigned long flags;
 
 	*off = 0;
 	*len = folio_size(folio);
-	if (!of)
-		return;
-	spin_lock_irqsave(&of->lock, flags);
-	if (of->first < of->end) {
-		*off = (size_t)of->first << PAGE_SHIFT;
-		*len = (size_t)(of->end - of->first) << PAGE_SHIFT;
+	if (of) {
+		spin_lock_irqsave(&of->lock, flags);
+		if (of->first < of->end) {
+			*off = (size_t)of->first << PAGE_SHIFT;
+			*len = (size_t)(of->end - of->first) << PAGE_SHIFT;
+		}
+		of->first = 0;
+		of->end = 0;
+		spin_unlock_irqrestore(&of->lock, flags);
 	}
-	of->first = 0;
-	of->end = 0;
-	spin_unlock_irqrestore(&of->lock, flags);
+	pos = folio_pos(folio) + *off;
+	if (pos >= isize) {
+		/* Past the end (truncated): nothing to write. */
+		folio_unlock(folio);
+		return false;
+	}
+	*len = min_t(loff_t, *len, isize - pos);
+	return true;
 }
 
 static bool orfs_release_folio(struct folio *folio, gfp_t gfp)
@@ -344,17 +360,11 @@ static int orfs_write_sync(struct folio *folio, size_t off, size_t len)
 static int orfs_writepage(struct page *page, struct writeback_control *wbc)
 {
 	struct folio *folio = page_folio(page);
-	loff_t pos, isize = i_size_read(folio->mapping->host);
 	size_t off, len;
 
-	orfs_folio_wb_range(folio, &off, &len);
-	pos = folio_pos(folio) + off;
-	if (pos >= isize) {
-		/* Past the end (truncated): nothing to write. */
-		folio_unlock(folio);
+	if (!orfs_folio_wb_range(folio, &off, &len))
 		return 0;
-	}
-	return orfs_write_sync(folio, off, min_t(loff_t, len, isize - pos));
+	return orfs_write_sync(folio, off, len);
 }
 
 /*
@@ -394,17 +404,12 @@ static int orfs_wb_add(struct folio *folio, struct writeback_control *wbc, void 
 {
 	struct orfs_wb *wb = data;
 	struct orfs_batch *b = wb->b;
-	loff_t pos, isize = i_size_read(wb->inode);
 	size_t off, len;
+	loff_t pos;
 
-	orfs_folio_wb_range(folio, &off, &len);
-	pos = folio_pos(folio) + off;
-	if (pos >= isize) {
-		/* Past the end (truncated): nothing to write. */
-		folio_unlock(folio);
+	if (!orfs_folio_wb_range(folio, &off, &len))
 		return 0;
-	}
-	len = min_t(loff_t, len, isize - pos);
+	pos = folio_pos(folio) + off;
 	if (b && (pos != b->a.pos + b->len || b->n == wb->max ||
 		  b->len + len > ORFS_SB(wb->inode->i_sb)->wsize || !PAGE_ALIGNED(b->len)))
 		orfs_wb_send(wb);
