@@ -12,6 +12,7 @@
 #include <linux/cred.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/rmap.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <linux/writeback.h>
@@ -799,10 +800,43 @@ static ssize_t orfs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	return generic_file_read_iter(iocb, to);
 }
 
+/**
+ * orfs_zero_past_eof() - the file grows: clear what was stored past its end
+ * @inode: a regular file, its inode lock held
+ * @from: the end of the file now
+ * @to: its end to be
+ *
+ * A store through a shared mapping may land past the end of the file in
+ * the page that holds the end (POSIX: it is not part of the file, and
+ * write-back never sends it). When the file grows over those bytes, they
+ * must read as the zeroes the server has there, so they are cleared
+ * before the size moves.
+ */
+void orfs_zero_past_eof(struct inode *inode, loff_t from, loff_t to)
+{
+	struct folio *folio;
+	loff_t end;
+
+	if (from >= to || !offset_in_page(from))
+		return;
+	folio = __filemap_get_folio(inode->i_mapping, from >> PAGE_SHIFT, FGP_LOCK, 0);
+	if (IS_ERR_OR_NULL(folio))	/* NULL on 6.1, an error pointer later */
+		return;
+	/* Stores after this fault again, inside the file, and count as writes. */
+	if (folio_mkclean(folio))
+		folio_mark_dirty(folio);
+	if (folio_test_uptodate(folio)) {
+		end = min_t(loff_t, to, round_up(from, PAGE_SIZE));
+		folio_zero_segment(folio, offset_in_folio(folio, from), end - folio_pos(folio));
+	}
+	folio_unlock(folio);
+	folio_put(folio);
+}
+
 static ssize_t orfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
-	int ret;
+	ssize_t ret;
 
 	orfs_set_wb_cred(inode, iocb->ki_filp->f_cred);
 	/* Appends go to the end the server knows. */
@@ -811,7 +845,17 @@ static ssize_t orfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		if (ret)
 			return ret;
 	}
-	return generic_file_write_iter(iocb, from);
+	/* generic_file_write_iter(), with the end of the file cleared first. */
+	inode_lock(inode);
+	ret = generic_write_checks(iocb, from);
+	if (ret > 0) {
+		orfs_zero_past_eof(inode, i_size_read(inode), iocb->ki_pos);
+		ret = __generic_file_write_iter(iocb, from);
+	}
+	inode_unlock(inode);
+	if (ret > 0)
+		ret = generic_write_sync(iocb, ret);
+	return ret;
 }
 
 static int orfs_fsync(struct file *file, loff_t start, loff_t end, int datasync)

@@ -330,8 +330,11 @@ int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia)
 		ret = orfs_check_attr(&attr);
 	if (ret)
 		goto out;
-	if (ia->ia_valid & ATTR_SIZE)
+	if (ia->ia_valid & ATTR_SIZE) {
+		if (S_ISREG(inode->i_mode))
+			orfs_zero_past_eof(inode, i_size_read(inode), ia->ia_size);
 		truncate_setsize(inode, ia->ia_size);
+	}
 	orfs_refresh_own(inode, &attr);
 out:
 	ret = ret ?: m.err;

@@ -30,7 +30,7 @@ mnt() { mount -t orfs "$@" "$ORFS_ADDR:/data" /tmp/mnt; }
 # (mapping_set_folio_order_range(): 6.12 has it, 6.1 does not).
 kv=$(uname -r)
 kmaj=${kv%%.*} kmin=${kv#*.} kmin=${kmin%%.*}
-if ((kmaj > 6 || (kmaj == 6 && kmin >= 12))); then lf=on; else lf=off; fi
+if ((kmaj > 6 || (kmaj == 6 && kmin >= 12))); then k612=1 lf=on; else k612=0 lf=off; fi
 umnt() { umount /tmp/mnt; }
 # ended PID: PID exited (a zombie not yet waited for counts; kill -0 would
 # still find it)
@@ -93,12 +93,15 @@ expect_grep "orfs: cannot reach 127.0.0.1:20077 export 'data'" <(dmesg)
 expect_fail "$ORFS_PROJ/tools/mount.orfs" no-such-host.invalid:/data /tmp/mnt
 
 step "the POSIX checks pass on ext4 (the reference) and on ORFS exporting it, as root and uid 1000"
-"$ft" /tmp/e4/ref 1000 | tee /tmp/ref.out
+"$ft" /tmp/e4/ref 1000 | tee /tmp/ref.out || true	# counted below
 mnt
 mkdir /tmp/mnt/fs
 "$ft" /tmp/mnt/fs 1000 | tee /tmp/orfs.out
-expect_eq "checks passed on ORFS" "$(grep -c '^ok ' /tmp/orfs.out)" 12
-expect_eq "checks passed on ext4" "$(grep -c '^ok ' /tmp/ref.out)" 12
+expect_eq "checks passed on ORFS" "$(grep -c '^ok ' /tmp/orfs.out)" 13
+# A mapped store past the end of a file shows once the file grows, on
+# 6.1's ext4 (not on 6.12's): the reference is right on the others.
+expect_eq "checks passed on ext4" "$(grep -v '^ok mmap-eof$' /tmp/ref.out | grep -c '^ok ')" 12
+((!k612)) || expect_grep '^ok mmap-eof$' /tmp/ref.out
 expect_grep '^direct: alignment 1$' /tmp/orfs.out
 rm -rf /tmp/mnt/fs
 [ -z "$(ls -A $exp)" ] || fail "rm -rf left $(ls -A $exp)"
@@ -205,6 +208,7 @@ for c in $(sed -n 's/^ok //p' /tmp/ref.out); do
 	grep -qx "ok $c" /tmp/orfs.out || fail "check $c passes on tmpfs, not on ORFS over tmpfs"
 done
 [ "$(grep -c '^ok ' /tmp/ref.out)" -ge 10 ] || fail "the reference passes too few checks"
+expect_grep '^ok mmap-eof$' /tmp/orfs.out
 find /tmp/mnt -mindepth 1 -delete
 [ -z "$(ls -A /tmp/memx)" ] || fail "removing it all through ORFS left $(ls -A /tmp/memx)"
 umnt
