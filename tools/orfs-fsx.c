@@ -4,9 +4,16 @@
  * directories (an ORFS mount and a local file system), with contents and
  * metadata compared after every step: buffered writes at random offsets,
  * O_DIRECT writes and reads, truncates, renames, shared mmap writes,
- * chmod and unlink, on a handful of files.
+ * chmod and unlink, on a handful of files; and several writes near each
+ * other before one close, some through a shared mapping, so that one
+ * write-back gathers what they dirtied.
  *
- *   orfs-fsx DIR_A DIR_B SEED STEPS
+ *   orfs-fsx DIR_A DIR_B SEED STEPS [DIR_A_SERVER]
+ *
+ * With DIR_A_SERVER (the directory DIR_A is on the server, read there
+ * without ORFS), every step also compares what the server holds: a step
+ * closes its files, and close writes back, so what DIR_A shows from its
+ * page cache must be on the server too.
  *
  * Prints "ok STEPS steps" or the first difference, with the step and the
  * operation that led to it. Exit status: 0 same, 1 a difference or an
@@ -27,12 +34,13 @@
 #define DIO_ALIGN	4096
 
 struct fsx {
-	const char	*dir[2];
+	const char	*dir[3];	/* ORFS, the reference, the server's copy of ORFS's */
+	int		ndirs;
 	uint64_t	rng;
 	unsigned long	step;
 	char		op[160];
 	uint8_t		*buf;
-	uint8_t		*cmp[2];
+	uint8_t		*cmp[3];
 };
 
 static uint64_t rnd(struct fsx *x)
@@ -127,30 +135,82 @@ static int do_mmap_write(struct fsx *x, int side, int f, off_t off, size_t len)
 	return 0;
 }
 
-/* Compare every file of the two sides: existence, size, mode, contents. */
+/*
+ * N writes of up to 16 KiB at offsets within 256 KiB from OFF, before one
+ * close; with MAP, after the first, a store of 200 bytes through a shared
+ * mapping at MOFF in the page before the one it starts in: in the same
+ * large folio, often, but not in the pages the write dirtied. That page is
+ * inside the file once the write is done. Nothing between the write and
+ * the store may write back (an fstat() on ORFS does), or the store would
+ * find the folio clean.
+ */
+static int do_scatter(struct fsx *x, int side, int f, off_t off, const off_t *offs,
+		      const size_t *lens, int n, int map, off_t moff)
+{
+	char p[4096];
+	int fd = open(path(x, side, f, p, sizeof(p)), O_RDWR | O_CREAT, 0644);
+	int i, ret = 0;
+
+	if (fd < 0)
+		return -1;
+	for (i = 0; i < n && !ret; i++) {
+		off_t base = ((off + offs[0]) & ~(off_t)4095) - 4096, q = base + moff;
+		size_t mlen = (size_t)(q - base) + 200;
+		uint8_t *m;
+
+		if (pwrite(fd, x->buf + i * 12288, lens[i], off + offs[i]) != (ssize_t)lens[i])
+			ret = -1;
+		if (ret || !map || i || base < 0)
+			continue;
+		m = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, base);
+		if (m == MAP_FAILED) {
+			ret = -1;
+			break;
+		}
+		memcpy(m + (q - base), x->buf + 50000, 200);
+		if (msync(m, mlen, MS_SYNC))
+			ret = -1;
+		munmap(m, mlen);
+	}
+	if (close(fd))
+		ret = -1;
+	return ret;
+}
+
+/* Compare every file of every directory: existence, size, mode, contents. */
 static int compare(struct fsx *x)
 {
 	int f, side;
 
 	for (f = 0; f < NFILES; f++) {
-		struct stat st[2];
-		int ok[2];
+		struct stat st[3];
+		int ok[3];
 		char p[4096];
 
-		for (side = 0; side < 2; side++)
+		for (side = 0; side < x->ndirs; side++)
 			ok[side] = !stat(path(x, side, f, p, sizeof(p)), &st[side]);
-		if (ok[0] != ok[1])
-			return fail(x, "a file exists on one side only");
+		for (side = 1; side < x->ndirs; side++) {
+			if (ok[0] != ok[side])
+				return fail(x, side == 1 ? "a file exists on one side only" :
+					    "the server's copy and ORFS disagree on a file's existence");
+			if (!ok[0])
+				continue;
+			if (st[0].st_size != st[side].st_size) {
+				fprintf(stderr, "orfs-fsx: f%d sizes %lld and %lld in %s\n", f,
+					(long long)st[0].st_size, (long long)st[side].st_size,
+					x->dir[side]);
+				return fail(x, "sizes differ");
+			}
+			if ((st[0].st_mode & 07777) != (st[side].st_mode & 07777)) {
+				fprintf(stderr, "orfs-fsx: f%d modes %o and %o in %s\n", f,
+					(unsigned int)(st[0].st_mode & 07777),
+					(unsigned int)(st[side].st_mode & 07777), x->dir[side]);
+				return fail(x, "modes differ");
+			}
+		}
 		if (!ok[0])
 			continue;
-		if (st[0].st_size != st[1].st_size) {
-			fprintf(stderr, "orfs-fsx: f%d sizes %lld and %lld\n", f,
-				(long long)st[0].st_size, (long long)st[1].st_size);
-			return fail(x, "sizes differ");
-		}
-		if ((st[0].st_mode & 07777) != (st[1].st_mode & 07777))
-			return fail(x, "modes differ");
-		for (side = 0; side < 2; side++) {
+		for (side = 0; side < x->ndirs; side++) {
 			int fd = open(path(x, side, f, p, sizeof(p)), O_RDONLY);
 			ssize_t n;
 
@@ -161,13 +221,17 @@ static int compare(struct fsx *x)
 			if (n != st[0].st_size)
 				return fail(x, "read for comparison");
 		}
-		if (memcmp(x->cmp[0], x->cmp[1], (size_t)st[0].st_size)) {
+		for (side = 1; side < x->ndirs; side++) {
 			size_t i;
 
-			for (i = 0; x->cmp[0][i] == x->cmp[1][i]; i++)
+			if (!memcmp(x->cmp[0], x->cmp[side], (size_t)st[0].st_size))
+				continue;
+			for (i = 0; x->cmp[0][i] == x->cmp[side][i]; i++)
 				;
-			fprintf(stderr, "orfs-fsx: f%d differs at byte %zu\n", f, i);
-			return fail(x, "contents differ");
+			fprintf(stderr, "orfs-fsx: f%d differs at byte %zu in %s\n", f, i,
+				x->dir[side]);
+			return fail(x, side == 1 ? "contents differ" :
+				    "the server's copy differs from what ORFS shows");
 		}
 	}
 	return 0;
@@ -175,7 +239,7 @@ static int compare(struct fsx *x)
 
 static int one_step(struct fsx *x)
 {
-	int f = (int)(rnd(x) % NFILES), g = (int)(rnd(x) % NFILES), op = (int)(rnd(x) % 9);
+	int f = (int)(rnd(x) % NFILES), g = (int)(rnd(x) % NFILES), op = (int)(rnd(x) % 10);
 	off_t off = (off_t)(rnd(x) % MAXSIZE);
 	size_t len = 1 + rnd(x) % 65536, i;
 	char p[4096], q[4096];
@@ -217,6 +281,31 @@ static int one_step(struct fsx *x)
 		snprintf(x->op, sizeof(x->op), "mmap write f%d %lld+%zu", f, (long long)off, len);
 		BOTH(x, do_mmap_write(x, side, f, off, len));
 		break;
+	case 8: {
+		off_t offs[5];
+		size_t lens[5];
+		int k, nw = 2 + (int)(rnd(x) % 4), map = (int)(rnd(x) % 2);
+		off_t moff = (off_t)(rnd(x) % (4096 - 200));
+		int at;
+
+		off %= MAXSIZE - 262144;	/* the file stays within the buffers */
+		at = snprintf(x->op, sizeof(x->op), "%d writes f%d near %lld", nw, f,
+			      (long long)off);
+		if (map)
+			at += snprintf(x->op + at, sizeof(x->op) - (size_t)at,
+				       " (a mapped store at %lld in the page before the first)",
+				       (long long)moff);
+		at += snprintf(x->op + at, sizeof(x->op) - (size_t)at, ":");
+		for (k = 0; k < nw; k++) {
+			offs[k] = (off_t)(rnd(x) % 262144);
+			lens[k] = 1 + rnd(x) % 16384;
+			if (at > 0 && (size_t)at < sizeof(x->op))
+				at += snprintf(x->op + at, sizeof(x->op) - (size_t)at, " +%lld/%zu",
+					       (long long)offs[k], lens[k]);
+		}
+		BOTH(x, do_scatter(x, side, f, off, offs, lens, nw, map, moff));
+		break;
+	}
 	case 7:
 		snprintf(x->op, sizeof(x->op), "chmod f%d %o", f, (unsigned int)(0600 | (off & 077)));
 		BOTH(x, chmod(path(x, side, f, p, sizeof(p)), (mode_t)(0600 | (off & 077))));
@@ -236,16 +325,19 @@ int main(int argc, char **argv)
 	struct fsx x = { 0 };
 	unsigned long steps;
 
-	if (argc != 5)
-		return fprintf(stderr, "usage: orfs-fsx DIR_A DIR_B SEED STEPS\n"), 2;
+	if (argc != 5 && argc != 6)
+		return fprintf(stderr, "usage: orfs-fsx DIR_A DIR_B SEED STEPS [DIR_A_SERVER]\n"), 2;
 	x.dir[0] = argv[1];
 	x.dir[1] = argv[2];
+	x.dir[2] = argc == 6 ? argv[5] : NULL;
+	x.ndirs = argc == 6 ? 3 : 2;
 	x.rng = strtoull(argv[3], NULL, 0) | 1;
 	steps = strtoul(argv[4], NULL, 0);
 	x.buf = aligned_alloc(DIO_ALIGN, 65536 + DIO_ALIGN);
 	x.cmp[0] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
 	x.cmp[1] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
-	if (!x.buf || !x.cmp[0] || !x.cmp[1])
+	x.cmp[2] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
+	if (!x.buf || !x.cmp[0] || !x.cmp[1] || !x.cmp[2])
 		return fprintf(stderr, "orfs-fsx: out of memory\n"), 1;
 	for (x.step = 1; x.step <= steps; x.step++)
 		if (one_step(&x))

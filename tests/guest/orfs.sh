@@ -106,12 +106,12 @@ expect_grep '^direct: alignment 1$' /tmp/orfs.out
 rm -rf /tmp/mnt/fs
 [ -z "$(ls -A $exp)" ] || fail "rm -rf left $(ls -A $exp)"
 
-step "a seeded random sequence of operations gives the same files on ORFS and on ext4"
+step "a seeded random sequence of operations gives the same files on ORFS, on its server and on ext4"
 mkdir /tmp/mnt/fsx1 /tmp/e4/ref/fsx1 /tmp/mnt/fsx2 /tmp/e4/ref/fsx2
-timeout 200 "$ORFS_BIN/orfs-fsx" /tmp/mnt/fsx1 /tmp/e4/ref/fsx1 1 250 | tee /tmp/out
-expect_grep '^ok 250 steps$' /tmp/out
-timeout 200 "$ORFS_BIN/orfs-fsx" /tmp/mnt/fsx2 /tmp/e4/ref/fsx2 20261121 250 | tee /tmp/out
-expect_grep '^ok 250 steps$' /tmp/out
+timeout 200 "$ORFS_BIN/orfs-fsx" /tmp/mnt/fsx1 /tmp/e4/ref/fsx1 1 400 $exp/fsx1 | tee /tmp/out
+expect_grep '^ok 400 steps$' /tmp/out
+timeout 200 "$ORFS_BIN/orfs-fsx" /tmp/mnt/fsx2 /tmp/e4/ref/fsx2 20261121 400 $exp/fsx2 | tee /tmp/out
+expect_grep '^ok 400 steps$' /tmp/out
 rm -rf /tmp/mnt/fsx1 /tmp/mnt/fsx2
 
 step "what the client writes is on the server; a change on the server shows at the next open"
@@ -126,7 +126,7 @@ echo 3 > /proc/sys/vm/drop_caches
 expect_grep '^executed from ORFS$' /tmp/out
 umnt
 
-step "large folios ($lf here): in the page cache of what is read and written; write-back sends only the pages written"
+step "large folios ($lf here): in the page cache of what is read and written; write-back sends only the pages written, and all of them"
 fc="$ORFS_BIN/folio-count"
 dd if=/dev/urandom of=$exp/lf bs=1M count=4 status=none
 mnt
@@ -179,7 +179,31 @@ page B | dd of=$exp/clob bs=4096 seek=129 conv=notrunc status=none
 page C | dd bs=4096 seek=128 iflag=fullblock conv=notrunc status=none >&3
 exec 3>&-
 cmp $exp/clob /tmp/clob.ref
-rm /tmp/mnt/lf /tmp/mnt/lfw /tmp/mnt/clob /tmp/lf.ref /tmp/lf.patch /tmp/clob.ref
+# A write() dirties page 130 of a large folio, then a store through a
+# shared mapping dirties page 128 of the same folio: write-back sends both.
+# (The mapping is made first: mmap() calls fstat(), which writes back.)
+dd if=/dev/zero bs=1M count=1 status=none | tr '\0' A > $exp/mix
+echo 3 > /proc/sys/vm/drop_caches
+cat /tmp/mnt/mix > /dev/null
+"$fc" /tmp/mnt/mix 128 > /tmp/out
+"$fc" /tmp/mnt/mix 129 >> /tmp/out
+cat /tmp/out
+[ $lf = off ] || expect_eq "pages 128 to 130 in one folio" "$(grep -c 'yes$' /tmp/out)" 2
+python3 - /tmp/mnt/mix <<'PY'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 4096, offset=128 * 4096)
+os.pwrite(fd, b'W' * 100, 130 * 4096)
+m[0:200] = b'M' * 200
+m.flush()
+m.close()
+os.close(fd)
+PY
+expect_eq "the mapped store, on the server" \
+	"$(dd if=$exp/mix bs=4096 skip=128 count=1 status=none | head -c 200 | tr -d M | wc -c)" 0
+expect_eq "the write, on the server" \
+	"$(dd if=$exp/mix bs=4096 skip=130 count=1 status=none | head -c 100 | tr -d W | wc -c)" 0
+rm /tmp/mnt/lf /tmp/mnt/lfw /tmp/mnt/clob /tmp/mnt/mix /tmp/lf.ref /tmp/lf.patch /tmp/clob.ref
 umnt
 if [ $lf = on ]; then
 	mnt -o largefolio=off
