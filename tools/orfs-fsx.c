@@ -106,12 +106,25 @@ static int do_dio_read(struct fsx *x, int side, int f, off_t off, size_t len)
 	return n < 0 ? -1 : (int)n;
 }
 
+/* Store LEN bytes of SRC at OFF in a shared mapping of MAPLEN bytes of FD from AT, synced. */
+static int map_store(int fd, off_t at, size_t maplen, size_t off, const void *src, size_t len)
+{
+	uint8_t *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, at);
+	int ret;
+
+	if (m == MAP_FAILED)
+		return -1;
+	memcpy(m + off, src, len);
+	ret = msync(m, maplen, MS_SYNC);
+	munmap(m, maplen);
+	return ret;
+}
+
 static int do_mmap_write(struct fsx *x, int side, int f, off_t off, size_t len)
 {
 	char p[4096];
 	struct stat st;
-	uint8_t *m;
-	int fd = open(path(x, side, f, p, sizeof(p)), O_RDWR);
+	int fd = open(path(x, side, f, p, sizeof(p)), O_RDWR), ret;
 
 	if (fd < 0)
 		return -1;
@@ -123,16 +136,9 @@ static int do_mmap_write(struct fsx *x, int side, int f, off_t off, size_t len)
 		off = 0;
 	if ((off_t)len > st.st_size - off)
 		len = (size_t)(st.st_size - off);
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		close(fd);
-		return -1;
-	}
-	memcpy(m + off, x->buf, len);
-	msync(m, (size_t)st.st_size, MS_SYNC);
-	munmap(m, (size_t)st.st_size);
+	ret = map_store(fd, 0, (size_t)st.st_size, (size_t)off, x->buf, len);
 	close(fd);
-	return 0;
+	return ret;
 }
 
 /*
@@ -147,6 +153,7 @@ static int do_mmap_write(struct fsx *x, int side, int f, off_t off, size_t len)
 static int do_scatter(struct fsx *x, int side, int f, off_t off, const off_t *offs,
 		      const size_t *lens, int n, int map, off_t moff)
 {
+	off_t base = ((off + offs[0]) & ~(off_t)4095) - 4096;
 	char p[4096];
 	int fd = open(path(x, side, f, p, sizeof(p)), O_RDWR | O_CREAT, 0644);
 	int i, ret = 0;
@@ -154,23 +161,11 @@ static int do_scatter(struct fsx *x, int side, int f, off_t off, const off_t *of
 	if (fd < 0)
 		return -1;
 	for (i = 0; i < n && !ret; i++) {
-		off_t base = ((off + offs[0]) & ~(off_t)4095) - 4096, q = base + moff;
-		size_t mlen = (size_t)(q - base) + 200;
-		uint8_t *m;
-
 		if (pwrite(fd, x->buf + i * 12288, lens[i], off + offs[i]) != (ssize_t)lens[i])
 			ret = -1;
-		if (ret || !map || i || base < 0)
-			continue;
-		m = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, base);
-		if (m == MAP_FAILED) {
-			ret = -1;
-			break;
-		}
-		memcpy(m + (q - base), x->buf + 50000, 200);
-		if (msync(m, mlen, MS_SYNC))
-			ret = -1;
-		munmap(m, mlen);
+		else if (!i && map && base >= 0)
+			ret = map_store(fd, base, (size_t)moff + 200, (size_t)moff, x->buf + 50000,
+					200);
 	}
 	if (close(fd))
 		ret = -1;
