@@ -32,12 +32,12 @@ static void orfs_bvec_folio(struct bio_vec *bv, struct folio *folio, size_t off,
  * a file's page cache holds folios of up to what one READ or WRITE moves,
  * so read-ahead, write-back and the page cache handle a few folios a
  * request rather than a page each. A write() into a large folio records
- * which pages it dirtied (struct orfs_folio, the folio's private data) and
- * write-back sends those, from the first to the last, not the whole folio:
- * bytes this client did not write do not go back over what another client
- * wrote since. A large folio dirtied any other way (a shared mapping,
- * pinned pages) goes back whole, as does a small folio, which carries no
- * record.
+ * which pages it dirtied (struct orfs_folio, the folio's private data), as
+ * does a store through a shared mapping (orfs_page_mkwrite(), a page at a
+ * time), and write-back sends those, from the first to the last, not the
+ * whole folio: bytes this client did not write do not go back over what
+ * another client wrote since. A large folio dirtied any other way (pinned
+ * pages) goes back whole, as does a small folio, which carries no record.
  */
 struct orfs_folio {
 	spinlock_t	lock;		/* dirtying without the folio lock (pins) */
@@ -63,7 +63,7 @@ void orfs_set_folio_size(struct inode *inode)
 #endif
 }
 
-/* A write() dirtied LEN bytes of FOLIO (locked) from OFF. */
+/* A write() or a mapped store dirtied LEN bytes of FOLIO (locked) from OFF. */
 static void orfs_folio_dirtied(struct address_space *mapping, struct folio *folio, size_t off,
 			       size_t len)
 {
@@ -100,13 +100,20 @@ static void orfs_folio_dirtied(struct address_space *mapping, struct folio *foli
 	filemap_dirty_folio(mapping, folio);
 }
 
-/* Dirtied other than by write(): which bytes is unknown, so all of them. */
+/*
+ * Dirtied other than by write() or orfs_page_mkwrite(): which bytes is
+ * unknown, so all of them. A folio already dirty is being told of the
+ * stores its pages' table entries saw (write-back cleaning them, an
+ * unmap), and a table entry takes a store only after orfs_page_mkwrite()
+ * recorded its page since the last write-back; that record stands,
+ * unless the folio is pinned, when a device may have written anywhere.
+ */
 static bool orfs_dirty_folio(struct address_space *mapping, struct folio *folio)
 {
 	struct orfs_folio *of = folio_get_private(folio);
 	unsigned long flags;
 
-	if (of) {
+	if (of && (!folio_test_dirty(folio) || folio_maybe_dma_pinned(folio))) {
 		spin_lock_irqsave(&of->lock, flags);
 		of->first = 0;
 		of->end = folio_nr_pages(folio);
@@ -762,6 +769,8 @@ static int orfs_file_open(struct inode *inode, struct file *file)
 	 * Attributes the server sent within this tick (a create) are fresh.
 	 */
 	ret = orfs_revalidate(inode, time_after(jiffies, ORFS_I(inode)->attr_time));
+	if (!ret)
+		ret = orfs_revalidate_mapping(inode);
 	if (ret)
 		return ret;
 	ret = generic_file_open(inode, file);
@@ -794,6 +803,8 @@ static ssize_t orfs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 	if (!(iocb->ki_flags & IOCB_DIRECT)) {
 		ret = orfs_revalidate(inode, false);
+		if (!ret)
+			ret = orfs_revalidate_mapping(inode);
 		if (ret)
 			return ret;
 	}
@@ -882,13 +893,57 @@ static int orfs_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 	return ret;
 }
 
+/*
+ * A store through a shared mapping into a clean page: the kernel asks
+ * first, one page at a time (write-back write-protects the folio's pages
+ * again), so the page is recorded as a write() records what it covers and
+ * write-back of a large folio sends the pages stored into, not all of it.
+ */
+static vm_fault_t orfs_page_mkwrite(struct vm_fault *vmf)
+{
+	struct file *file = vmf->vma->vm_file;
+	struct inode *inode = file_inode(file);
+	struct folio *folio = page_folio(vmf->page);
+	vm_fault_t ret = VM_FAULT_LOCKED;
+
+	sb_start_pagefault(inode->i_sb);
+	file_update_time(file);
+	folio_lock(folio);
+	if (folio->mapping != inode->i_mapping) {
+		/* Truncated or dropped meanwhile: the fault is taken again. */
+		folio_unlock(folio);
+		ret = VM_FAULT_NOPAGE;
+		goto out;
+	}
+	orfs_folio_dirtied(inode->i_mapping, folio,
+			   folio_page_idx(folio, vmf->page) << PAGE_SHIFT, PAGE_SIZE);
+	folio_wait_stable(folio);
+out:
+	sb_end_pagefault(inode->i_sb);
+	return ret;
+}
+
+static const struct vm_operations_struct orfs_file_vm_ops = {
+	.fault		= filemap_fault,
+	.map_pages	= filemap_map_pages,
+	.page_mkwrite	= orfs_page_mkwrite,
+};
+
 static int orfs_file_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	int ret = orfs_revalidate(file_inode(file), false);
+	struct inode *inode = file_inode(file);
+	int ret;
 
+	ret = orfs_revalidate(inode, false);
+	if (!ret)
+		ret = orfs_revalidate_mapping(inode);
+	if (ret)
+		return ret;
 	if ((vma->vm_flags & VM_SHARED) && (vma->vm_flags & VM_MAYWRITE))
-		orfs_set_wb_cred(file_inode(file), file->f_cred);
-	return ret ?: generic_file_mmap(file, vma);
+		orfs_set_wb_cred(inode, file->f_cred);
+	file_accessed(file);
+	vma->vm_ops = &orfs_file_vm_ops;
+	return 0;
 }
 
 const struct file_operations orfs_file_fops = {

@@ -113,9 +113,14 @@ static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool 
 	ci->attr_time = jiffies;
 	spin_unlock(&inode->i_lock);
 
-	/* Someone else changed the file: what we cached of it is stale. */
-	if (moved && !own && S_ISREG(inode->i_mode))
+	/*
+	 * Someone else changed the file: what we cached of it is stale. What
+	 * is not in use goes now; the rest at orfs_revalidate_mapping().
+	 */
+	if (moved && !own && S_ISREG(inode->i_mode)) {
+		atomic_inc(&ci->stale_gen);
 		invalidate_mapping_pages(inode->i_mapping, 0, -1);
+	}
 }
 
 /**
@@ -239,6 +244,49 @@ int orfs_revalidate(struct inode *inode, bool force)
 		ret = -ESTALE;
 	if (!ret)
 		orfs_refresh(inode, &attr);
+	return ret;
+}
+
+/**
+ * orfs_revalidate_mapping() - drop the pages another client's change left
+ * @inode: a regular file
+ *
+ * When attributes from the server show that another client changed the
+ * file, the pages nobody uses are dropped at once (orfs_refresh()); those
+ * mapped, dirty, locked or under write-back then stay. They are dropped
+ * here, on the way into a read, an open or a new mapping: our dirty pages
+ * are written first, mapped ones unmapped, so that the next access, by
+ * read() or through a mapping, reads the server's copy. A page dirtied
+ * again meanwhile (a store through a mapping) stays: it holds our newer
+ * data, which write-back sends.
+ *
+ * Context: process context without page locks; may sleep.
+ * Return: 0, -EINTR when killed while another caller drops them, or the
+ * write-back's error.
+ */
+int orfs_revalidate_mapping(struct inode *inode)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+	int gen = atomic_read(&ci->stale_gen);
+	int ret;
+
+	if (gen == smp_load_acquire(&ci->dropped_gen))
+		return 0;
+	/* Callers that come meanwhile wait: they must not read what is being dropped. */
+	if (mutex_lock_killable(&ci->drop_mutex))
+		return -EINTR;
+	gen = atomic_read(&ci->stale_gen);
+	ret = 0;
+	if (gen == ci->dropped_gen)
+		goto out;
+	ret = filemap_write_and_wait(inode->i_mapping);
+	if (ret)
+		goto out;
+	/* -EBUSY: a page dirtied again, which stays (above). */
+	invalidate_inode_pages2(inode->i_mapping);
+	smp_store_release(&ci->dropped_gen, gen);
+out:
+	mutex_unlock(&ci->drop_mutex);
 	return ret;
 }
 

@@ -212,6 +212,8 @@ static struct inode *orfs_alloc_inode(struct super_block *sb)
 	atomic_set(&ci->open_count, 0);
 	ci->silly_name[0] = 0;
 	ci->wb_cred = NULL;
+	atomic_set(&ci->stale_gen, 0);
+	ci->dropped_gen = 0;
 	return &ci->vfs_inode;
 }
 
@@ -458,6 +460,7 @@ static void orfs_inode_init_once(void *p)
 	struct orfs_inode *ci = p;
 
 	inode_init_once(&ci->vfs_inode);
+	mutex_init(&ci->drop_mutex);
 }
 
 static int __init orfs_init(void)

@@ -120,6 +120,40 @@ expect_eq "on the server" "$(cat $exp/c2o)" one
 expect_eq "through ORFS" "$(cat /tmp/mnt/c2o)" one
 echo "two, longer" > $exp/c2o
 expect_eq "after the server's change" "$(cat /tmp/mnt/c2o)" "two, longer"
+# Pages a process keeps mapped are no exception: while one maps two pages
+# of a file and has stored into the first, the server's copy of the
+# second changes; a new open must read the server's second page through
+# read() and the mapping, and keep the store (written back first). With
+# large folios both pages are in one folio, and the store must send only
+# the page it went to, not the stale second one over the server's.
+dd if=/dev/zero bs=8192 count=1 status=none | tr '\0' A > $exp/mapped
+python3 - /tmp/mnt/mapped $exp/mapped "$ORFS_BIN/folio-count" $lf <<'PY'
+import mmap, os, subprocess, sys, time
+orfs, server, fc, lf = sys.argv[1:]
+fd = os.open(orfs, os.O_RDWR)
+m = mmap.mmap(fd, 8192)
+assert m[0:1] + m[4096:4097] == b'AA', 'the file as first read'
+together = subprocess.run([fc, orfs, '0'], check=True, capture_output=True, text=True).stdout
+assert ('together 0 yes' in together) == (lf == 'on'), 'folios: %r' % together
+m[0:10] = b'M' * 10
+with open(server, 'r+b') as f:
+    f.seek(4096)
+    f.write(b'S' * 4096)
+time.sleep(0.05)    # an open within the tick of the last answer asks nothing
+fd2 = os.open(orfs, os.O_RDONLY)
+got = os.pread(fd2, 8192, 0)
+assert got[:11] == b'M' * 10 + b'A', 'read() lost the mapped store: %r' % got[:11]
+assert got[4096:] == b'S' * 4096, 'read() of the changed page: %r' % got[4096:4106]
+assert m[4096:4106] == b'S' * 10, 'the mapping of the changed page: %r' % m[4096:4106]
+assert m[0:11] == b'M' * 10 + b'A', 'the mapping lost its store: %r' % m[0:11]
+m.close()
+os.close(fd2)
+os.close(fd)
+with open(server, 'rb') as f:
+    assert f.read(11) == b'M' * 10 + b'A', 'the store is not on the server'
+print('mapped pages: ok')
+PY
+rm /tmp/mnt/mapped
 cp /usr/bin/bash /tmp/mnt/bash && cmp /usr/bin/bash $exp/bash
 echo 3 > /proc/sys/vm/drop_caches
 /tmp/mnt/bash -c 'echo executed from ORFS' | tee /tmp/out
