@@ -812,8 +812,8 @@ static ssize_t orfs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 }
 
 /**
- * orfs_zero_past_eof() - the file grows: clear what was stored past its end
- * @inode: a regular file, its inode lock held
+ * orfs_clear_past_eof() - the file grows: clear what was stored past its end
+ * @inode: a regular file
  * @from: the end of the file now
  * @to: its end to be
  *
@@ -821,18 +821,24 @@ static ssize_t orfs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
  * the page that holds the end (POSIX: it is not part of the file, and
  * write-back never sends it). When the file grows over those bytes, they
  * must read as the zeroes the server has there, so they are cleared
- * before the size moves.
+ * before the size moves. The caller moves it with the folio still locked
+ * (write-back, which sends up to the end, locks it first), then unlocks
+ * and puts it.
+ *
+ * Context: process context, no folio of the file locked; may sleep.
+ * Return: the folio that holds the end, locked, or NULL when the end is
+ * on a page boundary, the file does not grow or the page is not cached.
  */
-void orfs_zero_past_eof(struct inode *inode, loff_t from, loff_t to)
+struct folio *orfs_clear_past_eof(struct inode *inode, loff_t from, loff_t to)
 {
 	struct folio *folio;
 	loff_t end;
 
 	if (from >= to || !offset_in_page(from))
-		return;
+		return NULL;
 	folio = __filemap_get_folio(inode->i_mapping, from >> PAGE_SHIFT, FGP_LOCK, 0);
 	if (IS_ERR_OR_NULL(folio))	/* NULL on 6.1, an error pointer later */
-		return;
+		return NULL;
 	/* Stores after this fault again, inside the file, and count as writes. */
 	if (folio_mkclean(folio))
 		folio_mark_dirty(folio);
@@ -840,8 +846,23 @@ void orfs_zero_past_eof(struct inode *inode, loff_t from, loff_t to)
 		end = min_t(loff_t, to, round_up(from, PAGE_SIZE));
 		folio_zero_segment(folio, offset_in_folio(folio, from), end - folio_pos(folio));
 	}
-	folio_unlock(folio);
-	folio_put(folio);
+	return folio;
+}
+
+/**
+ * orfs_zero_past_eof() - orfs_clear_past_eof() when the inode lock holds the size
+ * @inode: a regular file, its inode lock held
+ * @from: the end of the file now
+ * @to: its end to be
+ */
+void orfs_zero_past_eof(struct inode *inode, loff_t from, loff_t to)
+{
+	struct folio *folio = orfs_clear_past_eof(inode, from, to);
+
+	if (folio) {
+		folio_unlock(folio);
+		folio_put(folio);
+	}
 }
 
 static ssize_t orfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)

@@ -85,9 +85,17 @@ static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool 
 	struct orfs_inode *ci = ORFS_I(inode);
 	u64 change = le64_to_cpu(a->change);
 	loff_t size = le64_to_cpu(a->size);
+	struct folio *eof = NULL;
 	unsigned int nlink;
 	bool moved;
 
+	/*
+	 * Another client grew the file: what a mapping stored past our end is
+	 * cleared first, and its folio stays locked until the size has moved,
+	 * so that write-back never sends those bytes as part of the file.
+	 */
+	if (!own && S_ISREG(inode->i_mode))
+		eof = orfs_clear_past_eof(inode, i_size_read(inode), size);
 	spin_lock(&inode->i_lock);
 	inode->i_mode = (inode->i_mode & S_IFMT) | (le32_to_cpu(a->mode) & ~S_IFMT);
 	nlink = le32_to_cpu(a->nlink);
@@ -112,6 +120,10 @@ static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool 
 				     orfs_timeo_max(inode));
 	ci->attr_time = jiffies;
 	spin_unlock(&inode->i_lock);
+	if (eof) {
+		folio_unlock(eof);
+		folio_put(eof);
+	}
 
 	/*
 	 * Someone else changed the file: what we cached of it is stale. What

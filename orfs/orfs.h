@@ -222,6 +222,7 @@ void orfs_io_start(struct orfs_areq *a, u32 flags);
 extern const struct file_operations orfs_file_fops;
 extern const struct address_space_operations orfs_aops;
 void orfs_set_folio_size(struct inode *inode);
+struct folio *orfs_clear_past_eof(struct inode *inode, loff_t from, loff_t to);
 void orfs_zero_past_eof(struct inode *inode, loff_t from, loff_t to);
 
 #endif /* _ORFS_H */

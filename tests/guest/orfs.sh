@@ -154,6 +154,48 @@ with open(server, 'rb') as f:
 print('mapped pages: ok')
 PY
 rm /tmp/mnt/mapped
+# Bytes a mapping stored past the end of a file (not part of it, never
+# sent) must not show when another client grows the file, nor go to the
+# server: it has zeroes there. Once with the page written back before,
+# once with it dirty (a store inside the file too), which write-back
+# then sends up to the new end.
+for dirty in 0 1; do
+	printf end > $exp/eof
+	python3 - /tmp/mnt/eof $exp/eof $dirty <<'PY'
+import ctypes, mmap, os, sys, time
+orfs, server, dirty = sys.argv[1], sys.argv[2], sys.argv[3] == '1'
+# Python's mmap will not map past the end of a file: libc's will.
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.msync.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+fd = os.open(orfs, os.O_RDWR)
+addr = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+assert addr not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+m = (ctypes.c_char * 4096).from_address(addr)
+m[100:110] = b'J' * 10
+if dirty:
+    m[0:3] = b'END'
+else:
+    assert libc.msync(addr, 4096, 4) == 0, 'msync'    # MS_SYNC
+head = b'END' if dirty else b'end'
+os.truncate(server, 8192)
+time.sleep(0.05)
+fd2 = os.open(orfs, os.O_RDONLY)
+got = os.pread(fd2, 8192, 0)
+assert got[:3] == head and got[3:] == bytes(8189), 'read(): %r' % got[:120]
+assert m[100:110] == bytes(10), 'the mapping: %r' % m[100:110]
+assert libc.munmap(addr, 4096) == 0, 'munmap'
+os.close(fd2)
+os.close(fd)
+print('past the end, %s: ok' % ('dirty' if dirty else 'clean'))
+PY
+	expect_eq "the server's copy (dirty $dirty)" "$(tr -d '\0' < $exp/eof)" "$( ((dirty)) && echo END || echo end)"
+	expect_eq "the server's size (dirty $dirty)" "$(stat -c %s $exp/eof)" 8192
+	rm /tmp/mnt/eof
+done
 cp /usr/bin/bash /tmp/mnt/bash && cmp /usr/bin/bash $exp/bash
 echo 3 > /proc/sys/vm/drop_caches
 /tmp/mnt/bash -c 'echo executed from ORFS' | tee /tmp/out
