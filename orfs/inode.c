@@ -282,6 +282,7 @@ int orfs_revalidate_mapping(struct inode *inode)
 	int gen = atomic_read(&ci->stale_gen);
 	int ret;
 
+	/* Pairs with the release below: the drop is done once this is seen. */
 	if (gen == smp_load_acquire(&ci->dropped_gen))
 		return 0;
 	/* Callers that come meanwhile wait: they must not read what is being dropped. */
@@ -296,6 +297,7 @@ int orfs_revalidate_mapping(struct inode *inode)
 		goto out;
 	/* -EBUSY: a page dirtied again, which stays (above). */
 	invalidate_inode_pages2(inode->i_mapping);
+	/* After the drop: a caller that sees GEN reads no page it dropped. */
 	smp_store_release(&ci->dropped_gen, gen);
 out:
 	mutex_unlock(&ci->drop_mutex);

@@ -109,10 +109,14 @@ struct orfs_inode {
 	struct orfs_fh		silly_dir;
 	char			silly_name[40];
 	const struct cred	*wb_cred;
-	/* Another client changed the file: pages kept then are dropped later. */
+	/*
+	 * Another client changed the file: pages in use then are dropped
+	 * later (orfs_revalidate_mapping()); one caller drops them, under
+	 * drop_mutex, and the others wait for it.
+	 */
 	atomic_t		stale_gen;
 	int			dropped_gen;
-	struct mutex		drop_mutex;
+	struct mutex		drop_mutex;	/* serialises the drop */
 	struct inode		vfs_inode;
 };
 
