@@ -31,17 +31,20 @@ static void orfs_bvec_folio(struct bio_vec *bv, struct folio *folio, size_t off,
  * Large folios (largefolio=on, on kernels that bound a file's folio size):
  * a file's page cache holds folios of up to what one READ or WRITE moves,
  * so read-ahead, write-back and the page cache handle a few folios a
- * request rather than a page each. A write() into a large folio records
- * which pages it dirtied (struct orfs_folio, the folio's private data), as
- * does a store through a shared mapping (orfs_page_mkwrite(), a page at a
- * time), and write-back sends those, from the first to the last, not the
- * whole folio: bytes this client did not write do not go back over what
- * another client wrote since. A large folio dirtied any other way (pinned
- * pages) goes back whole, as does a small folio, which carries no record.
+ * request rather than a page each.
+ *
+ * What write-back sends: a write() into a folio, small or large, records
+ * which bytes it dirtied (struct orfs_folio, the folio's private data), a
+ * store through a shared mapping the page it went to (orfs_page_mkwrite(),
+ * a page at a time), and write-back sends those, from the first byte to
+ * the last, not the whole folio: bytes this client did not write do not go
+ * back over what another client wrote since, in another page of the folio
+ * or in the same page. A folio dirtied any other way (pinned pages), or
+ * with no memory for its record, goes back whole.
  */
 struct orfs_folio {
 	spinlock_t	lock;		/* dirtying without the folio lock (pins) */
-	unsigned int	first;		/* dirty pages [first, end); none when equal */
+	unsigned int	first;		/* dirty bytes [first, end); none when equal */
 	unsigned int	end;
 };
 
@@ -68,10 +71,10 @@ static void orfs_folio_dirtied(struct address_space *mapping, struct folio *foli
 			       size_t len)
 {
 	struct orfs_folio *of = folio_get_private(folio);
-	unsigned int first = off >> PAGE_SHIFT, end = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	unsigned int first = off, end = off + len;
 	unsigned long flags;
 
-	if (folio_test_large(folio) && !of && !folio_test_dirty(folio)) {
+	if (!of && !folio_test_dirty(folio)) {
 		/* Without a record (no memory), the folio goes back whole. */
 		of = kmalloc(sizeof(*of), GFP_NOFS);
 		if (of) {
@@ -89,7 +92,7 @@ static void orfs_folio_dirtied(struct address_space *mapping, struct folio *foli
 		} else if (of->first >= of->end) {
 			/* Dirty with no record goes back whole: it stays so. */
 			of->first = 0;
-			of->end = folio_nr_pages(folio);
+			of->end = folio_size(folio);
 		} else {
 			of->first = min(of->first, first);
 			of->end = max(of->end, end);
@@ -116,7 +119,7 @@ static bool orfs_dirty_folio(struct address_space *mapping, struct folio *folio)
 	if (of && (!folio_test_dirty(folio) || folio_maybe_dma_pinned(folio))) {
 		spin_lock_irqsave(&of->lock, flags);
 		of->first = 0;
-		of->end = folio_nr_pages(folio);
+		of->end = folio_size(folio);
 		spin_unlock_irqrestore(&of->lock, flags);
 	}
 	return filemap_dirty_folio(mapping, folio);
@@ -137,8 +140,8 @@ static bool orfs_folio_wb_range(struct folio *folio, size_t *off, size_t *len)
 	if (of) {
 		spin_lock_irqsave(&of->lock, flags);
 		if (of->first < of->end) {
-			*off = (size_t)of->first << PAGE_SHIFT;
-			*len = (size_t)(of->end - of->first) << PAGE_SHIFT;
+			*off = of->first;
+			*len = of->end - of->first;
 		}
 		of->first = 0;
 		of->end = 0;
@@ -418,8 +421,12 @@ static int orfs_wb_add(struct folio *folio, struct writeback_control *wbc, void 
 	if (!orfs_folio_wb_range(folio, &off, &len))
 		return 0;
 	pos = folio_pos(folio) + off;
+	/*
+	 * One request registers its pages as one memory region: what it holds
+	 * must end where this starts, on a page boundary.
+	 */
 	if (b && (pos != b->a.pos + b->len || b->n == wb->max ||
-		  b->len + len > ORFS_SB(wb->inode->i_sb)->wsize || !PAGE_ALIGNED(b->len)))
+		  b->len + len > ORFS_SB(wb->inode->i_sb)->wsize || !PAGE_ALIGNED(pos)))
 		orfs_wb_send(wb);
 	if (!wb->b) {
 		wb->b = orfs_batch_alloc(wb->inode, ORFS_OP_WRITE, wb->max, GFP_NOFS);

@@ -154,6 +154,43 @@ with open(server, 'rb') as f:
 print('mapped pages: ok')
 PY
 rm /tmp/mnt/mapped
+# Two writers in one page: while this client holds a file cached, another
+# changes bytes on the server in the page this client then writes, but
+# not the bytes it writes. Write-back sends only the bytes written, so the
+# server keeps both clients' bytes: a write inside one page, and one from
+# mid-page across into the next (one request that starts mid-page).
+python3 - /tmp/mnt $exp <<'PY'
+import os, sys
+mnt, exp = sys.argv[1:]
+cases = (('shared1', 4096, (2000,), b'C' * 100, 0),
+         ('shared2', 12288, (100, 6000), b'D' * 2000, 3000))
+fds = []
+for name, size, theirs, ours, at in cases:
+    with open(os.path.join(exp, name), 'wb') as f:
+        f.write(b'A' * size)
+    fd = os.open(os.path.join(mnt, name), os.O_RDWR)
+    assert os.pread(fd, size, 0) == b'A' * size, 'the file as first read'
+    fds.append(fd)
+for (name, size, theirs, ours, at), fd in zip(cases, fds):
+    with open(os.path.join(exp, name), 'r+b') as f:
+        for off in theirs:
+            f.seek(off)
+            f.write(b'B' * 100)
+    os.pwrite(fd, ours, at)
+    os.fsync(fd)
+    os.close(fd)
+    want = bytearray(b'A' * size)
+    for off in theirs:
+        want[off:off + 100] = b'B' * 100
+    want[at:at + len(ours)] = ours
+    with open(os.path.join(exp, name), 'rb') as f:
+        got = f.read()
+    bad = [i for i in range(size) if got[i] != want[i]]
+    assert not bad, '%s: the server has %d wrong bytes from %d: %r' % (
+        name, len(bad), bad[0], got[bad[0]:bad[0] + 8])
+print('two writers in one page: ok')
+PY
+rm /tmp/mnt/shared1 /tmp/mnt/shared2
 # Bytes a mapping stored past the end of a file (not part of it, never
 # sent) must not show when another client grows the file, nor go to the
 # server: it has zeroes there. Once with the page written back before,
