@@ -775,9 +775,7 @@ static int orfs_file_open(struct inode *inode, struct file *file)
 	 * Close-to-open: what another client wrote before its close shows now.
 	 * Attributes the server sent within this tick (a create) are fresh.
 	 */
-	ret = orfs_revalidate(inode, time_after(jiffies, ORFS_I(inode)->attr_time));
-	if (!ret)
-		ret = orfs_revalidate_mapping(inode);
+	ret = orfs_revalidate_file(inode, time_after(jiffies, ORFS_I(inode)->attr_time));
 	if (ret)
 		return ret;
 	ret = generic_file_open(inode, file);
@@ -809,9 +807,7 @@ static ssize_t orfs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	int ret;
 
 	if (!(iocb->ki_flags & IOCB_DIRECT)) {
-		ret = orfs_revalidate(inode, false);
-		if (!ret)
-			ret = orfs_revalidate_mapping(inode);
+		ret = orfs_revalidate_file(inode, false);
 		if (ret)
 			return ret;
 	}
@@ -962,9 +958,7 @@ static int orfs_file_mmap(struct file *file, struct vm_area_struct *vma)
 	struct inode *inode = file_inode(file);
 	int ret;
 
-	ret = orfs_revalidate(inode, false);
-	if (!ret)
-		ret = orfs_revalidate_mapping(inode);
+	ret = orfs_revalidate_file(inode, false);
 	if (ret)
 		return ret;
 	if ((vma->vm_flags & VM_SHARED) && (vma->vm_flags & VM_MAYWRITE))

@@ -259,9 +259,8 @@ int orfs_revalidate(struct inode *inode, bool force)
 	return ret;
 }
 
-/**
- * orfs_revalidate_mapping() - drop the pages another client's change left
- * @inode: a regular file
+/*
+ * Drop the pages of regular file INODE that another client's change left.
  *
  * When attributes from the server show that another client changed the
  * file, the pages nobody uses are dropped at once (orfs_refresh()); those
@@ -272,11 +271,10 @@ int orfs_revalidate(struct inode *inode, bool force)
  * again meanwhile (a store through a mapping) stays: it holds our newer
  * data, which write-back sends.
  *
- * Context: process context without page locks; may sleep.
- * Return: 0, -EINTR when killed while another caller drops them, or the
- * write-back's error.
+ * Process context without page locks; returns 0, -EINTR when killed while
+ * another caller drops them, or the write-back's error.
  */
-int orfs_revalidate_mapping(struct inode *inode)
+static int orfs_revalidate_mapping(struct inode *inode)
 {
 	struct orfs_inode *ci = ORFS_I(inode);
 	int gen = atomic_read(&ci->stale_gen);
@@ -302,6 +300,24 @@ int orfs_revalidate_mapping(struct inode *inode)
 out:
 	mutex_unlock(&ci->drop_mutex);
 	return ret;
+}
+
+/**
+ * orfs_revalidate_file() - before a regular file is opened, read or mapped
+ * @inode: a regular file
+ * @force: ask the server for attributes whatever the timeouts say
+ *
+ * Fresh enough attributes (orfs_revalidate()), then no cached page that
+ * another client's change left (orfs_revalidate_mapping()).
+ *
+ * Context: process context without page locks; may sleep.
+ * Return: 0, or the first error of the two.
+ */
+int orfs_revalidate_file(struct inode *inode, bool force)
+{
+	int ret = orfs_revalidate(inode, force);
+
+	return ret ?: orfs_revalidate_mapping(inode);
 }
 
 int orfs_getattr(orfs_idmap_t *map, const struct path *path, struct kstat *st,

@@ -176,7 +176,7 @@ struct inode *orfs_iget(struct super_block *sb, const struct orfs_fh *fh,
 			const struct orfs_attr *attr);
 void orfs_refresh(struct inode *inode, const struct orfs_attr *attr);
 int orfs_revalidate(struct inode *inode, bool force);
-int orfs_revalidate_mapping(struct inode *inode);
+int orfs_revalidate_file(struct inode *inode, bool force);
 int orfs_getattr(orfs_idmap_t *map, const struct path *path, struct kstat *st,
 		 u32 mask, unsigned int flags);
 int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia);
