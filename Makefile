@@ -38,7 +38,8 @@ BIN := build/bin
 
 # Userspace programs: the server, the tools and the unit tests.
 SERVER_LIB_SRC := server/proto.c server/dispatch.c server/block.c server/sched.c \
-	server/config.c server/fsvc.c server/siphash.c server/replay.c server/fdcache.c
+	server/config.c server/fsvc.c server/siphash.c server/replay.c server/fdcache.c \
+	server/locks.c
 FAB_SRC := server/fab.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server/config.h"
+#include "server/locks.h"
 #include "server/proto.h"
 
 #define WORDS_MAX 16
@@ -21,6 +22,8 @@ void config_init(struct config *c)
 	c->threads = 4;
 	c->progress = 0;	/* one a CPU, up to CFG_AUTO_PROGRESS */
 	c->poll_us = CFG_POLL_US;
+	c->lease = LOCKS_LEASE;
+	c->grace = CFG_GRACE_LEASE;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/orfs-server");
 }
 
@@ -209,6 +212,12 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 	if (!strcmp(w[0], "poll") && n == 2)
 		return parse_uint(w[1], 0, 100000, &c->poll_us) ?
 			fail(err, errlen, "poll: microseconds from 0 to 100000") : 0;
+	if (!strcmp(w[0], "lease") && n == 2)
+		return parse_uint(w[1], 1, 3600, &c->lease) ?
+			fail(err, errlen, "lease: seconds from 1 to 3600") : 0;
+	if (!strcmp(w[0], "grace") && n == 2)
+		return parse_uint(w[1], 0, 3600, &c->grace) ?
+			fail(err, errlen, "grace: seconds from 0 to 3600") : 0;
 	if (!strcmp(w[0], "allow") && n >= 2) {
 		int i;
 

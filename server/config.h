@@ -19,6 +19,7 @@
 #define CFG_POLL_US	0	/* see 'poll' in orfs-server(8) */
 #define CFG_MAX_PROGRESS	64	/* progress threads */
 #define CFG_AUTO_PROGRESS	4	/* most of them by default (progress 0) */
+#define CFG_GRACE_LEASE	UINT_MAX	/* grace: as long as the lease */
 
 struct cfg_export {
 	char		name[KNET_NAME_MAX + 1];
@@ -43,6 +44,8 @@ struct config {
 	unsigned int		threads;
 	unsigned int		progress;	/* progress threads (shards); 0: one a CPU */
 	unsigned int		poll_us;	/* busy-poll this long after activity */
+	unsigned int		lease;		/* seconds a gone client's locks stay */
+	unsigned int		grace;		/* seconds of reclaims after a start */
 	struct cfg_export	ex[CFG_MAX_EXPORTS];
 	int			nex;
 	struct cfg_net		allow[CFG_MAX_ALLOW];

@@ -899,8 +899,16 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		reply(r);
 		return;
 	}
-	if (fr->op == ORFS_OP_SESSION)
+	if (fr->op == ORFS_OP_SESSION && c->client_id != le64toh(fr->u.session.client_id)) {
+		/* The client's locks outlive this connection for a lease. */
+		if (c->client_id)
+			locks_detach(&c->s->locks, c->client_id, (time_t)(now_us() / 1000000));
 		c->client_id = le64toh(fr->u.session.client_id);
+		if (c->client_id)
+			locks_attach(&c->s->locks, c->client_id);
+	}
+	fr->locks = &c->s->locks;
+	fr->client_id = c->client_id;
 	if (c->client_id && fsvc_op_nonidempotent(fr->op)) {
 		switch (replay_begin(&c->s->replay, c->client_id, fr->xid, time(NULL), &r->replay,
 				     &r->f.status, r->fbody, &r->fbody_len)) {

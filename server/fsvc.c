@@ -208,7 +208,7 @@ int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq)
 	case ORFS_OP_MKNOD: case ORFS_OP_SYMLINK: case ORFS_OP_LINK: case ORFS_OP_UNLINK:
 	case ORFS_OP_RMDIR: case ORFS_OP_RENAME: case ORFS_OP_READLINK: case ORFS_OP_STATFS:
 	case ORFS_OP_GETXATTR: case ORFS_OP_SETXATTR: case ORFS_OP_LISTXATTR:
-	case ORFS_OP_REMOVEXATTR:
+	case ORFS_OP_REMOVEXATTR: case ORFS_OP_LOCK:
 		break;
 	case ORFS_OP_SETATTR:
 		/* Cutting a file short frees its pages: as long as the file is big. */
@@ -411,8 +411,12 @@ int fsvc_op_mutates(uint16_t op)
 
 int fsvc_op_nonidempotent(uint16_t op)
 {
-	/* Repeating these would fail (EEXIST, ENOENT) or do it twice. */
-	return fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR;
+	/*
+	 * Repeating these would fail (EEXIST, ENOENT) or do it twice; a LOCK
+	 * repeated after an UNLOCK of the same owner would take it again.
+	 */
+	return (fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR) ||
+	       op == ORFS_OP_LOCK;
 }
 
 int fsvc_op_dir_fh(uint16_t op)
@@ -557,6 +561,20 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 		if (!err && (!le32toh(rq->u.readdir.max_bytes) || rq->u.readdir.reserved))
 			err = EINVAL;
 		break;
+	case ORFS_OP_LOCK: {
+		uint32_t type, flags;
+
+		err = take(&c, &rq->u.lock, sizeof(rq->u.lock));
+		rq->fh = rq->u.lock.fh;
+		type = le32toh(rq->u.lock.type);
+		flags = le32toh(rq->u.lock.flags);
+		if (!err && (type < ORFS_LOCK_READ || type > ORFS_LOCK_UNLOCK ||
+			     (flags & ~(uint32_t)(ORFS_LOCK_TEST | ORFS_LOCK_RECLAIM)) ||
+			     (type == ORFS_LOCK_UNLOCK && flags) ||
+			     le64toh(rq->u.lock.start) > le64toh(rq->u.lock.end)))
+			err = EINVAL;
+		break;
+	}
 	case ORFS_OP_READ:
 	case ORFS_OP_WRITE: {
 		uint32_t length, flags;
@@ -835,6 +853,51 @@ static int do_xattr(const struct fsvc_req *rq, int fd, struct out *o)
 	memcpy(o->p + o->len, &rep, sizeof(rep));
 	o->len += (uint32_t)sizeof(rep) + (size ? (uint32_t)n : 0);
 	return 0;
+}
+
+/*
+ * LOCK on FD (O_PATH): to take a lock the caller must be able to open the
+ * file for it, reading for a read lock, writing for a write lock, as the
+ * client's kernel asks of its open file; clearing or testing needs
+ * nothing but the handle.
+ */
+static int do_lock(const struct fsvc_req *rq, int fd, struct out *o)
+{
+	const struct orfs_lock_req *l = &rq->u.lock;
+	struct lk_want w, held;
+	struct orfs_lock_rep rep;
+	struct timespec ts;
+	struct stat st;
+	int err, rfd;
+
+	if (!rq->locks)
+		return ENOLCK;
+	w.client = rq->client_id;
+	w.owner = le64toh(l->owner);
+	w.start = le64toh(l->start);
+	w.end = le64toh(l->end);
+	w.type = le32toh(l->type);
+	w.flags = le32toh(l->flags);
+	if (fstat(fd, &st))
+		return errno;
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return EINVAL;	/* and no open of a FIFO that would wait */
+	if (w.type != ORFS_LOCK_UNLOCK && !(w.flags & ORFS_LOCK_TEST)) {
+		err = reopen(fd, w.type == ORFS_LOCK_READ ? O_RDONLY : O_WRONLY, &rfd);
+		if (err)
+			return err;
+		close(rfd);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	err = locks_apply(rq->locks, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &w, ts.tv_sec,
+			  &held);
+	if (err)
+		return err;
+	memset(&rep, 0, sizeof(rep));
+	rep.start = htole64(held.start);
+	rep.end = htole64(held.end);
+	rep.type = htole32(held.type);
+	return put(o, &rep, sizeof(rep));
 }
 
 int fsvc_io_flags(const struct fsvc_req *rq)
@@ -1158,6 +1221,9 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	case ORFS_OP_LISTXATTR:
 	case ORFS_OP_REMOVEXATTR:
 		err = do_xattr(rq, fd, &o);
+		break;
+	case ORFS_OP_LOCK:
+		err = do_lock(rq, fd, &o);
 		break;
 	default:
 		err = EOPNOTSUPP;

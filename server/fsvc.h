@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "orfs/uapi/orfs_proto.h"
+#include "server/locks.h"
 
 struct fsvc_export {
 	char		name[KNET_NAME_MAX + 1];
@@ -64,6 +65,7 @@ struct fsvc_req {
 		struct orfs_rename_req	rename;
 		struct orfs_readdir_req	readdir;
 		struct orfs_io_req	io;
+		struct orfs_lock_req	lock;
 	} u;
 	const char		*name;		/* name, or old name of RENAME */
 	uint32_t		name_len;
@@ -73,6 +75,9 @@ struct fsvc_req {
 	uint32_t		inl_len;
 	uint16_t		nsegs;
 	uint32_t		seg_off;
+	/* Set by the caller of fsvc_decode() for LOCK: the table, the client. */
+	struct locks		*locks;
+	uint64_t		client_id;
 };
 
 /*

@@ -205,6 +205,8 @@ static void conn_free(struct conn *c)
 	if (c->mr)
 		fi_close(&c->mr->fid);
 	sh->credits_used -= c->ncredits;
+	if (c->client_id)
+		locks_detach(&c->s->locks, c->client_id, (time_t)(now_us() / 1000000));
 	pthread_mutex_lock(&c->s->lock);
 	export_put(c->s, c->ex);
 	pthread_mutex_unlock(&c->s->lock);
@@ -1268,7 +1270,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: orfs-server [-c FILE] [-a ADDRESS] [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
 		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-T PROGRESS]\n"
-		"                   [-B USEC] [-s DIR] [-P PROVIDER] [-v]\n"
+		"                   [-B USEC] [-L LEASE] [-G GRACE] [-s DIR] [-P PROVIDER] [-v]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on\n"
 		"  -p  port (default %d)\n"
@@ -1283,16 +1285,20 @@ static void usage(FILE *f)
 		"      spread over them, each with its own share of the pool\n"
 		"  -B  busy-poll for completions this many microseconds after the last work\n"
 		"      before sleeping (default %d; 0 never polls)\n"
+		"  -L  seconds a client's file locks outlive its connections (default %d)\n"
+		"  -G  seconds after a start in which clients take back their locks and\n"
+		"      nobody takes a new one (default: the lease)\n"
 		"  -s  state directory, for the file handle key (default /var/lib/orfs-server)\n"
 		"  -P  libfabric provider (default verbs)\n"
-		"  -v  log failed operations too\n", KNET_DEFAULT_PORT, CFG_AUTO_PROGRESS, CFG_POLL_US);
+		"  -v  log failed operations too\n", KNET_DEFAULT_PORT, CFG_AUTO_PROGRESS, CFG_POLL_US,
+		LOCKS_LEASE);
 }
 
 int main(int argc, char **argv)
 {
 	static struct srv s;
 	char err[512], line[96];
-	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:s:P:vh";
+	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:L:G:s:P:vh";
 	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
 	unsigned long long buffer_waits = 0;
 	int opt, i, ret;
@@ -1338,9 +1344,12 @@ int main(int argc, char **argv)
 		case 't':
 		case 'T':
 		case 'B':
+		case 'L':
+		case 'G':
 			snprintf(line, sizeof(line), "%s %s",
 				 opt == 'm' ? "pool" : opt == 'C' ? "chunk" :
-				 opt == 't' ? "threads" : opt == 'T' ? "progress" : "poll", optarg);
+				 opt == 't' ? "threads" : opt == 'T' ? "progress" :
+				 opt == 'L' ? "lease" : opt == 'G' ? "grace" : "poll", optarg);
 			if (config_parse_line(&s.cfg, line, err, sizeof(err)))
 				goto fail_msg;
 			break;
@@ -1426,6 +1435,8 @@ int main(int argc, char **argv)
 			(unsigned long long)s.fault_seed);
 	}
 	replay_init(&s.replay);
+	locks_init(&s.locks, s.cfg.lease, s.cfg.grace == CFG_GRACE_LEASE ? s.cfg.lease : s.cfg.grace,
+		   (time_t)(now_us() / 1000000));
 	{
 		struct timespec ts;
 
@@ -1471,6 +1482,7 @@ int main(int argc, char **argv)
 		poll_hits += s.shards[i].poll_hits;
 	}
 	srv_close(&s);
+	locks_destroy(&s.locks);
 	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker (%lu file service requests), %lu polls found work, %lu open files used again, %lu directories used again)",
 		(unsigned long long)buffer_waits, jobs_now, names_now, poll_hits,
 		s.fdc.hits, s.fdc.dir_hits);

@@ -22,6 +22,7 @@
 #include "server/fab.h"
 #include "server/fdcache.h"
 #include "server/proto.h"
+#include "server/locks.h"
 #include "server/replay.h"
 #include "server/sched.h"
 #include "server/workers.h"
@@ -224,6 +225,7 @@ struct srv {
 	uint8_t			key[16];	/* file handle MAC key, kept in state_dir */
 	uint64_t		boot;		/* this start's identity */
 	struct replay		replay;		/* answers to non-idempotent file operations */
+	struct locks		locks;		/* byte-range locks of the file service */
 	struct fdcache		fdc;		/* files open for READ and WRITE */
 	int			fault;		/* ORFS_SERVER_FAULT, tests only */
 	uint64_t		fault_seed;	/* the shards' "fs-random" start */

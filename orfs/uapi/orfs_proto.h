@@ -40,7 +40,8 @@ enum orfs_opcode {
 	ORFS_OP_SETXATTR,
 	ORFS_OP_LISTXATTR,
 	ORFS_OP_REMOVEXATTR,
-	ORFS_OP_LAST		= ORFS_OP_REMOVEXATTR,
+	ORFS_OP_LOCK,
+	ORFS_OP_LAST		= ORFS_OP_LOCK,
 };
 
 #define ORFS_NAME_MAX		255	/* one path component */
@@ -232,6 +233,39 @@ struct orfs_xattr_rep {
 	__le32	reserved;
 };
 
+#define ORFS_LOCK_READ		1
+#define ORFS_LOCK_WRITE		2
+#define ORFS_LOCK_UNLOCK	3
+
+#define ORFS_LOCK_TEST		0x1	/* only ask who holds what would conflict */
+#define ORFS_LOCK_RECLAIM	0x2	/* a lock held before the server restarted */
+
+/*
+ * LOCK: set, clear or test the byte-range lock of OWNER (the client's name
+ * for a process or an open file) on FH, POSIX semantics between all the
+ * owners of all the clients. Errors: EAGAIN, another owner holds a lock
+ * in the way (no body); EBUSY, the server restarted and waits for the
+ * locks its clients held (grace period): ask again later; ENOLCK, the
+ * server's bound on locks, or a reclaim after the grace period.
+ * Reply: orfs_lock_rep.
+ */
+struct orfs_lock_req {
+	struct orfs_fh	fh;
+	__le64		owner;
+	__le64		start;
+	__le64		end;		/* inclusive; ~0: to the end of the file, however long */
+	__le32		type;		/* ORFS_LOCK_READ, _WRITE, _UNLOCK */
+	__le32		flags;		/* ORFS_LOCK_TEST, ORFS_LOCK_RECLAIM */
+};
+
+/* TEST: the lock in the way, or type ORFS_LOCK_UNLOCK; else the request's. */
+struct orfs_lock_rep {
+	__le64	start;
+	__le64	end;
+	__le32	type;
+	__le32	reserved;
+};
+
 static_assert(sizeof(struct orfs_cred) == 76, "orfs_cred layout");
 static_assert(sizeof(struct orfs_req) == 88, "orfs_req layout");
 static_assert(sizeof(struct orfs_attr) == 128, "orfs_attr layout");
@@ -244,5 +278,7 @@ static_assert(sizeof(struct orfs_dirent) == 24, "orfs_dirent layout");
 static_assert(sizeof(struct orfs_io_req) == 80, "orfs_io_req layout");
 static_assert(sizeof(struct orfs_io_rep) == 136, "orfs_io_rep layout");
 static_assert(sizeof(struct orfs_statfs_rep) == 56, "orfs_statfs_rep layout");
+static_assert(sizeof(struct orfs_lock_req) == 96, "orfs_lock_req layout");
+static_assert(sizeof(struct orfs_lock_rep) == 24, "orfs_lock_rep layout");
 
 #endif /* _UAPI_ORFS_PROTO_H */

@@ -110,6 +110,18 @@ static void test_file(void)
 	CU_ASSERT_STRING_EQUAL(err, "progress: threads from 1 to 64, or 0 for one a CPU");
 	CU_ASSERT_EQUAL(config_parse_line(&c, "progress 0", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(c.progress, 0);
+	/* Locks: the lease and the grace period (which defaults to the lease). */
+	config_init(&c);
+	CU_ASSERT_EQUAL(c.lease, 60);
+	CU_ASSERT_EQUAL(c.grace, CFG_GRACE_LEASE);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "lease 5", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "grace 0", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.lease, 5);
+	CU_ASSERT_EQUAL(c.grace, 0);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "lease 0", err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(err, "lease: seconds from 1 to 3600");
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "grace 3601", err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(err, "grace: seconds from 0 to 3600");
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "volume onlyname", err, sizeof(err)), 0);
 }
 

@@ -903,6 +903,79 @@ static void test_read_only(void)
 	CU_ASSERT_EQUAL(lookup(&fx_ro, &r, "pub", 0, &e), 0);
 }
 
+/* A LOCK of FH by (CLIENT, owner 1) as UID, with the table LK (or none). */
+static int lock_op(struct locks *lk, uint64_t client, const struct orfs_fh *fh, uint32_t uid,
+		   uint32_t type, uint32_t flags, uint64_t start, uint64_t end,
+		   struct orfs_lock_rep *rep)
+{
+	struct orfs_lock_req l;
+	struct fsvc_req rq;
+	struct rb b;
+	uint32_t n;
+	int fd = -1, err;
+
+	memset(&l, 0, sizeof(l));
+	l.fh = *fh;
+	l.owner = htole64(1);
+	l.start = htole64(start);
+	l.end = htole64(end);
+	l.type = htole32(type);
+	l.flags = htole32(flags);
+	rb_start(&b, ORFS_OP_LOCK, uid, uid);
+	rb_put(&b, &l, sizeof(l));
+	rb_inline(&b, NULL, 0);
+	err = fsvc_decode(&fx, b.buf, b.len, 4096, &rq);
+	if (err)
+		return err;
+	rq.locks = lk;
+	rq.client_id = client;
+	err = fsvc_execute(&fx, &rq, &fd, rep, sizeof(*rep), &n);
+	if (fd >= 0)
+		close(fd);
+	CU_ASSERT_EQUAL_FATAL(fsvc_cred_reset(), 0);
+	CU_ASSERT(err || n == sizeof(*rep));
+	return err;
+}
+
+static void test_locks_service(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep f, fifo;
+	struct orfs_lock_rep rep;
+	struct locks lk;
+
+	locks_init(&lk, 60, 0, 0);
+	locks_attach(&lk, 1);
+	locks_attach(&lk, 2);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "lockme", 0644, 0, &f), 0);
+	/* Malformed requests. */
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 0, 0, 0, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 4, 0, 0, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, 4, 0, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_UNLOCK, ORFS_LOCK_TEST, 0, 9, &rep),
+			EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, 0, 10, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(NULL, 1, &f.fh, 0, ORFS_LOCK_READ, 0, 0, 9, &rep), ENOLCK);
+	/* A user who may read, not write, the file: a read lock only. */
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 1000, ORFS_LOCK_WRITE, 0, 0, 9, &rep), EACCES);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 1000, ORFS_LOCK_READ, 0, 0, 9, &rep), 0);
+	CU_ASSERT_EQUAL(le32toh(rep.type), ORFS_LOCK_READ);
+	/* Another client: its write lock is refused, TEST names the reader. */
+	CU_ASSERT_EQUAL(lock_op(&lk, 2, &f.fh, 0, ORFS_LOCK_WRITE, 0, 5, UINT64_MAX, &rep), EAGAIN);
+	CU_ASSERT_EQUAL(lock_op(&lk, 2, &f.fh, 1000, ORFS_LOCK_WRITE, ORFS_LOCK_TEST, 5, 5, &rep), 0);
+	CU_ASSERT_EQUAL(le32toh(rep.type), ORFS_LOCK_READ);
+	CU_ASSERT_EQUAL(le64toh(rep.start), 0);
+	CU_ASSERT_EQUAL(le64toh(rep.end), 9);
+	/* Unlocking needs no permission; then the writer gets it. */
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 1000, ORFS_LOCK_UNLOCK, 0, 0, UINT64_MAX, &rep), 0);
+	CU_ASSERT_EQUAL(lock_op(&lk, 2, &f.fh, 0, ORFS_LOCK_WRITE, 0, 5, UINT64_MAX, &rep), 0);
+	CU_ASSERT_EQUAL(le64toh(rep.end), UINT64_MAX);
+	/* A FIFO is never opened (it would wait for a writer): refused. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &r, "lockfifo", S_IFIFO | 0666, 0, &fifo), 0);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &fifo.fh, 0, ORFS_LOCK_WRITE, 0, 0, 9, &rep), EINVAL);
+	locks_destroy(&lk);
+}
+
 int unit_add_fsvc_suite(void)
 {
 	CU_pSuite s = CU_add_suite("file service", setup, teardown);
@@ -919,7 +992,9 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "read-only export", test_read_only) ||
 	    !CU_add_test(s, "a fixed thread runs only its own credentials' requests, here",
 			 test_fixed_thread) ||
-	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache))
+	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache) ||
+	    !CU_add_test(s, "LOCK: decoding, permissions, two clients, no FIFO",
+			 test_locks_service))
 		return -1;
 	return 0;
 }

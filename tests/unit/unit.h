@@ -13,5 +13,6 @@ int unit_add_workers_suite(void);
 int unit_add_config_suite(void);
 int unit_add_fsvc_suite(void);
 int unit_add_replay_suite(void);
+int unit_add_locks_suite(void);
 
 #endif

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Byte-range locks across the clients of a server (see locks.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orfs/uapi/orfs_proto.h"
+#include "server/locks.h"
+
+struct lk_range {
+	uint64_t	client, owner;
+	uint64_t	start, end;	/* inclusive */
+	uint32_t	type;
+	struct lk_range	*next;
+};
+
+struct lk_file {
+	uint64_t	dev, ino;
+	struct lk_range	*ranges;
+	struct lk_file	*next;
+};
+
+struct lk_client {
+	uint64_t	id;
+	int		conns;		/* connections open now */
+	time_t		gone;		/* when the last one closed */
+	uint32_t	nranges;
+	struct lk_client *next;
+};
+
+static uint32_t bucket(uint64_t a, uint64_t b)
+{
+	uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+
+	return (uint32_t)(h >> 32) % LOCKS_BUCKETS;
+}
+
+void locks_init(struct locks *lk, unsigned int lease, unsigned int grace, time_t now)
+{
+	memset(lk, 0, sizeof(*lk));
+	pthread_mutex_init(&lk->mu, NULL);
+	lk->lease = lease;
+	lk->grace_end = now + grace;
+}
+
+static void free_ranges(struct lk_range *r)
+{
+	while (r) {
+		struct lk_range *next = r->next;
+
+		free(r);
+		r = next;
+	}
+}
+
+void locks_destroy(struct locks *lk)
+{
+	uint32_t b;
+
+	for (b = 0; b < LOCKS_BUCKETS; b++) {
+		while (lk->files[b]) {
+			struct lk_file *f = lk->files[b];
+
+			lk->files[b] = f->next;
+			free_ranges(f->ranges);
+			free(f);
+		}
+		while (lk->clients[b]) {
+			struct lk_client *c = lk->clients[b];
+
+			lk->clients[b] = c->next;
+			free(c);
+		}
+	}
+	pthread_mutex_destroy(&lk->mu);
+}
+
+static struct lk_client **client_slot(struct locks *lk, uint64_t id)
+{
+	struct lk_client **pp = &lk->clients[bucket(id, 0)];
+
+	while (*pp && (*pp)->id != id)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Forget C's record when nothing holds it: no connection, no lock. */
+static void client_maybe_free(struct locks *lk, struct lk_client *c)
+{
+	struct lk_client **pp;
+
+	if (c->conns || c->nranges)
+		return;
+	pp = client_slot(lk, c->id);
+	*pp = c->next;
+	free(c);
+}
+
+void locks_attach(struct locks *lk, uint64_t client)
+{
+	struct lk_client **pp, *c;
+
+	pthread_mutex_lock(&lk->mu);
+	pp = client_slot(lk, client);
+	c = *pp;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (c) {
+			c->id = client;
+			*pp = c;
+		}
+	}
+	/* Without memory the client's lock requests get ENOLCK. */
+	if (c)
+		c->conns++;
+	pthread_mutex_unlock(&lk->mu);
+}
+
+void locks_detach(struct locks *lk, uint64_t client, time_t now)
+{
+	struct lk_client *c;
+
+	pthread_mutex_lock(&lk->mu);
+	c = *client_slot(lk, client);
+	if (c && c->conns > 0 && !--c->conns) {
+		c->gone = now;
+		client_maybe_free(lk, c);
+	}
+	pthread_mutex_unlock(&lk->mu);
+}
+
+static struct lk_file **file_slot(struct locks *lk, uint64_t dev, uint64_t ino)
+{
+	struct lk_file **pp = &lk->files[bucket(dev, ino)];
+
+	while (*pp && ((*pp)->dev != dev || (*pp)->ino != ino))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void range_gone(struct locks *lk, struct lk_range *r)
+{
+	struct lk_client *c = *client_slot(lk, r->client);
+
+	lk->nranges--;
+	if (c) {
+		c->nranges--;
+		client_maybe_free(lk, c);
+	}
+	free(r);
+}
+
+/* Drop every lock of client C, whose lease ran out. */
+static void expire(struct locks *lk, struct lk_client *c)
+{
+	uint64_t id = c->id;
+	uint32_t b;
+
+	lk->expired++;
+	for (b = 0; b < LOCKS_BUCKETS; b++) {
+		struct lk_file **fp = &lk->files[b];
+
+		while (*fp) {
+			struct lk_file *f = *fp;
+			struct lk_range **rp = &f->ranges;
+
+			while (*rp) {
+				struct lk_range *r = *rp;
+
+				if (r->client == id) {
+					*rp = r->next;
+					range_gone(lk, r);	/* may free C with the last */
+				} else {
+					rp = &r->next;
+				}
+			}
+			if (!f->ranges) {
+				*fp = f->next;
+				free(f);
+			} else {
+				fp = &f->next;
+			}
+		}
+	}
+}
+
+static int same_owner(const struct lk_range *r, const struct lk_want *w)
+{
+	return r->client == w->client && r->owner == w->owner;
+}
+
+static int overlaps(const struct lk_range *r, uint64_t start, uint64_t end)
+{
+	return r->start <= end && start <= r->end;
+}
+
+static int touches(const struct lk_range *r, uint64_t start, uint64_t end)
+{
+	return overlaps(r, start, end) || (r->end != UINT64_MAX && r->end + 1 == start) ||
+	       (end != UINT64_MAX && end + 1 == r->start);
+}
+
+/*
+ * The first lock of another owner in W's way, dropping on the way the
+ * locks of clients gone for longer than the lease.
+ */
+static struct lk_range *conflict(struct locks *lk, struct lk_file **fp, const struct lk_want *w,
+				 time_t now)
+{
+	struct lk_range *r;
+
+again:
+	if (!*fp)
+		return NULL;
+	for (r = (*fp)->ranges; r; r = r->next) {
+		struct lk_client *c;
+
+		if (same_owner(r, w) || !overlaps(r, w->start, w->end) ||
+		    (r->type == ORFS_LOCK_READ && w->type == ORFS_LOCK_READ))
+			continue;
+		c = *client_slot(lk, r->client);
+		if (c && !c->conns && now - c->gone >= (time_t)lk->lease) {
+			uint64_t dev = (*fp)->dev, ino = (*fp)->ino;
+
+			expire(lk, c);
+			fp = file_slot(lk, dev, ino);
+			goto again;
+		}
+		return r;
+	}
+	return NULL;
+}
+
+/*
+ * Take [START, END] out of W's owner's ranges on F, splitting one that
+ * covers both sides with SPARE (set to NULL when used).
+ */
+static void cut(struct locks *lk, struct lk_file *f, const struct lk_want *w,
+		struct lk_client *c, uint64_t start, uint64_t end, struct lk_range **spare)
+{
+	struct lk_range **rp = &f->ranges;
+
+	while (*rp) {
+		struct lk_range *r = *rp;
+
+		if (!same_owner(r, w) || !overlaps(r, start, end)) {
+			rp = &r->next;
+			continue;
+		}
+		if (r->start < start && r->end > end) {
+			struct lk_range *tail = *spare;
+
+			*spare = NULL;
+			*tail = *r;
+			tail->start = end + 1;
+			r->end = start - 1;
+			r->next = tail;
+			lk->nranges++;
+			c->nranges++;
+			return;		/* nothing else of the owner overlaps */
+		}
+		if (r->start < start) {
+			r->end = start - 1;
+		} else if (r->end > end) {
+			r->start = end + 1;
+		} else {
+			*rp = r->next;
+			range_gone(lk, r);
+			continue;
+		}
+		rp = &r->next;
+	}
+}
+
+static void answer(struct lk_want *held, const struct lk_range *r, const struct lk_want *w)
+{
+	*held = *w;
+	if (r) {
+		held->start = r->start;
+		held->end = r->end;
+		held->type = r->type;
+	} else if (w->flags & ORFS_LOCK_TEST) {
+		held->type = ORFS_LOCK_UNLOCK;
+	}
+}
+
+int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
+		time_t now, struct lk_want *held)
+{
+	struct lk_range *spare = NULL, *add = NULL, *r;
+	struct lk_file **fp, *f;
+	struct lk_client *c;
+	uint64_t start = w->start, end = w->end;
+	int err = 0;
+
+	if (w->start > w->end || w->type < ORFS_LOCK_READ || w->type > ORFS_LOCK_UNLOCK)
+		return EINVAL;
+	/* Allocations first, outside the lock; freed below if not used. */
+	spare = malloc(sizeof(*spare));
+	if (w->type != ORFS_LOCK_UNLOCK && !(w->flags & ORFS_LOCK_TEST))
+		add = malloc(sizeof(*add));
+	pthread_mutex_lock(&lk->mu);
+	c = *client_slot(lk, w->client);
+	if (!c) {
+		err = ENOLCK;
+		goto out_unlocked;
+	}
+	c->conns++;	/* C's record stays while its ranges come and go */
+	if (w->type != ORFS_LOCK_UNLOCK) {
+		int grace = now < lk->grace_end;
+
+		if (grace && !(w->flags & ORFS_LOCK_RECLAIM)) {
+			err = EBUSY;
+			goto out;
+		}
+		if (!grace && (w->flags & ORFS_LOCK_RECLAIM)) {
+			err = ENOLCK;	/* somebody may have had it meanwhile */
+			goto out;
+		}
+	}
+	fp = file_slot(lk, dev, ino);
+	if (w->type != ORFS_LOCK_UNLOCK) {
+		r = conflict(lk, fp, w, now);
+		answer(held, r, w);
+		/* EAGAIN tells a setter; a tester reads HELD. */
+		if (r || (w->flags & ORFS_LOCK_TEST)) {
+			err = r && !(w->flags & ORFS_LOCK_TEST) ? EAGAIN : 0;
+			goto out;
+		}
+		fp = file_slot(lk, dev, ino);	/* conflict() may have freed files */
+	} else {
+		answer(held, NULL, w);
+	}
+	if (!spare || (w->type != ORFS_LOCK_UNLOCK &&
+		       (!add || lk->nranges + 2 > LOCKS_MAX || c->nranges + 2 > LOCKS_CLIENT_MAX))) {
+		err = ENOLCK;
+		goto out;
+	}
+	f = *fp;
+	if (!f) {
+		if (w->type == ORFS_LOCK_UNLOCK)
+			goto out;
+		f = calloc(1, sizeof(*f));
+		if (!f) {
+			err = ENOLCK;
+			goto out;
+		}
+		f->dev = dev;
+		f->ino = ino;
+		f->next = NULL;
+		*fp = f;
+	}
+	if (w->type != ORFS_LOCK_UNLOCK) {
+		/* The owner's ranges of this type that touch the new one join it. */
+		struct lk_range **rp = &f->ranges;
+
+		while (*rp) {
+			r = *rp;
+			if (same_owner(r, w) && r->type == w->type && touches(r, start, end)) {
+				start = r->start < start ? r->start : start;
+				end = r->end > end ? r->end : end;
+				*rp = r->next;
+				lk->nranges--;
+				c->nranges--;	/* C keeps its record: it gains a range */
+				free(r);
+				continue;
+			}
+			rp = &r->next;
+		}
+	}
+	cut(lk, f, w, c, start, end, &spare);
+	if (add) {
+		add->client = w->client;
+		add->owner = w->owner;
+		add->start = start;
+		add->end = end;
+		add->type = w->type;
+		add->next = f->ranges;
+		f->ranges = add;
+		add = NULL;
+		lk->nranges++;
+		c->nranges++;
+		held->start = start;
+		held->end = end;
+	}
+	if (!f->ranges) {
+		fp = file_slot(lk, dev, ino);
+		*fp = f->next;
+		free(f);
+	}
+out:
+	c->conns--;
+	client_maybe_free(lk, c);
+out_unlocked:
+	pthread_mutex_unlock(&lk->mu);
+	free(spare);
+	free(add);
+	return err;
+}
+
+uint32_t locks_count(struct locks *lk, uint64_t client)
+{
+	struct lk_client *c;
+	uint32_t n;
+
+	pthread_mutex_lock(&lk->mu);
+	if (!client) {
+		n = lk->nranges;
+	} else {
+		c = *client_slot(lk, client);
+		n = c ? c->nranges : 0;
+	}
+	pthread_mutex_unlock(&lk->mu);
+	return n;
+}

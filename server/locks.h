@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Byte-range locks across clients (ORFS_OP_LOCK): POSIX semantics per
+ * (client, owner), held in memory. A client's locks outlive its
+ * connections for a lease, so that a client that reconnects keeps them;
+ * after that the first request they stand in the way of drops them. A
+ * server that starts has none, and for a grace period takes only the
+ * locks clients had (reclaims), so that nobody takes one first.
+ *
+ * Bounded: LOCKS_MAX ranges in all, LOCKS_CLIENT_MAX a client (ENOLCK
+ * past that).
+ */
+#ifndef ORFS_SERVER_LOCKS_H
+#define ORFS_SERVER_LOCKS_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#define LOCKS_BUCKETS		1024
+#define LOCKS_MAX		65536
+#define LOCKS_CLIENT_MAX	4096
+#define LOCKS_LEASE		60	/* seconds, default */
+
+struct lk_range;
+struct lk_file;
+struct lk_client;
+
+/* Shared by every thread: each function takes the lock. */
+struct locks {
+	pthread_mutex_t		mu;
+	struct lk_file		*files[LOCKS_BUCKETS];
+	struct lk_client	*clients[LOCKS_BUCKETS];
+	uint32_t		nranges;
+	unsigned int		lease;		/* seconds a client's locks outlive it */
+	time_t			grace_end;	/* until then, reclaims only */
+	uint64_t		expired;	/* clients whose locks were dropped */
+};
+
+/* One request, in host order; END is inclusive (UINT64_MAX: to the end). */
+struct lk_want {
+	uint64_t	client;
+	uint64_t	owner;
+	uint64_t	start;
+	uint64_t	end;
+	uint32_t	type;		/* ORFS_LOCK_READ, _WRITE or _UNLOCK */
+	uint32_t	flags;		/* ORFS_LOCK_TEST, ORFS_LOCK_RECLAIM */
+};
+
+/* With LEASE seconds of lease and GRACE of grace from NOW. */
+void locks_init(struct locks *lk, unsigned int lease, unsigned int grace, time_t now);
+void locks_destroy(struct locks *lk);
+
+/* A connection of CLIENT opened (SESSION) or closed. */
+void locks_attach(struct locks *lk, uint64_t client);
+void locks_detach(struct locks *lk, uint64_t client, time_t now);
+
+/*
+ * Set, clear or test a lock on file (DEV, INO). Returns 0, EAGAIN when
+ * another owner's lock conflicts (in *HELD: its range and type), EBUSY in
+ * the grace period, ENOLCK past a bound, after the grace period for a
+ * reclaim, or for a client that never opened a session. A TEST that finds
+ * nothing returns 0 with HELD->type ORFS_LOCK_UNLOCK.
+ */
+int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
+		time_t now, struct lk_want *held);
+
+/* Ranges held by CLIENT (tests), or by everybody for CLIENT 0. */
+uint32_t locks_count(struct locks *lk, uint64_t client);
+
+#endif /* ORFS_SERVER_LOCKS_H */

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Unit tests of the server's byte-range locks across clients (server/locks.c). */
+#include <errno.h>
+#include <stdint.h>
+
+#include "orfs/uapi/orfs_proto.h"
+#include "server/locks.h"
+#include "tests/unit/unit.h"
+
+#define A	0xaaULL		/* two clients */
+#define B	0xbbULL
+#define R	ORFS_LOCK_READ
+#define W	ORFS_LOCK_WRITE
+#define U	ORFS_LOCK_UNLOCK
+#define END	UINT64_MAX
+
+static int lk_do(struct locks *lk, uint64_t client, uint64_t owner, uint64_t start, uint64_t end,
+		 uint32_t type, uint32_t flags, time_t now, struct lk_want *held)
+{
+	struct lk_want w = { client, owner, start, end, type, flags }, h;
+
+	return locks_apply(lk, 1, 42, &w, now, held ? held : &h);
+}
+
+static void test_locks_conflicts(void)
+{
+	struct locks lk;
+	struct lk_want h;
+
+	locks_init(&lk, 10, 0, 100);
+	locks_attach(&lk, A);
+	locks_attach(&lk, B);
+	/* Readers share; a writer waits for every other owner. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 99, R, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 50, 149, R, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 100, &h), EAGAIN);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 2, 120, 129, W, 0, 100, NULL), EAGAIN);
+	/* The same owner number of another client is another owner. */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 200, END, W, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 1000, 1000, R, 0, 100, NULL), EAGAIN);
+	/* TEST names the lock in the way, or none. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 300, 400, W, ORFS_LOCK_TEST, 100, &h), 0);
+	CU_ASSERT_EQUAL(h.type, W);
+	CU_ASSERT_EQUAL(h.start, 200);
+	CU_ASSERT_EQUAL(h.end, END);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 150, 199, W, ORFS_LOCK_TEST, 100, &h), 0);
+	CU_ASSERT_EQUAL(h.type, U);
+	/* An upgrade of one's own lock needs nobody else in the range. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 49, W, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 99, W, 0, 100, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(locks_count(&lk, A), 2);	/* W 0-49, R 50-99 */
+	/* Unlocking the middle of a range splits it. */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 60, 69, U, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(locks_count(&lk, B), 3);	/* R 50-59, R 70-149, W 200- */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 2, 60, 69, W, 0, 100, NULL), EAGAIN);	/* A's R 50-99 */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 50, 99, U, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 2, 60, 69, W, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 2, 59, 59, R, 0, 100, NULL), 0);	/* B's read */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 2, 70, 70, W, 0, 100, NULL), EAGAIN);
+	/* Adjacent ranges of one owner and type become one. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 3, 500, 509, R, 0, 100, NULL), EAGAIN);	/* B's W 200- */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 200, END, U, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 3, 500, 509, R, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 3, 510, 519, R, 0, 100, &h), 0);
+	CU_ASSERT_EQUAL(h.start, 500);
+	CU_ASSERT_EQUAL(h.end, 519);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 3, 0, END, U, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(locks_count(&lk, A), 3);	/* 1: W 0-49; 2: W 60-69, R 59 */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, END, U, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 2, 0, END, U, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, END, U, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(locks_count(&lk, 0), 0);
+	/* Bad requests. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 10, 9, R, 0, 100, NULL), EINVAL);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, 7, 0, 100, NULL), EINVAL);
+	CU_ASSERT_EQUAL(lk_do(&lk, 0xcc, 1, 0, 9, R, 0, 100, NULL), ENOLCK);	/* no session */
+	locks_destroy(&lk);
+}
+
+static void test_locks_lease_grace(void)
+{
+	struct locks lk;
+	struct lk_want h;
+	int i;
+
+	/* A server just started: 5 s in which only reclaims are taken. */
+	locks_init(&lk, 10, 5, 100);
+	locks_attach(&lk, A);
+	locks_attach(&lk, B);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 101, NULL), EBUSY);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, ORFS_LOCK_TEST, 101, NULL), EBUSY);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, W, ORFS_LOCK_RECLAIM, 101, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, U, 0, 101, NULL), 0);	/* unlocks go */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 105, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 20, 29, W, ORFS_LOCK_RECLAIM, 105, NULL), ENOLCK);
+	/* A's connections close: its lock stays for the lease, then goes. */
+	locks_detach(&lk, A, 110);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 119, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 120, &h), 0);
+	CU_ASSERT_EQUAL(lk.expired, 1);
+	CU_ASSERT_EQUAL(locks_count(&lk, A), 0);
+	/* A client that comes back within the lease keeps its locks. */
+	locks_detach(&lk, B, 130);
+	locks_attach(&lk, B);
+	locks_attach(&lk, A);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, R, 0, 200, NULL), EAGAIN);
+	/* Bounded: a client's ranges. */
+	for (i = 0; i < LOCKS_CLIENT_MAX; i++)
+		if (lk_do(&lk, A, 2, 100 + 2 * (uint64_t)i, 100 + 2 * (uint64_t)i, R, 0, 200, NULL))
+			break;
+	CU_ASSERT(i >= LOCKS_CLIENT_MAX - 2 && i < LOCKS_CLIENT_MAX);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 2, 50, 50, R, 0, 200, NULL), ENOLCK);
+	/* Unlocking, even with a split, is never refused. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 2, 0, END, U, 0, 200, NULL), 0);
+	CU_ASSERT_EQUAL(locks_count(&lk, A), 0);
+	locks_destroy(&lk);
+}
+
+int unit_add_locks_suite(void)
+{
+	CU_pSuite s = CU_add_suite("byte-range locks", NULL, NULL);
+
+	if (!s || !CU_add_test(s, "POSIX semantics between owners and clients",
+			       test_locks_conflicts) ||
+	    !CU_add_test(s, "grace period, lease, bounds", test_locks_lease_grace))
+		return -1;
+	return 0;
+}
