@@ -259,6 +259,7 @@ int knet_sleep_killable(unsigned int ms);
 int knet_session_call(struct knet_session *s, struct knet_request *rq);
 void knet_session_submit(struct knet_session *s, struct knet_srq *srq);
 void knet_session_abort(struct knet_session *s);
+int knet_session_probe(struct knet_session *s);
 void knet_session_close(struct knet_session *s);
 int knet_session_init(void);
 void knet_session_exit(void);
@@ -283,6 +284,7 @@ void knet_obj_add(enum knet_obj o, int n);
 struct ib_device;
 struct regcache *knet_device_regcache(struct ib_device *dev);
 int knet_submit(struct knet_ep *ep, struct knet_request *rq);
+bool knet_ep_dead(struct knet_ep *ep);
 struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout);
 
 #endif /* _KNET_H */

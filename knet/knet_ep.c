@@ -1142,6 +1142,12 @@ void knet_ep_abort(struct knet_ep *ep)
 }
 EXPORT_SYMBOL_GPL(knet_ep_abort);
 
+/* Is EP broken (lost, timed out, aborted)? For knet's sessions. */
+bool knet_ep_dead(struct knet_ep *ep)
+{
+	return READ_ONCE(ep->dead);
+}
+
 /**
  * knet_ep_limits() - what the server granted at connect
  * @ep: the endpoint

@@ -295,6 +295,35 @@ void knet_session_submit(struct knet_session *s, struct knet_srq *srq)
 EXPORT_SYMBOL_GPL(knet_session_submit);
 
 /**
+ * knet_session_probe() - reconnect now a session whose connection broke
+ * @s: the session
+ *
+ * Sessions reconnect when a call needs them. An upper layer that must
+ * learn soon that its server restarted, while it has nothing to send
+ * (ORFS holding locks, to take them back in the server's grace period),
+ * probes: one try to connect, whose handshake (@setup) sees the restart.
+ * It waits at most the connect time-out and the handshake's.
+ *
+ * Context: process context, may sleep.
+ * Return: 0 (connected, already or now, or shut down), or the connect error.
+ */
+int knet_session_probe(struct knet_session *s)
+{
+	struct knet_ep *ep;
+	bool dead;
+
+	if (READ_ONCE(s->shutdown))
+		return 0;
+	if (down_read_killable(&s->lock))
+		return -EINTR;
+	ep = s->ep;
+	dead = !ep || knet_ep_dead(ep);
+	up_read(&s->lock);
+	return dead ? knet_session_reconnect(s, ep) : 0;
+}
+EXPORT_SYMBOL_GPL(knet_session_probe);
+
+/**
  * knet_session_abort() - make every call of the session fail now
  * @s: the session
  *
