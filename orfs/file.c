@@ -897,24 +897,16 @@ static int orfs_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
 	struct inode *inode = file_inode(file);
 	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
-	struct orfs_fhop_req *r;
-	struct orfs_msg m;
+	struct orfs_fhop_req r = {
+		.fh = ORFS_I(inode)->fh,
+		.flags = cpu_to_le32(datasync ? 1 : 0),
+	};
 	int ret;
 
 	ret = file_write_and_wait_range(file, start, end);
 	if (ret)
 		return ret;
-	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
-	if (ret)
-		return ret;
-	r = orfs_msg_put(&m, NULL, sizeof(*r));
-	if (r) {
-		r->fh = ORFS_I(inode)->fh;
-		r->flags = cpu_to_le32(datasync ? 1 : 0);
-	}
-	ret = orfs_rpc(sbi, ORFS_OP_FSYNC, &m, NULL, 0, 0, NULL, NULL, KNET_DIR_NONE);
-	orfs_msg_free(&m);
-	return ret;
+	return orfs_call(sbi, ORFS_OP_FSYNC, &r, sizeof(r), NULL, 0);
 }
 
 /*
@@ -977,6 +969,8 @@ const struct file_operations orfs_file_fops = {
 	.flush		= orfs_file_flush,
 	.release	= orfs_file_release,
 	.fsync		= orfs_fsync,
+	.lock		= orfs_lock,
+	.flock		= orfs_flock,
 #ifdef ORFS_HAVE_FILEMAP_SPLICE_READ
 	.splice_read	= filemap_splice_read,
 #else

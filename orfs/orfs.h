@@ -10,6 +10,7 @@
 #include <linux/err.h>
 #include <linux/in.h>
 #include <linux/rwsem.h>
+#include <linux/siphash.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 
@@ -41,6 +42,7 @@ struct orfs_opts {
 	bool		regcache;	/* cache the registrations of O_DIRECT buffers */
 	unsigned int	nconnect;	/* connections, 1 to ORFS_MAX_CONNECT */
 	bool		largefolio;	/* page cache in folios of up to rsize/wsize */
+	bool		local_locks;	/* locks=local: locks seen by this client only */
 };
 
 /*
@@ -72,6 +74,15 @@ struct orfs_opts {
  * @rsize: bytes of one READ
  * @wsize: bytes of one WRITE
  * @inline_max: the connection's inline limit
+ * @sb: the super block
+ * @lock_key: keys the lock owners' names sent to the server
+ * @reclaim_work: takes the locks back from a server that restarted
+ * @reclaim_lock: orders queueing @reclaim_work with @dying
+ * @dying: the super block is going: no more reclaims
+ * @unlocks: unlocks of dead processes not yet sent (they hold inodes)
+ * @locked: inodes that had a lock from the server (struct orfs_inode @lock_link)
+ * @locked_lock: guards @locked
+ * @renew_work: while @locked holds a lock, checks the connection (see lock.c)
  */
 struct orfs_sb {
 	struct knet_session	sess[ORFS_MAX_CONNECT];
@@ -86,6 +97,15 @@ struct orfs_sb {
 	u32			rsize;
 	u32			wsize;
 	u32			inline_max;
+	struct super_block	*sb;
+	siphash_key_t		lock_key;
+	struct work_struct	reclaim_work;
+	spinlock_t		reclaim_lock;	/* orders reclaims with @dying */
+	bool			dying;
+	atomic_t		unlocks;
+	struct list_head	locked;
+	spinlock_t		locked_lock;	/* guards @locked */
+	struct delayed_work	renew_work;
 };
 
 /**
@@ -98,6 +118,7 @@ struct orfs_sb {
  * @silly_dir: directory handle of the hidden name of an unlinked open file
  * @silly_name: that hidden name, or empty
  * @wb_cred: credentials of the last writer, for write-back (under i_lock)
+ * @lock_link: in the mount's @locked list, or empty
  * @vfs_inode: the VFS inode
  */
 struct orfs_inode {
@@ -109,6 +130,7 @@ struct orfs_inode {
 	struct orfs_fh		silly_dir;
 	char			silly_name[40];
 	const struct cred	*wb_cred;
+	struct list_head	lock_link;
 	/*
 	 * Another client changed the file: pages in use then are dropped
 	 * later (orfs_revalidate_mapping()); one caller drops them, under
@@ -161,6 +183,8 @@ void orfs_msg_name(struct orfs_msg *m, const char *name, size_t len);
 void orfs_msg_blob(struct orfs_msg *m, const void *p, size_t len);
 int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 reply_min,
 	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir);
+int orfs_call(struct orfs_sb *sbi, u16 op, const void *req, size_t len, void *reply,
+	      u32 reply_len);
 struct knet_session *orfs_sess_get(struct orfs_sb *sbi);
 void orfs_sess_put(struct orfs_sb *sbi, struct knet_session *s);
 int orfs_connect(struct orfs_sb *sbi);
@@ -224,6 +248,14 @@ void orfs_io_start(struct orfs_areq *a, u32 flags);
 
 /* file.c */
 extern const struct file_operations orfs_file_fops;
+
+/* lock.c */
+int orfs_lock(struct file *file, int cmd, struct file_lock *fl);
+int orfs_flock(struct file *file, int cmd, struct file_lock *fl);
+void orfs_reclaim_work(struct work_struct *work);
+void orfs_unlocks_wait(struct orfs_sb *sbi);
+void orfs_renew_work(struct work_struct *work);
+void orfs_lock_forget(struct inode *inode);
 extern const struct address_space_operations orfs_aops;
 void orfs_set_folio_size(struct inode *inode);
 struct folio *orfs_clear_past_eof(struct inode *inode, loff_t from, loff_t to);

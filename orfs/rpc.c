@@ -99,6 +99,33 @@ void orfs_msg_blob(struct orfs_msg *m, const void *p, size_t len)
 	orfs_msg_put(m, p, len);
 }
 
+/**
+ * orfs_call() - a request whose body is one fixed part, and its reply
+ * @sbi: the mount
+ * @op: the operation
+ * @req: the fixed part (what follows struct orfs_req, which this fills in)
+ * @len: its size
+ * @reply: where the reply body goes, or NULL for none
+ * @reply_len: the reply body's size: a successful reply has exactly that
+ *
+ * Context: process context, may sleep; killable.
+ * Return: as orfs_rpc().
+ */
+int orfs_call(struct orfs_sb *sbi, u16 op, const void *req, size_t len, void *reply,
+	      u32 reply_len)
+{
+	struct orfs_msg m;
+	int ret;
+
+	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + len);
+	if (ret)
+		return ret;
+	orfs_msg_put(&m, req, len);
+	ret = orfs_rpc(sbi, op, &m, reply, reply_len, reply_len, NULL, NULL, KNET_DIR_NONE);
+	orfs_msg_free(&m);
+	return ret;
+}
+
 /* How long one try of a request may take. */
 unsigned long orfs_timeout(struct orfs_sb *sbi)
 {
@@ -114,6 +141,7 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	struct knet_limits lim;
 	struct orfs_msg m;
 	__le64 id = cpu_to_le64(sbi->client_id);
+	u64 boot;
 	int ret;
 
 	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(id));
@@ -133,9 +161,15 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 		return orfs_status_errno(rq.status);
 	if (rq.reply_len < sizeof(rep))
 		return -EPROTO;
-	if (sbi->server_boot && sbi->server_boot != le64_to_cpu(rep.server_boot))
+	/* The first of the mount's sessions to see a restart takes the locks back. */
+	boot = xchg(&sbi->server_boot, le64_to_cpu(rep.server_boot));
+	if (boot && boot != le64_to_cpu(rep.server_boot)) {
 		pr_info("server %pI4 restarted\n", &sbi->addr.sin_addr);
-	sbi->server_boot = le64_to_cpu(rep.server_boot);
+		spin_lock(&sbi->reclaim_lock);
+		if (!sbi->dying && !sbi->opts.local_locks)
+			queue_work(system_long_wq, &sbi->reclaim_work);
+		spin_unlock(&sbi->reclaim_lock);
+	}
 	knet_ep_limits(ep, &lim);
 	sbi->inline_max = lim.inline_max;
 	sbi->rsize = min_not_zero(min_not_zero(sbi->opts.rsize, lim.max_io),

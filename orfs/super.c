@@ -42,12 +42,18 @@ enum {
 	ORFS_OPT_ACREGMIN, ORFS_OPT_ACREGMAX, ORFS_OPT_ACDIRMIN, ORFS_OPT_ACDIRMAX,
 	ORFS_OPT_ACTIMEO, ORFS_OPT_NOAC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
-	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO,
+	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO, ORFS_OPT_LOCKS,
 };
 
 static const struct constant_table orfs_onoff[] = {
 	{ "on",		1 },
 	{ "off",	0 },
+	{}
+};
+
+static const struct constant_table orfs_locks[] = {
+	{ "remote",	0 },
+	{ "local",	1 },
 	{}
 };
 
@@ -69,6 +75,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_enum("regcache",	ORFS_OPT_REGCACHE, orfs_onoff),
 	fsparam_u32("nconnect",		ORFS_OPT_NCONNECT),
 	fsparam_enum("largefolio",	ORFS_OPT_LARGEFOLIO, orfs_onoff),
+	fsparam_enum("locks",		ORFS_OPT_LOCKS, orfs_locks),
 	{}
 };
 
@@ -160,6 +167,9 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 			return invalfc(fc, "largefolio=on: this kernel has no folio size bound");
 		o->largefolio = r.uint_32;
 		break;
+	case ORFS_OPT_LOCKS:
+		o->local_locks = r.uint_32;
+		break;
 	}
 	return 0;
 }
@@ -226,6 +236,7 @@ static void orfs_evict_inode(struct inode *inode)
 {
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
+	orfs_lock_forget(inode);
 	if (ORFS_I(inode)->wb_cred)
 		put_cred(ORFS_I(inode)->wb_cred);
 	ORFS_I(inode)->wb_cred = NULL;
@@ -234,20 +245,11 @@ static void orfs_evict_inode(struct inode *inode)
 static int orfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 {
 	struct orfs_sb *sbi = ORFS_SB(dentry->d_sb);
+	struct orfs_fhop_req r = { .fh = ORFS_I(d_inode(dentry->d_sb->s_root))->fh };
 	struct orfs_statfs_rep rep;
-	struct orfs_fhop_req *r;
-	struct orfs_msg m;
 	int ret;
 
-	ret = orfs_msg_init(&m, sbi, sizeof(struct orfs_req) + sizeof(*r));
-	if (ret)
-		return ret;
-	r = orfs_msg_put(&m, NULL, sizeof(*r));
-	if (r)
-		r->fh = ORFS_I(d_inode(dentry->d_sb->s_root))->fh;
-	ret = orfs_rpc(sbi, ORFS_OP_STATFS, &m, &rep, sizeof(rep), sizeof(rep), NULL, NULL,
-		       KNET_DIR_NONE);
-	orfs_msg_free(&m);
+	ret = orfs_call(sbi, ORFS_OP_STATFS, &r, sizeof(r), &rep, sizeof(rep));
 	if (ret)
 		return ret;
 	buf->f_type = ORFS_MAGIC;
@@ -273,9 +275,9 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 		   o->acregmax, o->acdirmin, o->acdirmax);
 	if (o->noac)
 		seq_puts(m, ",noac");
-	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s,nconnect=%u,largefolio=%s",
+	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s,nconnect=%u,largefolio=%s,locks=%s",
 		   o->soft ? "soft" : "hard", o->timeo, o->retrans, o->regcache ? "on" : "off",
-		   sbi->nsess, o->largefolio ? "on" : "off");
+		   sbi->nsess, o->largefolio ? "on" : "off", o->local_locks ? "local" : "remote");
 	return 0;
 }
 
@@ -345,6 +347,7 @@ static int orfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	struct orfs_sb *sbi = sb->s_fs_info;
 	int ret;
 
+	sbi->sb = sb;
 	sb->s_magic = ORFS_MAGIC;
 	sb->s_op = &orfs_sops;
 	sb->s_xattr = orfs_xattr_handlers;
@@ -388,6 +391,12 @@ static int orfs_get_tree(struct fs_context *fc)
 		return -ENOMEM;
 	sbi->opts = ctx->opts;
 	sbi->client_id = get_random_u64();
+	get_random_bytes(&sbi->lock_key, sizeof(sbi->lock_key));
+	INIT_WORK(&sbi->reclaim_work, orfs_reclaim_work);
+	spin_lock_init(&sbi->reclaim_lock);
+	INIT_LIST_HEAD(&sbi->locked);
+	spin_lock_init(&sbi->locked_lock);
+	INIT_DELAYED_WORK(&sbi->renew_work, orfs_renew_work);
 	ret = orfs_parse_source(fc, sbi);
 	if (ret) {
 		kfree(sbi);
@@ -440,6 +449,15 @@ static void orfs_kill_sb(struct super_block *sb)
 {
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
+	/* A reclaim holds inodes: over, and none to come, before they go. */
+	if (sbi) {
+		spin_lock(&sbi->reclaim_lock);
+		sbi->dying = true;
+		spin_unlock(&sbi->reclaim_lock);
+		cancel_delayed_work_sync(&sbi->renew_work);
+		cancel_work_sync(&sbi->reclaim_work);
+		orfs_unlocks_wait(sbi);
+	}
 	kill_anon_super(sb);
 	if (sbi)
 		orfs_disconnect(sbi);	/* the mount failed before put_super */
@@ -461,6 +479,7 @@ static void orfs_inode_init_once(void *p)
 
 	inode_init_once(&ci->vfs_inode);
 	mutex_init(&ci->drop_mutex);
+	INIT_LIST_HEAD(&ci->lock_link);
 }
 
 static int __init orfs_init(void)

@@ -67,7 +67,7 @@ grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
 # Without nconnect=, a connection per CPU, four at most.
 ncpu=$(nproc)
 auto=$((ncpu < 4 ? ncpu : 4))
-expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf " /tmp/out
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf,locks=remote " /tmp/out
 expect_eq "knet endpoints of a mount on $ncpu CPUs" "$(ep_count)" $auto
 umnt
 mnt -o nconnect=1
@@ -243,7 +243,7 @@ step "large folios ($lf here): in the page cache of what is read and written; wr
 fc="$ORFS_BIN/folio-count"
 dd if=/dev/urandom of=$exp/lf bs=1M count=4 status=none
 mnt
-expect_grep "addr=$ORFS_ADDR,.*,largefolio=$lf " /proc/mounts
+expect_grep "addr=$ORFS_ADDR,.*,largefolio=$lf," /proc/mounts
 echo 3 > /proc/sys/vm/drop_caches
 cat /tmp/mnt/lf > /dev/null
 "$fc" /tmp/mnt/lf | tee /tmp/out
@@ -320,7 +320,7 @@ rm /tmp/mnt/lf /tmp/mnt/lfw /tmp/mnt/clob /tmp/mnt/mix /tmp/lf.ref /tmp/lf.patch
 umnt
 if [ $lf = on ]; then
 	mnt -o largefolio=off
-	expect_grep "addr=$ORFS_ADDR,.*,largefolio=off " /proc/mounts
+	expect_grep "addr=$ORFS_ADDR,.*,largefolio=off," /proc/mounts
 	dd if=/dev/urandom of=/tmp/mnt/lf bs=1M count=1 status=none
 	"$fc" /tmp/mnt/lf | tee /tmp/out
 	expect_grep '^pages 256 large 0$' /tmp/out
@@ -572,7 +572,7 @@ rnd_op() {
 	7) find /tmp/mnt/rnd ;;
 	8) dd if=/tmp/mnt/rnd/big of=/dev/null bs=64k iflag=direct ;;
 	9) dd if=/tmp/mnt/rnd/big of=/dev/null bs=64k ;;
-	10) df /tmp/mnt ;;
+	10) df /tmp/mnt && flock -n $f true ;;
 	11) touch /tmp/mnt/rnd/t$i && chmod 600 /tmp/mnt/rnd/t$i ;;
 	12) ln -s f2 /tmp/mnt/rnd/s$i && ln $f /tmp/mnt/rnd/h$i ;;
 	13) truncate -s $((i * 100)) $f ;;

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ORFS locks across clients: fcntl() locks (POSIX and open file
+ * description) and flock() locks are asked of the server first
+ * (ORFS_OP_LOCK), which keeps them between every owner of every client,
+ * and then put in the kernel's own lists, which keep this client's view
+ * (F_GETLK of a local owner, what a close releases, what to take back when
+ * the server restarts). An flock() lock is a lock of the whole file on the
+ * server, as NFS does, so flock() and fcntl() locks of two clients on one
+ * file see each other.
+ *
+ * There are no callbacks: a blocking request that finds the lock taken asks
+ * again, from 10 ms apart up to half a second apart, until it gets it or a
+ * signal comes (NFSv4's clients wait the same way).
+ *
+ * Taking a lock revalidates the file, so that what another client wrote
+ * before it unlocked is read; unlocking writes this client's dirty pages
+ * back first. When the server restarts, a worker asks it for every lock
+ * this mount holds again (ORFS_LOCK_RECLAIM), within its grace period; a
+ * lock the server refuses then is lost, and said so in the kernel log.
+ */
+#define pr_fmt(fmt) "orfs: " fmt
+
+#include <linux/cred.h>
+#include <linux/delay.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#ifdef ORFS_HAVE_FILE_LOCK_CORE
+#include <linux/filelock.h>
+#endif
+#include <linux/pagemap.h>
+#include <linux/sched/signal.h>
+#include <linux/wait_bit.h>
+#include <linux/siphash.h>
+#include <linux/slab.h>
+
+#include "orfs.h"
+
+/* The fields of a lock, moved into struct file_lock_core in 6.9. */
+#ifdef ORFS_HAVE_FILE_LOCK_CORE
+#define ORFS_FL(fl, f)		((fl)->c.flc_##f)
+#define orfs_for_each_lock(fl, head)	for_each_file_lock(fl, head)
+#else
+#define ORFS_FL(fl, f)		((fl)->fl_##f)
+#define orfs_for_each_lock(fl, head)	list_for_each_entry(fl, head, fl_list)
+#endif
+
+#define ORFS_LOCK_WAIT_MIN	10	/* ms between the tries of a blocking lock */
+#define ORFS_LOCK_WAIT_MAX	500
+
+/*
+ * The server's name of a lock's owner: the kernel's (a process's files,
+ * or an open file) keyed, so that no kernel address leaves the client.
+ * flock() owners are kept apart from fcntl() owners of the same file.
+ */
+static u64 orfs_lock_owner(struct orfs_sb *sbi, const void *owner, bool flock)
+{
+	return siphash_2u64((u64)(unsigned long)owner, flock, &sbi->lock_key);
+}
+
+static u32 orfs_lock_type(unsigned char type)
+{
+	switch (type) {
+	case F_RDLCK:
+		return ORFS_LOCK_READ;
+	case F_WRLCK:
+		return ORFS_LOCK_WRITE;
+	default:
+		return ORFS_LOCK_UNLOCK;
+	}
+}
+
+static u64 orfs_lock_end(loff_t end)
+{
+	return end == OFFSET_MAX ? U64_MAX : (u64)end;
+}
+
+/* One LOCK call, with the credentials of the task that runs it. */
+static int orfs_lock_call(struct inode *inode, u64 owner, u32 type, u32 flags, loff_t start,
+			  loff_t end, struct orfs_lock_rep *rep)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_lock_req r = {
+		.fh = ORFS_I(inode)->fh,
+		.owner = cpu_to_le64(owner),
+		.start = cpu_to_le64(start),
+		.end = cpu_to_le64(orfs_lock_end(end)),
+		.type = cpu_to_le32(type),
+		.flags = cpu_to_le32(flags),
+	};
+	int ret;
+
+	ret = orfs_call(sbi, ORFS_OP_LOCK, &r, sizeof(r), rep, sizeof(*rep));
+	if (ret == -EOPNOTSUPP) {
+		pr_warn_once("%pI4: the server keeps no locks; mount with locks=local\n",
+			     &sbi->addr.sin_addr);
+		ret = -ENOLCK;
+	}
+	return ret;
+}
+
+/*
+ * Ask the server for a lock until it answers: a taken lock is tried again
+ * when WAIT, and the server's grace period after a restart is waited out
+ * (a soft mount gives up with ENOLCK after timeo x retrans).
+ */
+static int orfs_lock_ask(struct inode *inode, u64 owner, u32 type, u32 flags, loff_t start,
+			 loff_t end, bool wait, struct orfs_lock_rep *rep)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	unsigned int ms = ORFS_LOCK_WAIT_MIN;
+	unsigned long give_up = jiffies + orfs_timeout(sbi) * sbi->opts.retrans;
+	int ret;
+
+	for (;;) {
+		ret = orfs_lock_call(inode, owner, type, flags, start, end, rep);
+		if (ret != -EBUSY && (ret != -EAGAIN || !wait))
+			return ret;
+		if (ret == -EBUSY && sbi->opts.soft && time_after(jiffies, give_up))
+			return -ENOLCK;
+		if (msleep_interruptible(ms) || signal_pending(current))
+			return -ERESTARTSYS;
+		ms = min(ms * 2, ORFS_LOCK_WAIT_MAX);
+	}
+}
+
+/*
+ * How often a mount that holds locks checks its connection: often enough
+ * that a server that restarted hears from it within its grace period (60 s
+ * by default), and at least as often as the connection's keep-alive finds
+ * a lost connection.
+ */
+static unsigned long orfs_renew_period(struct orfs_sb *sbi)
+{
+	return min(orfs_timeout(sbi) / 2, 15 * HZ);
+}
+
+static bool orfs_inode_has_locks(struct inode *inode)
+{
+	struct file_lock_context *ctx = locks_inode_context(inode);
+
+	return ctx && (!list_empty_careful(&ctx->flc_posix) ||
+		       !list_empty_careful(&ctx->flc_flock));
+}
+
+/* INODE has a lock from the server now: keep the connection checked. */
+static void orfs_lock_held(struct inode *inode)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_inode *ci = ORFS_I(inode);
+
+	spin_lock(&sbi->locked_lock);
+	if (list_empty(&ci->lock_link))
+		list_add(&ci->lock_link, &sbi->locked);
+	spin_unlock(&sbi->locked_lock);
+	queue_delayed_work(system_long_wq, &sbi->renew_work, orfs_renew_period(sbi));
+}
+
+/**
+ * orfs_lock_forget() - an inode goes: out of its mount's list of locked ones
+ * @inode: the inode, evicted
+ *
+ * Context: process context.
+ */
+void orfs_lock_forget(struct inode *inode)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_inode *ci = ORFS_I(inode);
+
+	if (list_empty_careful(&ci->lock_link))
+		return;
+	spin_lock(&sbi->locked_lock);
+	list_del_init(&ci->lock_link);
+	spin_unlock(&sbi->locked_lock);
+}
+
+/**
+ * orfs_renew_work() - while the mount holds locks, keep its connection up
+ * @work: the mount's renew_work
+ *
+ * A session reconnects when a call needs it; a client that only holds
+ * locks makes none, and would hear of a server's restart after the grace
+ * period, when another client may have its locks. So while any inode of
+ * the mount has a lock, the first connection is probed: one that broke is
+ * connected again, and the handshake then sees a restart and reclaims.
+ */
+void orfs_renew_work(struct work_struct *work)
+{
+	struct orfs_sb *sbi = container_of(to_delayed_work(work), struct orfs_sb, renew_work);
+	struct orfs_inode *ci, *next;
+	bool any;
+
+	spin_lock(&sbi->locked_lock);
+	list_for_each_entry_safe(ci, next, &sbi->locked, lock_link)
+		if (!orfs_inode_has_locks(&ci->vfs_inode))
+			list_del_init(&ci->lock_link);
+	any = !list_empty(&sbi->locked);
+	spin_unlock(&sbi->locked_lock);
+	if (!any)
+		return;
+	knet_session_probe(&sbi->sess[0]);
+	queue_delayed_work(system_long_wq, &sbi->renew_work, orfs_renew_period(sbi));
+}
+
+/* An unlock sent by a worker, for a process that dies (see orfs_lock_set()). */
+struct orfs_unlock {
+	struct work_struct	work;
+	struct inode		*inode;
+	u64			owner;
+	loff_t			start, end;
+};
+
+static void orfs_unlock_work(struct work_struct *work)
+{
+	struct orfs_unlock *u = container_of(work, struct orfs_unlock, work);
+	struct orfs_sb *sbi = ORFS_SB(u->inode->i_sb);
+	struct orfs_lock_rep rep;
+	int ret;
+
+	ret = orfs_lock_call(u->inode, u->owner, ORFS_LOCK_UNLOCK, 0, u->start, u->end, &rep);
+	if (ret)
+		pr_warn_ratelimited("%pI4: unlock of a dead process's lock failed (%d)\n",
+				    &sbi->addr.sin_addr, ret);
+	iput(u->inode);
+	kfree(u);
+	if (atomic_dec_and_test(&sbi->unlocks))
+		wake_up_var(&sbi->unlocks);
+}
+
+static int orfs_unlock_async(struct inode *inode, u64 owner, loff_t start, loff_t end)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_unlock *u;
+
+	u = kmalloc(sizeof(*u), GFP_KERNEL);
+	if (!u)
+		return -ENOMEM;
+	INIT_WORK(&u->work, orfs_unlock_work);
+	u->inode = igrab(inode);
+	if (!u->inode) {
+		kfree(u);
+		return -ESTALE;
+	}
+	u->owner = owner;
+	u->start = start;
+	u->end = end;
+	atomic_inc(&sbi->unlocks);
+	queue_work(system_long_wq, &u->work);
+	return 0;
+}
+
+/**
+ * orfs_unlocks_wait() - wait for the unlocks of dead processes to be sent
+ * @sbi: the mount, going (they hold its inodes)
+ *
+ * Context: process context, may sleep.
+ */
+void orfs_unlocks_wait(struct orfs_sb *sbi)
+{
+	wait_var_event(&sbi->unlocks, !atomic_read(&sbi->unlocks));
+}
+
+/* Take or clear FL locally, after the server; for a close, whatever it said. */
+static int orfs_lock_local(struct file *file, struct file_lock *fl)
+{
+	return locks_lock_file_wait(file, fl);
+}
+
+static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, bool wait)
+{
+	struct inode *inode = file_inode(file);
+	u32 type = orfs_lock_type(ORFS_FL(fl, type));
+	struct orfs_lock_rep rep;
+	int ret, err, rc;
+
+	if (type == ORFS_LOCK_UNLOCK) {
+		/* What this owner wrote is on the server before anyone else locks. */
+		err = filemap_write_and_wait(file->f_mapping);
+		ret = orfs_lock_local(file, fl);
+		/*
+		 * The local lock is gone: a call that a fatal signal ends (the wait
+		 * for a server that is away, or a process killed) would leave it
+		 * held on the server for good, so then a worker sends it.
+		 */
+		rc = -EINTR;
+		if (!fatal_signal_pending(current))
+			rc = orfs_lock_call(inode, owner, type, 0, fl->fl_start, fl->fl_end, &rep);
+		if (rc == -EINTR && !orfs_unlock_async(inode, owner, fl->fl_start, fl->fl_end))
+			rc = 0;
+		/* A close lets go of its locks whatever the server says. */
+		if (ORFS_FL(fl, flags) & FL_CLOSE)
+			return ret;
+		return ret ?: rc ?: err;
+		return ret;
+	}
+	ret = orfs_lock_ask(inode, owner, type, 0, fl->fl_start, fl->fl_end, wait, &rep);
+	if (ret)
+		return ret;
+	ret = orfs_lock_local(file, fl);
+	if (ret) {
+		/* Give the server's lock back: this owner does not hold it. */
+		orfs_lock_call(inode, owner, ORFS_LOCK_UNLOCK, 0, fl->fl_start, fl->fl_end, &rep);
+		return ret;
+	}
+	orfs_lock_held(inode);
+	/* Another client's writes before it unlocked are to be seen now. */
+	if (S_ISREG(inode->i_mode))
+		orfs_revalidate_file(inode, true);
+	return 0;
+}
+
+/* F_GETLK: an owner of this client in the way, else one the server knows. */
+static int orfs_lock_test(struct file *file, struct file_lock *fl, u64 owner)
+{
+	unsigned char type = ORFS_FL(fl, type);
+	struct orfs_lock_rep rep;
+	int ret;
+
+	posix_test_lock(file, fl);
+	if (ORFS_FL(fl, type) != F_UNLCK)
+		return 0;
+	ret = orfs_lock_ask(file_inode(file), owner, orfs_lock_type(type), ORFS_LOCK_TEST,
+			    fl->fl_start, fl->fl_end, false, &rep);
+	if (ret)
+		return ret;
+	switch (le32_to_cpu(rep.type)) {
+	case ORFS_LOCK_UNLOCK:
+		ORFS_FL(fl, type) = F_UNLCK;
+		return 0;
+	case ORFS_LOCK_READ:
+		ORFS_FL(fl, type) = F_RDLCK;
+		break;
+	case ORFS_LOCK_WRITE:
+		ORFS_FL(fl, type) = F_WRLCK;
+		break;
+	default:
+		return -EIO;
+	}
+	/* Held by another client: no process of ours to name. */
+	ORFS_FL(fl, pid) = 0;
+	fl->fl_start = min_t(u64, le64_to_cpu(rep.start), OFFSET_MAX);
+	fl->fl_end = min_t(u64, le64_to_cpu(rep.end), OFFSET_MAX);
+	if (fl->fl_start > fl->fl_end)
+		return -EIO;
+	return 0;
+}
+
+/**
+ * orfs_lock() - fcntl() locks: F_GETLK, F_SETLK, F_SETLKW and their OFD forms
+ * @file: the open file
+ * @cmd: the command
+ * @fl: the lock asked for
+ *
+ * Context: process context, may sleep.
+ * Return: 0 or a negative errno (-EAGAIN: another owner holds it).
+ */
+int orfs_lock(struct file *file, int cmd, struct file_lock *fl)
+{
+	struct orfs_sb *sbi = ORFS_SB(file_inode(file)->i_sb);
+	u64 owner;
+
+	if (!(ORFS_FL(fl, flags) & FL_POSIX))
+		return -ENOLCK;
+	if (sbi->opts.local_locks) {
+		if (IS_GETLK(cmd)) {
+			posix_test_lock(file, fl);
+			return 0;
+		}
+		return locks_lock_file_wait(file, fl);
+	}
+	owner = orfs_lock_owner(sbi, ORFS_FL(fl, owner), false);
+	if (IS_GETLK(cmd))
+		return orfs_lock_test(file, fl, owner);
+	return orfs_lock_set(file, fl, owner, IS_SETLKW(cmd));
+}
+
+/**
+ * orfs_flock() - flock() locks: a lock of the whole file on the server
+ * @file: the open file
+ * @cmd: F_SETLK, or F_SETLKW to wait
+ * @fl: the lock asked for
+ *
+ * Context: process context, may sleep.
+ * Return: 0 or a negative errno.
+ */
+int orfs_flock(struct file *file, int cmd, struct file_lock *fl)
+{
+	struct orfs_sb *sbi = ORFS_SB(file_inode(file)->i_sb);
+
+	if (!(ORFS_FL(fl, flags) & FL_FLOCK))
+		return -ENOLCK;
+	if (sbi->opts.local_locks)
+		return locks_lock_file_wait(file, fl);
+	fl->fl_start = 0;
+	fl->fl_end = OFFSET_MAX;
+	return orfs_lock_set(file, fl, orfs_lock_owner(sbi, file, true), IS_SETLKW(cmd));
+}
+
+/* One lock to take back: its owner, range and type, and a file it was taken through. */
+struct orfs_held {
+	u64		owner;
+	u32		type;
+	loff_t		start, end;
+	struct file	*file;
+};
+
+/* A reference on FILE, unless its last is going (and its locks with it). */
+static struct file *orfs_file_try_get(struct file *file)
+{
+	return atomic_long_inc_not_zero(&file->f_count) ? file : NULL;
+}
+
+/* Copy up to MAX of INODE's locks in HEAD into H; returns how many there are. */
+static unsigned int orfs_held_copy(struct orfs_sb *sbi, struct list_head *head,
+				   struct orfs_held *h, unsigned int n, unsigned int max)
+{
+	struct file_lock *fl;
+
+	orfs_for_each_lock(fl, head) {
+		if (n < max) {
+			bool flock = ORFS_FL(fl, flags) & FL_FLOCK;
+
+			h[n].owner = orfs_lock_owner(sbi, flock ? (void *)ORFS_FL(fl, file) :
+						     (void *)ORFS_FL(fl, owner), flock);
+			h[n].type = orfs_lock_type(ORFS_FL(fl, type));
+			h[n].start = flock ? 0 : fl->fl_start;
+			h[n].end = flock ? OFFSET_MAX : fl->fl_end;
+			h[n].file = orfs_file_try_get(ORFS_FL(fl, file));
+		}
+		n++;
+	}
+	return n;
+}
+
+/* Ask the server again for every lock held on INODE (a referenced inode). */
+static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode)
+{
+	struct file_lock_context *ctx = locks_inode_context(inode);
+	unsigned int i, n, max = 0;
+	struct orfs_held *h = NULL;
+	struct orfs_lock_rep rep;
+
+	if (!ctx)
+		return;
+	for (;;) {
+		spin_lock(&ctx->flc_lock);
+		n = orfs_held_copy(sbi, &ctx->flc_posix, h, 0, max);
+		n = orfs_held_copy(sbi, &ctx->flc_flock, h, n, max);
+		spin_unlock(&ctx->flc_lock);
+		if (n <= max)
+			break;
+		/* More than room for: let go of what was copied, and count again. */
+		for (i = 0; i < max; i++)
+			if (h[i].file)
+				fput(h[i].file);
+		kfree(h);
+		max = n + 4;
+		h = kcalloc(max, sizeof(*h), GFP_KERNEL);
+		if (!h) {
+			pr_warn("no memory to take back the locks of inode %lu\n", inode->i_ino);
+			return;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const struct cred *old;
+		int ret;
+
+		if (!h[i].file)
+			continue;
+		old = override_creds(h[i].file->f_cred);
+		ret = orfs_lock_call(inode, h[i].owner, h[i].type, ORFS_LOCK_RECLAIM, h[i].start,
+				     h[i].end, &rep);
+		revert_creds(old);
+		if (ret)
+			pr_warn("%pI4 restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d)\n",
+				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end, ret);
+		fput(h[i].file);
+	}
+	kfree(h);
+}
+
+/*
+ * The server restarted: take back every lock of the mount, one inode at a
+ * time (the walk of the super block's inodes as drop_pagecache_sb() does it).
+ */
+void orfs_reclaim_work(struct work_struct *work)
+{
+	struct orfs_sb *sbi = container_of(work, struct orfs_sb, reclaim_work);
+	struct super_block *sb = sbi->sb;
+	struct inode *inode, *prev = NULL;
+
+	spin_lock(&sb->s_inode_list_lock);
+	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
+		struct file_lock_context *ctx = locks_inode_context(inode);
+
+		if (!ctx || (list_empty_careful(&ctx->flc_posix) &&
+			     list_empty_careful(&ctx->flc_flock)))
+			continue;
+		spin_lock(&inode->i_lock);
+		if (inode->i_state & (I_FREEING | I_WILL_FREE | I_NEW)) {
+			spin_unlock(&inode->i_lock);
+			continue;
+		}
+		__iget(inode);
+		spin_unlock(&inode->i_lock);
+		spin_unlock(&sb->s_inode_list_lock);
+		iput(prev);
+		orfs_reclaim_inode(sbi, inode);
+		prev = inode;
+		cond_resched();
+		spin_lock(&sb->s_inode_list_lock);
+	}
+	spin_unlock(&sb->s_inode_list_lock);
+	iput(prev);
+}

@@ -1,0 +1,215 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# ORFS locks across clients: two mounts of one export are two clients to
+# the server. fcntl() locks (POSIX and OFD) and flock() of one are seen by
+# the other: conflicts, F_GETLK, a blocked F_SETLKW that gets the lock when
+# the holder lets go, release on close and on a killed holder, a lock as a
+# page-cache coherence point, locks=local, a client that vanishes (its
+# locks go after the server's lease), and a server restart (the locks are
+# taken back in the grace period; with none, one is lost and said so).
+# timeout: 300
+. "$(dirname "$0")/lib.sh"
+exp=/tmp/lkexp
+state=/tmp/orfs-state
+load_suite
+mkdir -p $exp /tmp/m1 /tmp/m2 /tmp/m3
+mount -t tmpfs tmpfs $exp
+on_exit "umount $exp"
+chmod 1777 $exp
+# Lease 3 s; no grace at the first start (no client had locks).
+start_server -s $state -L 3 -G 0 -e data=$exp
+mnt() { mount -t orfs -o "timeo=20${1:+,$1}" "$ORFS_ADDR:/data" "$2"; }
+mnt acregmin=60,acregmax=60 /tmp/m1
+on_exit "umount -f /tmp/m1 2>/dev/null || true"
+mnt acregmin=60,acregmax=60 /tmp/m2
+on_exit "umount -f /tmp/m2 2>/dev/null || true"
+# Holders left by a failed check go first: they keep the mounts busy.
+on_exit "pkill -f /tmp/lk.py; sleep 0.5"
+
+# lk [-u UID] PATH r|w|rw CMD TYPE START LEN [HOLD_FILE]: one lock call.
+# CMD setlk, setlkw, getlk, ofd (F_OFD_SETLK), ofdw or flock; TYPE r, w or
+# u. Prints "ok", an errno name, or for getlk "TYPE START LEN PID"; with
+# HOLD_FILE, prints "held" once it has the lock and keeps the file open
+# until HOLD_FILE exists.
+cat > /tmp/lk.py <<'EOF'
+import errno, fcntl, os, struct, sys, time
+args = sys.argv[1:]
+if args[0] == "-u":
+    uid = int(args[1]); args = args[2:]
+    os.setgroups([]); os.setgid(uid); os.setuid(uid)
+path, mode, cmd, typ, start, length = args[:6]
+hold = args[6] if len(args) > 6 else None
+flags = {"r": os.O_RDONLY, "w": os.O_WRONLY, "rw": os.O_RDWR}[mode]
+fd = os.open(path, flags)
+t = {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK, "u": fcntl.F_UNLCK}[typ]
+c = {"setlk": fcntl.F_SETLK, "setlkw": fcntl.F_SETLKW, "getlk": fcntl.F_GETLK,
+     "ofd": fcntl.F_OFD_SETLK, "ofdw": fcntl.F_OFD_SETLKW}.get(cmd)
+fl = struct.pack("hhqqi", t, 0, int(start), int(length), 0)
+try:
+    if cmd == "flock":
+        fcntl.flock(fd, {"r": fcntl.LOCK_SH, "w": fcntl.LOCK_EX, "u": fcntl.LOCK_UN}[typ] |
+                    (0 if hold else fcntl.LOCK_NB))
+        out = "ok"
+    else:
+        r = fcntl.fcntl(fd, c, fl)
+        if cmd == "getlk":
+            t2, _, s2, l2, p2 = struct.unpack("hhqqi", r)
+            out = "%s %d %d %d" % ({fcntl.F_RDLCK: "r", fcntl.F_WRLCK: "w",
+                                    fcntl.F_UNLCK: "u"}[t2], s2, l2, p2)
+        else:
+            out = "ok"
+except OSError as e:
+    out = "EAGAIN" if e.errno == errno.EAGAIN else errno.errorcode[e.errno]
+    hold = None
+print(out, flush=True)
+if hold:
+    print("held", flush=True)
+    while not os.path.exists(hold):
+        time.sleep(0.05)
+EOF
+lk() { python3 /tmp/lk.py "$@"; }
+declare -A pids
+# hold NAME ARGS...: lk ARGS... in the background holding until
+# release NAME; waits until it has the lock
+hold() {
+	local n=$1
+	shift
+	rm -f "/tmp/rel-$n" "/tmp/out-$n"
+	python3 /tmp/lk.py "$@" "/tmp/rel-$n" > "/tmp/out-$n" 2>&1 &
+	pids[$n]=$!
+	wait_until 100 grep -q held "/tmp/out-$n" || { cat "/tmp/out-$n"; fail "$n: no lock held"; }
+}
+release() { touch "/tmp/rel-$1"; wait "${pids[$1]}"; }
+
+step "mount: locks=remote by default, locks=local shown"
+expect_grep "^$ORFS_ADDR:/data /tmp/m1 orfs .*,locks=remote( |,)" /proc/mounts
+mnt locks=local /tmp/m3
+expect_grep "^$ORFS_ADDR:/data /tmp/m3 orfs .*,locks=local( |,)" /proc/mounts
+umount /tmp/m3
+expect_fail mnt locks=nfs /tmp/m3
+
+step "fcntl locks of one client stop another's"
+printf 'x%.0s' $(seq 1 4096) > /tmp/m1/f
+hold a /tmp/m1/f rw setlk w 0 100
+expect_eq "a write lock in another's range" "$(lk /tmp/m2/f rw setlk w 50 10)" EAGAIN
+expect_eq "a read lock in another's write lock" "$(lk /tmp/m2/f r setlk r 99 1)" EAGAIN
+expect_eq "a lock next to it" "$(lk /tmp/m2/f rw setlk w 100 100)" ok
+expect_eq "F_GETLK names it (no pid of ours)" "$(lk /tmp/m2/f r getlk r 0 10)" "w 0 100 0"
+expect_eq "F_GETLK past it" "$(lk /tmp/m2/f r getlk w 100 0)" "u 100 0 0"
+expect_eq "the same client, another process" "$(lk /tmp/m1/f rw setlk w 0 1)" EAGAIN
+release a
+expect_eq "released when its holder closed" "$(lk /tmp/m2/f rw setlk w 0 100)" ok
+
+step "read locks are shared, a writer waits for both"
+hold r1 /tmp/m1/f r setlk r 0 0
+hold r2 /tmp/m2/f r setlk r 0 0
+expect_eq "write lock with two readers" "$(lk /tmp/m2/f w setlk w 10 1)" EAGAIN
+release r1
+release r2
+expect_eq "write lock after them" "$(lk /tmp/m2/f w setlk w 10 1)" ok
+
+step "F_SETLKW waits for the other client's unlock, then has the lock"
+hold a /tmp/m1/f rw setlk w 0 0
+start=$SECONDS
+(sleep 2; touch /tmp/rel-a) &
+expect_eq "F_SETLKW" "$(lk /tmp/m2/f rw setlkw w 1000 1)" ok
+wait "${pids[a]}"
+((SECONDS - start >= 2)) || fail "F_SETLKW returned before the holder let go"
+
+step "a holder killed: its locks go"
+hold k /tmp/m1/f rw setlk w 0 0
+expect_eq "while it lives" "$(lk /tmp/m2/f rw setlk w 5 5)" EAGAIN
+kill -9 "${pids[k]}"
+wait "${pids[k]}" 2>/dev/null || true
+# A dying process's unlock is sent by a worker: soon, not at once.
+free_now() { [ "$(lk /tmp/m2/f rw setlk w 5 5)" = ok ]; }
+wait_until 50 free_now || fail "the lock of a killed holder is still held"
+
+step "OFD locks and flock() across clients, and as a user"
+hold o /tmp/m1/f rw ofd w 0 10
+expect_eq "OFD write lock" "$(lk /tmp/m2/f rw ofd w 5 1)" EAGAIN
+expect_eq "POSIX lock against it" "$(lk /tmp/m2/f rw setlk r 0 1)" EAGAIN
+release o
+hold fl /tmp/m1/f r flock w 0 0
+expect_eq "flock() of another client" "$(lk /tmp/m2/f r flock r 0 0)" EAGAIN
+release fl
+expect_eq "flock() after it" "$(lk /tmp/m2/f r flock w 0 0)" ok
+touch /tmp/m1/uf
+chown 1000:1000 /tmp/m1/uf
+hold u -u 1000 /tmp/m1/uf rw setlk w 0 0
+expect_eq "a user's lock stops root's" "$(lk /tmp/m2/uf rw setlk w 0 1)" EAGAIN
+release u
+expect_eq "a user's lock" "$(lk -u 1000 /tmp/m2/uf rw setlk w 0 1)" ok
+
+step "taking a lock shows what another client wrote under it"
+# One process, a file open on each mount: m2 keeps its pages and (60 s)
+# attributes until it takes a lock.
+printf 'old!' > /tmp/m1/c
+python3 - <<'EOF' || fail "coherence under locks"
+import fcntl, os, sys
+m1 = os.open("/tmp/m1/c", os.O_RDWR)
+m2 = os.open("/tmp/m2/c", os.O_RDWR)
+def check(what, got, want):
+    if got != want:
+        sys.exit("%s: got %r, want %r" % (what, got, want))
+check("m2 first", os.pread(m2, 4, 0), b"old!")
+fcntl.lockf(m1, fcntl.LOCK_EX)
+os.pwrite(m1, b"new!", 0)
+fcntl.lockf(m1, fcntl.LOCK_UN)
+check("m2 without a lock", os.pread(m2, 4, 0), b"old!")
+fcntl.lockf(m2, fcntl.LOCK_EX)
+check("m2 under a lock", os.pread(m2, 4, 0), b"new!")
+EOF
+
+step "locks=local: not seen by other clients"
+mnt locks=local /tmp/m3
+hold a /tmp/m1/f rw setlk w 0 0
+expect_eq "a local-only lock" "$(lk /tmp/m3/f rw setlk w 0 1)" ok
+release a
+umount /tmp/m3
+
+step "a client that vanishes: its locks go after the lease (3 s)"
+mnt "" /tmp/m3
+hold v /tmp/m3/f rw setlk w 0 0
+# umount -f cuts the mount's connections (the open file keeps it busy).
+umount -f /tmp/m3 2>/dev/null || true
+expect_eq "at once" "$(lk /tmp/m2/f rw setlk w 0 1)" EAGAIN
+sleep 4
+expect_eq "after the lease" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
+release v
+wait_until 50 umount /tmp/m3 || fail "umount of the cut mount"
+
+step "server restart: locks taken back in the grace period (5 s)"
+hold a /tmp/m1/f rw setlk w 0 100
+kill_server
+start_server -s $state -L 3 -G 5 -e data=$exp
+start=$SECONDS
+# m2's F_SETLK waits out the grace period, then finds m1's lock again.
+expect_eq "another client's lock after the restart" "$(lk /tmp/m2/f rw setlk w 0 1)" EAGAIN
+((SECONDS - start >= 3)) || fail "a lock was answered in the grace period"
+expect_grep "server $ORFS_ADDR restarted" <(dmesg)
+dmesg | grep -q "is lost" && fail "a lock was lost in a restart with a grace period"
+release a
+expect_eq "after its holder let go" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
+
+step "server restart without a grace period: a lock taken first is lost, and said"
+hold a /tmp/m1/f rw setlk w 0 100
+kill_server
+start_server -s $state -L 3 -G 0 -e data=$exp
+expect_eq "another client first" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
+wait_until 100 sh -c 'dmesg | grep -q "is lost"' || fail "the lost lock is not in the log"
+release a
+
+step "figures (printed, not checked): a lock and an unlock, and the same on tmpfs"
+python3 - <<'PYEOF'
+import fcntl, os, time
+for name, path in (("orfs", "/tmp/m1/f"), ("tmpfs", "/tmp/lkexp/f")):
+    fd = os.open(path, os.O_RDWR)
+    t = time.perf_counter()
+    for i in range(200):
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, i)
+        fcntl.lockf(fd, fcntl.LOCK_UN, 1, i)
+    us = (time.perf_counter() - t) / 200 * 1e6
+    os.close(fd)
+    print("%s: lock + unlock %.0f us" % (name, us))
+PYEOF
