@@ -537,4 +537,8 @@ const struct file_operations orfs_dir_fops = {
 	.read		= generic_read_dir,
 	.iterate_shared	= orfs_readdir,
 	.fsync		= orfs_dir_fsync,
+	.lock		= orfs_lock,
+	.flock		= orfs_flock,
+	/* A lease only this client knows of would not be broken by others. */
+	.setlease	= simple_nosetlease,
 };

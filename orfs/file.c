@@ -971,6 +971,8 @@ const struct file_operations orfs_file_fops = {
 	.fsync		= orfs_fsync,
 	.lock		= orfs_lock,
 	.flock		= orfs_flock,
+	/* A lease only this client knows of would not be broken by others. */
+	.setlease	= simple_nosetlease,
 #ifdef ORFS_HAVE_FILEMAP_SPLICE_READ
 	.splice_read	= filemap_splice_read,
 #else

@@ -858,8 +858,9 @@ static int do_xattr(const struct fsvc_req *rq, int fd, struct out *o)
 /*
  * LOCK on FD (O_PATH): to take a lock the caller must be able to open the
  * file for it, reading for a read lock, writing for a write lock, as the
- * client's kernel asks of its open file; clearing or testing needs
- * nothing but the handle.
+ * client's kernel asks of its open file; a directory, which opens for
+ * reading only, for reading (flock() of a directory). Clearing or testing
+ * needs nothing but the handle.
  */
 static int do_lock(const struct fsvc_req *rq, int fd, struct out *o)
 {
@@ -883,7 +884,8 @@ static int do_lock(const struct fsvc_req *rq, int fd, struct out *o)
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return EINVAL;	/* and no open of a FIFO that would wait */
 	if (w.type != ORFS_LOCK_UNLOCK && !(w.flags & ORFS_LOCK_TEST)) {
-		err = reopen(fd, w.type == ORFS_LOCK_READ ? O_RDONLY : O_WRONLY, &rfd);
+		err = reopen(fd, S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY :
+				 w.type == ORFS_LOCK_READ ? O_RDONLY : O_WRONLY, &rfd);
 		if (err)
 			return err;
 		close(rfd);

@@ -134,12 +134,29 @@ hold fl /tmp/m1/f r flock w 0 0
 expect_eq "flock() of another client" "$(lk /tmp/m2/f r flock r 0 0)" EAGAIN
 release fl
 expect_eq "flock() after it" "$(lk /tmp/m2/f r flock w 0 0)" ok
+mkdir /tmp/m1/d
+hold dl /tmp/m1/d r flock w 0 0
+expect_eq "flock() of a directory" "$(lk /tmp/m2/d r flock w 0 0)" EAGAIN
+release dl
+expect_eq "flock() of a directory after it" "$(lk -u 1000 /tmp/m2/d r flock w 0 0)" ok
 touch /tmp/m1/uf
 chown 1000:1000 /tmp/m1/uf
 hold u -u 1000 /tmp/m1/uf rw setlk w 0 0
 expect_eq "a user's lock stops root's" "$(lk /tmp/m2/uf rw setlk w 0 1)" EAGAIN
 release u
 expect_eq "a user's lock" "$(lk -u 1000 /tmp/m2/uf rw setlk w 0 1)" ok
+
+step "no leases: another client could not break them"
+python3 - <<'EOF' || fail "F_SETLEASE"
+import errno, fcntl, os, sys
+fd = os.open("/tmp/m1/f", os.O_RDONLY)
+try:
+    fcntl.fcntl(fd, 1024, fcntl.F_RDLCK)	# F_SETLEASE
+    sys.exit("a read lease was granted")
+except OSError as e:
+    if e.errno != errno.EINVAL:
+        raise
+EOF
 
 step "taking a lock shows what another client wrote under it"
 # One process, a file open on each mount: m2 keeps its pages and (60 s)
@@ -160,6 +177,30 @@ check("m2 without a lock", os.pread(m2, 4, 0), b"old!")
 fcntl.lockf(m2, fcntl.LOCK_EX)
 check("m2 under a lock", os.pread(m2, 4, 0), b"new!")
 EOF
+
+step "a counter in a file, incremented under F_SETLKW by two processes on each client"
+# Mutual exclusion, waiters woken by another client's unlock, and each
+# holder reading what the last one wrote back: 4 x 25 increments.
+printf '\0\0\0\0\0\0\0\0' > /tmp/m1/counter
+cat > /tmp/inc.py <<'EOF'
+import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+for i in range(int(sys.argv[2])):
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    n, = struct.unpack("<q", os.pread(fd, 8, 0))
+    os.pwrite(fd, struct.pack("<q", n + 1), 0)
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+EOF
+start=$SECONDS
+incs=()
+for m in m1 m2 m1 m2; do
+	python3 /tmp/inc.py /tmp/$m/counter 25 &
+	incs+=($!)
+done
+for p in "${incs[@]}"; do wait "$p" || fail "an incrementer failed"; done
+echo "100 increments in $((SECONDS - start)) s"
+expect_eq "the counter, read on the server" \
+	"$(python3 -c 'import struct; print(struct.unpack("<q", open("/tmp/lkexp/counter", "rb").read())[0])')" 100
 
 step "locks=local: not seen by other clients"
 mnt locks=local /tmp/m3

@@ -940,7 +940,7 @@ static int lock_op(struct locks *lk, uint64_t client, const struct orfs_fh *fh, 
 static void test_locks_service(void)
 {
 	struct orfs_fh r = rootfh(&fx);
-	struct orfs_entry_rep f, fifo;
+	struct orfs_entry_rep f, d, fifo;
 	struct orfs_lock_rep rep;
 	struct locks lk;
 
@@ -970,6 +970,10 @@ static void test_locks_service(void)
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 1000, ORFS_LOCK_UNLOCK, 0, 0, UINT64_MAX, &rep), 0);
 	CU_ASSERT_EQUAL(lock_op(&lk, 2, &f.fh, 0, ORFS_LOCK_WRITE, 0, 5, UINT64_MAX, &rep), 0);
 	CU_ASSERT_EQUAL(le64toh(rep.end), UINT64_MAX);
+	/* A directory opens for reading only: a user who may read it may lock it. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKDIR, &r, "lockdir", 0755, 0, &d), 0);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &d.fh, 1000, ORFS_LOCK_WRITE, 0, 0, UINT64_MAX, &rep), 0);
+	CU_ASSERT_EQUAL(lock_op(&lk, 2, &d.fh, 1000, ORFS_LOCK_READ, 0, 0, 0, &rep), EAGAIN);
 	/* A FIFO is never opened (it would wait for a writer): refused. */
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &r, "lockfifo", S_IFIFO | 0666, 0, &fifo), 0);
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &fifo.fh, 0, ORFS_LOCK_WRITE, 0, 0, 9, &rep), EINVAL);
