@@ -61,7 +61,8 @@ static void rb_group(struct rb *b, uint32_t g)
 
 static void rb_put(struct rb *b, const void *p, uint32_t n)
 {
-	memcpy(b->buf + b->len, p, n);
+	if (n)		/* memcpy() from NULL is undefined, even of nothing */
+		memcpy(b->buf + b->len, p, n);
 	b->len += n;
 }
 
