@@ -111,6 +111,10 @@ wait_until() {
 	return 1
 }
 
+# ended PID: PID exited (a zombie not yet waited for counts; kill -0 would
+# still find it)
+ended() { [ ! -e "/proc/$1" ] || grep -qs ') Z ' "/proc/$1/stat"; }
+
 # expect_grep PATTERN FILE: FILE must have a line matching PATTERN
 expect_grep() { grep -qE "$1" "$2" || { cat "$2" >&2; fail "$2 has no line matching '$1'"; }; }
 

@@ -254,3 +254,19 @@ for name, path in (("orfs", "/tmp/m1/f"), ("tmpfs", "/tmp/lkexp/f")):
     os.close(fd)
     print("%s: lock + unlock %.0f us" % (name, us))
 PYEOF
+
+step "a dead server: a holder killed and umount -f end, nothing hangs"
+hold a /tmp/m1/f rw setlk w 0 0
+kill_server
+# A lock asked of the dead server waits (hard mount) until it is killed.
+python3 /tmp/lk.py /tmp/m1/f rw setlkw w 0 1 > /dev/null 2>&1 &
+waiter=$!
+sleep 1
+ended $waiter && fail "a lock request to a dead server returned"
+umount -f /tmp/m1 2>/dev/null || true
+kill -9 "${pids[a]}" $waiter
+wait_until 100 ended "${pids[a]}" || fail "the holder does not die"
+wait_until 100 ended $waiter || fail "the waiter does not die"
+wait "${pids[a]}" $waiter 2>/dev/null || true
+timeout 20 umount -f /tmp/m1 || fail "umount -f with a dead server"
+timeout 20 umount -f /tmp/m2 || fail "umount -f of the other mount"

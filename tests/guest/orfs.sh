@@ -32,9 +32,6 @@ kv=$(uname -r)
 kmaj=${kv%%.*} kmin=${kv#*.} kmin=${kmin%%.*}
 if ((kmaj > 6 || (kmaj == 6 && kmin >= 12))); then k612=1 lf=on; else k612=0 lf=off; fi
 umnt() { umount /tmp/mnt; }
-# ended PID: PID exited (a zombie not yet waited for counts; kill -0 would
-# still find it)
-ended() { [ ! -e /proc/$1 ] || grep -qs ') Z ' /proc/$1/stat; }
 restart_server() {
 	kill_server
 	start_server -s $state -e data=$exp
