@@ -18,6 +18,8 @@
  * back first. When the server restarts, a worker asks it for every lock
  * this mount holds again (ORFS_LOCK_RECLAIM), within its grace period; a
  * lock the server refuses then is lost, and said so in the kernel log.
+ * While a mount holds locks its first connection is probed, so that an
+ * idle client hears of the restart in time.
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
@@ -30,9 +32,9 @@
 #endif
 #include <linux/pagemap.h>
 #include <linux/sched/signal.h>
-#include <linux/wait_bit.h>
 #include <linux/siphash.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 
 #include "orfs.h"
 
@@ -75,13 +77,12 @@ static u64 orfs_lock_end(loff_t end)
 	return end == OFFSET_MAX ? U64_MAX : (u64)end;
 }
 
-/* One LOCK call, with the credentials of the task that runs it. */
-static int orfs_lock_call(struct inode *inode, u64 owner, u32 type, u32 flags, loff_t start,
-			  loff_t end, struct orfs_lock_rep *rep)
+/* One LOCK call on FH, with the credentials of the task that runs it. */
+static int orfs_lock_call_fh(struct orfs_sb *sbi, const struct orfs_fh *fh, u64 owner, u32 type,
+			     u32 flags, loff_t start, loff_t end, struct orfs_lock_rep *rep)
 {
-	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
 	struct orfs_lock_req r = {
-		.fh = ORFS_I(inode)->fh,
+		.fh = *fh,
 		.owner = cpu_to_le64(owner),
 		.start = cpu_to_le64(start),
 		.end = cpu_to_le64(orfs_lock_end(end)),
@@ -97,6 +98,13 @@ static int orfs_lock_call(struct inode *inode, u64 owner, u32 type, u32 flags, l
 		ret = -ENOLCK;
 	}
 	return ret;
+}
+
+static int orfs_lock_call(struct inode *inode, u64 owner, u32 type, u32 flags, loff_t start,
+			  loff_t end, struct orfs_lock_rep *rep)
+{
+	return orfs_lock_call_fh(ORFS_SB(inode->i_sb), &ORFS_I(inode)->fh, owner, type, flags,
+				 start, end, rep);
 }
 
 /*
@@ -202,10 +210,15 @@ void orfs_renew_work(struct work_struct *work)
 	queue_delayed_work(system_long_wq, &sbi->renew_work, orfs_renew_period(sbi));
 }
 
-/* An unlock sent by a worker, for a process that dies (see orfs_lock_set()). */
+/*
+ * An unlock sent by a worker, for a process that dies (see
+ * orfs_lock_set()). It holds no inode: the mount may go meanwhile, and
+ * then ends it (orfs_unlocks_end()).
+ */
 struct orfs_unlock {
 	struct work_struct	work;
-	struct inode		*inode;
+	struct orfs_sb		*sbi;
+	struct orfs_fh		fh;
 	u64			owner;
 	loff_t			start, end;
 };
@@ -213,15 +226,15 @@ struct orfs_unlock {
 static void orfs_unlock_work(struct work_struct *work)
 {
 	struct orfs_unlock *u = container_of(work, struct orfs_unlock, work);
-	struct orfs_sb *sbi = ORFS_SB(u->inode->i_sb);
+	struct orfs_sb *sbi = u->sbi;
 	struct orfs_lock_rep rep;
 	int ret;
 
-	ret = orfs_lock_call(u->inode, u->owner, ORFS_LOCK_UNLOCK, 0, u->start, u->end, &rep);
+	ret = orfs_lock_call_fh(sbi, &u->fh, u->owner, ORFS_LOCK_UNLOCK, 0, u->start, u->end,
+				&rep);
 	if (ret)
 		pr_warn_ratelimited("%pI4: unlock of a dead process's lock failed (%d)\n",
 				    &sbi->addr.sin_addr, ret);
-	iput(u->inode);
 	kfree(u);
 	if (atomic_dec_and_test(&sbi->unlocks))
 		wake_up_var(&sbi->unlocks);
@@ -236,11 +249,8 @@ static int orfs_unlock_async(struct inode *inode, u64 owner, loff_t start, loff_
 	if (!u)
 		return -ENOMEM;
 	INIT_WORK(&u->work, orfs_unlock_work);
-	u->inode = igrab(inode);
-	if (!u->inode) {
-		kfree(u);
-		return -ESTALE;
-	}
+	u->sbi = sbi;
+	u->fh = ORFS_I(inode)->fh;
 	u->owner = owner;
 	u->start = start;
 	u->end = end;
@@ -250,13 +260,23 @@ static int orfs_unlock_async(struct inode *inode, u64 owner, loff_t start, loff_
 }
 
 /**
- * orfs_unlocks_wait() - wait for the unlocks of dead processes to be sent
- * @sbi: the mount, going (they hold its inodes)
+ * orfs_unlocks_end() - the mount goes: the unlocks of dead processes end
+ * @sbi: the mount; its files are closed, its sessions still open
+ *
+ * They get a few seconds to reach the server. One that still waits for a
+ * server that is away is ended with the mount's calls (as by umount -f):
+ * the server drops this client's locks after its lease once the
+ * connections are gone.
  *
  * Context: process context, may sleep.
  */
-void orfs_unlocks_wait(struct orfs_sb *sbi)
+void orfs_unlocks_end(struct orfs_sb *sbi)
 {
+	if (wait_var_event_timeout(&sbi->unlocks, !atomic_read(&sbi->unlocks), 5 * HZ))
+		return;
+	pr_warn("%pI4 does not answer: unlocks not sent, the server's lease ends them\n",
+		&sbi->addr.sin_addr);
+	orfs_abort(sbi);
 	wait_var_event(&sbi->unlocks, !atomic_read(&sbi->unlocks));
 }
 

@@ -79,7 +79,7 @@ struct orfs_opts {
  * @reclaim_work: takes the locks back from a server that restarted
  * @reclaim_lock: orders queueing @reclaim_work with @dying
  * @dying: the super block is going: no more reclaims
- * @unlocks: unlocks of dead processes not yet sent (they hold inodes)
+ * @unlocks: unlocks of dead processes not yet sent (on the sessions)
  * @locked: inodes that had a lock from the server (struct orfs_inode @lock_link)
  * @locked_lock: guards @locked
  * @renew_work: while @locked holds a lock, checks the connection (see lock.c)
@@ -253,7 +253,7 @@ extern const struct file_operations orfs_file_fops;
 int orfs_lock(struct file *file, int cmd, struct file_lock *fl);
 int orfs_flock(struct file *file, int cmd, struct file_lock *fl);
 void orfs_reclaim_work(struct work_struct *work);
-void orfs_unlocks_wait(struct orfs_sb *sbi);
+void orfs_unlocks_end(struct orfs_sb *sbi);
 void orfs_renew_work(struct work_struct *work);
 void orfs_lock_forget(struct inode *inode);
 extern const struct address_space_operations orfs_aops;

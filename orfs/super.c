@@ -293,6 +293,7 @@ static void orfs_put_super(struct super_block *sb)
 {
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
+	orfs_unlocks_end(sbi);
 	orfs_disconnect(sbi);
 }
 
@@ -449,14 +450,13 @@ static void orfs_kill_sb(struct super_block *sb)
 {
 	struct orfs_sb *sbi = ORFS_SB(sb);
 
-	/* A reclaim holds inodes: over, and none to come, before they go. */
+	/* Reclaims hold inodes: over, and none to come, before they go. */
 	if (sbi) {
 		spin_lock(&sbi->reclaim_lock);
 		sbi->dying = true;
 		spin_unlock(&sbi->reclaim_lock);
 		cancel_delayed_work_sync(&sbi->renew_work);
 		cancel_work_sync(&sbi->reclaim_work);
-		orfs_unlocks_wait(sbi);
 	}
 	kill_anon_super(sb);
 	if (sbi)

@@ -30,7 +30,8 @@ on_exit "pkill -f /tmp/lk.py; sleep 0.5"
 # CMD setlk, setlkw, getlk, ofd (F_OFD_SETLK), ofdw or flock; TYPE r, w or
 # u. Prints "ok", an errno name, or for getlk "TYPE START LEN PID"; with
 # HOLD_FILE, prints "held" once it has the lock and keeps the file open
-# until HOLD_FILE exists.
+# until HOLD_FILE exists (then, with LK_CLOSE=1 in the environment, closes
+# it and waits to be killed).
 cat > /tmp/lk.py <<'EOF'
 import errno, fcntl, os, struct, sys, time
 args = sys.argv[1:]
@@ -66,6 +67,10 @@ if hold:
     print("held", flush=True)
     while not os.path.exists(hold):
         time.sleep(0.05)
+    if os.environ.get("LK_CLOSE"):	# close (the unlock) now, then wait to be killed
+        os.close(fd)
+        print("closed", flush=True)
+        time.sleep(3600)
 EOF
 lk() { python3 /tmp/lk.py "$@"; }
 declare -A pids
@@ -270,3 +275,24 @@ wait_until 100 ended $waiter || fail "the waiter does not die"
 wait "${pids[a]}" $waiter 2>/dev/null || true
 timeout 20 umount -f /tmp/m1 || fail "umount -f with a dead server"
 timeout 20 umount -f /tmp/m2 || fail "umount -f of the other mount"
+
+step "a process killed in the unlock of its close while the server is away: umount ends"
+start_server -s $state -L 3 -G 0 -e data=$exp
+mnt "" /tmp/m1
+export LK_CLOSE=1
+hold c /tmp/m1/f rw setlk w 0 0
+unset LK_CLOSE
+kill_server
+touch /tmp/rel-c
+# Its close waits for the server (hard mount) in the unlock, until killed:
+# then a worker owns the unlock, and the unmount must not wait for ever.
+sleep 1
+grep -q closed /tmp/out-c && fail "the close did not wait for the dead server"
+kill -9 "${pids[c]}"
+wait_until 100 ended "${pids[c]}" || fail "the closer does not die"
+wait "${pids[c]}" 2>/dev/null || true
+umount -l /tmp/m1 &
+um=$!
+wait_until 300 ended $um || fail "umount waits for ever for the unlock"
+wait $um || fail "umount failed"
+expect_grep "unlocks not sent, the server's lease ends them" <(dmesg)
