@@ -280,12 +280,6 @@ void orfs_unlocks_end(struct orfs_sb *sbi)
 	wait_var_event(&sbi->unlocks, !atomic_read(&sbi->unlocks));
 }
 
-/* Take or clear FL locally, after the server; for a close, whatever it said. */
-static int orfs_lock_local(struct file *file, struct file_lock *fl)
-{
-	return locks_lock_file_wait(file, fl);
-}
-
 static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, bool wait)
 {
 	struct inode *inode = file_inode(file);
@@ -296,7 +290,7 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 	if (type == ORFS_LOCK_UNLOCK) {
 		/* What this owner wrote is on the server before anyone else locks. */
 		err = filemap_write_and_wait(file->f_mapping);
-		ret = orfs_lock_local(file, fl);
+		ret = locks_lock_file_wait(file, fl);
 		/*
 		 * The local lock is gone: a call that a fatal signal ends (the wait
 		 * for a server that is away, or a process killed) would leave it
@@ -316,7 +310,7 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 	ret = orfs_lock_ask(inode, owner, type, 0, fl->fl_start, fl->fl_end, wait, &rep);
 	if (ret)
 		return ret;
-	ret = orfs_lock_local(file, fl);
+	ret = locks_lock_file_wait(file, fl);
 	if (ret) {
 		/* Give the server's lock back: this owner does not hold it. */
 		orfs_lock_call(inode, owner, ORFS_LOCK_UNLOCK, 0, fl->fl_start, fl->fl_end, &rep);
@@ -511,10 +505,7 @@ void orfs_reclaim_work(struct work_struct *work)
 
 	spin_lock(&sb->s_inode_list_lock);
 	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
-		struct file_lock_context *ctx = locks_inode_context(inode);
-
-		if (!ctx || (list_empty_careful(&ctx->flc_posix) &&
-			     list_empty_careful(&ctx->flc_flock)))
+		if (!orfs_inode_has_locks(inode))
 			continue;
 		spin_lock(&inode->i_lock);
 		if (inode->i_state & (I_FREEING | I_WILL_FREE | I_NEW)) {
