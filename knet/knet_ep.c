@@ -603,7 +603,8 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (le16_to_cpu(h->opcode) != rq->opcode)
 		err = -EPROTO;
 	rq->status = le32_to_cpu(h->status);
-	if (rq->status > KNET_STATUS_MAX) {
+	if (rq->status > KNET_STATUS_MAX || rq->status == KNET_STATUS_HOLE1 ||
+	    rq->status == KNET_STATUS_HOLE2) {
 		pr_warn_ratelimited("reply with status %u, which is no errno: taken as EIO\n",
 				    rq->status);
 		rq->status = EIO;

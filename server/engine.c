@@ -153,6 +153,10 @@ static void inject_fs_fault(int fault, struct req *r)
 		r->f.status = EINPROGRESS;
 		return;
 	}
+	if (fault == FAULT_FS_STATUS) {
+		r->f.status = r->c->s->fault_status;
+		return;
+	}
 	if (!b || r->f.status)
 		return;
 	switch (fault) {

@@ -1416,7 +1416,8 @@ int main(int argc, char **argv)
 			[FAULT_OPCODE] = "opcode", [FAULT_FS_NAME] = "fs-name",
 			[FAULT_FS_COUNT] = "fs-count", [FAULT_FS_ATTR] = "fs-attr",
 			[FAULT_FS_LOOP] = "fs-loop", [FAULT_FS_RANDOM] = "fs-random",
-			[FAULT_FS_BUSY] = "fs-busy", [FAULT_BLOCK_RANDOM] = "block-random",
+			[FAULT_FS_BUSY] = "fs-busy", [FAULT_FS_STATUS] = "fs-status",
+			[FAULT_BLOCK_RANDOM] = "block-random",
 			[FAULT_BLOCK_INFO] = "block-info",
 		};
 		const char *seed = getenv("ORFS_SERVER_FAULT_SEED");
@@ -1431,6 +1432,19 @@ int main(int argc, char **argv)
 		s.fault_seed = seed ? strtoull(seed, NULL, 0) : 0;
 		if (!s.fault_seed)
 			s.fault_seed = 1;	/* xorshift's one state that never moves */
+		if (s.fault == FAULT_FS_STATUS) {
+			const char *st = getenv("ORFS_SERVER_FAULT_STATUS");
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = st ? strtoull(st, &end, 0) : 0;
+			if (!st || errno || *end || !v || v > UINT32_MAX) {
+				fprintf(stderr, "orfs-server: fs-status needs ORFS_SERVER_FAULT_STATUS, 1 to 4294967295\n");
+				return 2;
+			}
+			s.fault_status = (uint32_t)v;
+		}
 		srv_log("ORFS_SERVER_FAULT=%s: replies will lie (a test aid; seed %llu)", f,
 			(unsigned long long)s.fault_seed);
 	}

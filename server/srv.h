@@ -229,6 +229,7 @@ struct srv {
 	struct fdcache		fdc;		/* files open for READ and WRITE */
 	int			fault;		/* ORFS_SERVER_FAULT, tests only */
 	uint64_t		fault_seed;	/* the shards' "fs-random" start */
+	uint32_t		fault_status;	/* the "fs-status" fault's status */
 };
 
 /*
@@ -248,6 +249,7 @@ enum srv_fault {
 	FAULT_FS_LOOP,		/* "fs-loop": a directory found inside itself */
 	FAULT_FS_RANDOM,	/* "fs-random": random bytes and statuses, well framed */
 	FAULT_FS_BUSY,		/* "fs-busy": every call "still runs" (EINPROGRESS) */
+	FAULT_FS_STATUS,	/* "fs-status": every call fails, with one status */
 	FAULT_BLOCK_RANDOM,	/* "block-random": random statuses and INFO bytes */
 	FAULT_BLOCK_INFO,	/* "block-info": INFO with a 3000-byte physical block */
 };

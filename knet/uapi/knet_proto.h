@@ -134,7 +134,7 @@ struct knet_hdr {
 	__le16	nsegs;		/* struct knet_seg entries after the body */
 	__le32	body_len;	/* bytes of typed body after this header */
 	__le32	inline_len;	/* bytes of inline payload after the segments */
-	__le32	status;		/* reply: 0 or a Linux errno value, at most KNET_STATUS_MAX */
+	__le32	status;		/* reply: 0 or a Linux errno value (see KNET_STATUS_MAX) */
 	__le32	reserved;	/* must be zero */
 };
 
@@ -142,9 +142,13 @@ struct knet_hdr {
  * The largest status a reply may carry: the last errno of Linux's generic
  * numbering (EHWPOISON). Larger values are no errno a program knows, and
  * in the kernel some are internal codes (ERESTARTSYS, EIOCBQUEUED...) that
- * must never come from a peer: a client takes them as EIO.
+ * must never come from a peer: a client takes them as EIO. It takes the
+ * two holes below it the same way (41 and 58: no errno has them, since
+ * EWOULDBLOCK and EDEADLOCK are other names of EAGAIN and EDEADLK).
  */
-#define KNET_STATUS_MAX	133
+#define KNET_STATUS_MAX		133
+#define KNET_STATUS_HOLE1	41
+#define KNET_STATUS_HOLE2	58
 
 /* One piece of client memory the server may RDMA READ or WRITE. */
 struct knet_seg {

@@ -616,7 +616,7 @@ for fault in tag inline body; do
 done
 dmesg | grep -E 'knet: (reply for no request|malformed reply|reply larger)' | tail -n 3
 
-step "file service lies, well framed: each call fails with its error, the rest of the mount works; a busy server"
+step "file service lies, well framed: each call fails with its error, the rest of the mount works; statuses no errno has; a busy server"
 mkdir -p $exp/lie/sub
 head -c 3000 /dev/urandom > $exp/lie/small
 head -c 65536 /dev/urandom > $exp/lie/big
@@ -662,6 +662,20 @@ for fault in fs-name fs-count fs-attr fs-loop; do
 		expect_eq "$fault: a file the lie does not touch" "$(cat /tmp/mnt/plain)" truth
 	fi
 	umnt
+	stop_server
+done
+# Statuses no errno has (the numbering's holes 41 and 58, past its end,
+# kernel-internal codes): EIO, and a word in the log. An errno passes.
+for st in 41 58 134 512 524 4294967295 13; do
+	ORFS_SERVER_FAULT=fs-status ORFS_SERVER_FAULT_STATUS=$st start_server -s $state -e data=$exp
+	mnt -o soft,timeo=10,retrans=1
+	if [ $st = 13 ]; then
+		lie fs-status 'Permission denied' stat /tmp/mnt/lie/small
+	else
+		lie fs-status 'Input/output error' stat /tmp/mnt/lie/small
+		expect_grep "knet: reply with status $st, which is no errno: taken as EIO" <(dmesg)
+	fi
+	umount /tmp/mnt || umount -f /tmp/mnt
 	stop_server
 done
 # A server that says "your first try still runs" for ever: a soft mount
