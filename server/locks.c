@@ -35,12 +35,17 @@ static uint32_t bucket(uint64_t a, uint64_t b)
 	return (uint32_t)(h >> 32) % LOCKS_BUCKETS;
 }
 
-void locks_init(struct locks *lk, unsigned int lease, unsigned int grace, time_t now)
+void locks_init(struct locks *lk, unsigned int lease)
 {
 	memset(lk, 0, sizeof(*lk));
 	pthread_mutex_init(&lk->mu, NULL);
 	lk->lease = lease;
-	lk->grace_end = now + grace;
+}
+
+void locks_grace(struct locks *lk, unsigned int grace, time_t now)
+{
+	/* NOW is a second begun: one more makes GRACE whole seconds at least. */
+	lk->grace_end = grace ? now + grace + 1 : 0;
 }
 
 static void free_ranges(struct lk_range *r)

@@ -47,8 +47,14 @@ struct lk_want {
 	uint32_t	flags;		/* ORFS_LOCK_TEST, ORFS_LOCK_RECLAIM */
 };
 
-/* With LEASE seconds of lease and GRACE of grace from NOW. */
-void locks_init(struct locks *lk, unsigned int lease, unsigned int grace, time_t now);
+/* With LEASE seconds of lease, and no grace period yet. */
+void locks_init(struct locks *lk, unsigned int lease);
+/*
+ * A grace period of GRACE seconds starts at NOW (the server listens): at
+ * least GRACE, since the clock is read in whole seconds. Call it before
+ * anything else uses LK.
+ */
+void locks_grace(struct locks *lk, unsigned int grace, time_t now);
 void locks_destroy(struct locks *lk);
 
 /* A connection of CLIENT opened (SESSION) or closed. */

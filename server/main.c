@@ -1449,8 +1449,7 @@ int main(int argc, char **argv)
 			(unsigned long long)s.fault_seed);
 	}
 	replay_init(&s.replay);
-	locks_init(&s.locks, s.cfg.lease, s.cfg.grace == CFG_GRACE_LEASE ? s.cfg.lease : s.cfg.grace,
-		   (time_t)(now_us() / 1000000));
+	locks_init(&s.locks, s.cfg.lease);
 	{
 		struct timespec ts;
 
@@ -1473,6 +1472,9 @@ int main(int argc, char **argv)
 		srv_close(&s);
 		return 1;
 	}
+	/* Clients can reclaim from now on (opening can take seconds). */
+	locks_grace(&s.locks, s.cfg.grace == CFG_GRACE_LEASE ? s.cfg.lease : s.cfg.grace,
+		    (time_t)(now_us() / 1000000));
 	srv_log("listening on %s port %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
 		s.cfg.listen, s.cfg.port, s.info->domain_attr->name, s.cfg.nex,
 		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads, s.nshards,

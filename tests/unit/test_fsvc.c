@@ -945,7 +945,7 @@ static void test_locks_service(void)
 	struct orfs_lock_rep rep;
 	struct locks lk;
 
-	locks_init(&lk, 60, 0, 0);
+	locks_init(&lk, 60);
 	locks_attach(&lk, 1);
 	locks_attach(&lk, 2);
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "lockme", 0644, 0, &f), 0);
