@@ -23,6 +23,7 @@
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
+#include <linux/completion.h>
 #include <linux/cred.h>
 #include <linux/delay.h>
 #include <linux/file.h>
@@ -31,6 +32,7 @@
 #include <linux/filelock.h>
 #endif
 #include <linux/pagemap.h>
+#include <linux/refcount.h>
 #include <linux/sched/signal.h>
 #include <linux/siphash.h>
 #include <linux/slab.h>
@@ -213,15 +215,24 @@ void orfs_renew_work(struct work_struct *work)
 /*
  * An unlock sent by a worker, for a process that dies (see
  * orfs_lock_set()). It holds no inode: the mount may go meanwhile, and
- * then ends it (orfs_unlocks_end()).
+ * then ends it (orfs_unlocks_end()). Two references: the worker's, and
+ * that of the process, which waits a while for it.
  */
 struct orfs_unlock {
 	struct work_struct	work;
+	struct completion	done;
+	refcount_t		ref;
 	struct orfs_sb		*sbi;
 	struct orfs_fh		fh;
 	u64			owner;
 	loff_t			start, end;
 };
+
+static void orfs_unlock_put(struct orfs_unlock *u)
+{
+	if (refcount_dec_and_test(&u->ref))
+		kfree(u);
+}
 
 static void orfs_unlock_work(struct work_struct *work)
 {
@@ -235,12 +246,21 @@ static void orfs_unlock_work(struct work_struct *work)
 	if (ret)
 		pr_warn_ratelimited("%pI4: unlock of a dead process's lock failed (%d)\n",
 				    &sbi->addr.sin_addr, ret);
-	kfree(u);
+	complete(&u->done);
+	orfs_unlock_put(u);
 	if (atomic_dec_and_test(&sbi->unlocks))
 		wake_up_var(&sbi->unlocks);
 }
 
-static int orfs_unlock_async(struct inode *inode, u64 owner, loff_t start, loff_t end)
+/*
+ * The unlock of a process that exits or was killed. Nothing can cut a wait
+ * short in exit(), where a close lets go of the locks, so a call to a
+ * server that is away would hold the dying process (a hard mount) until
+ * it came back. A worker sends the unlock instead; the process waits for
+ * it for one try's time at most (the server that answers is as quick as
+ * before), and leaves it to the worker after that.
+ */
+static int orfs_unlock_dying(struct inode *inode, u64 owner, loff_t start, loff_t end)
 {
 	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
 	struct orfs_unlock *u;
@@ -249,6 +269,8 @@ static int orfs_unlock_async(struct inode *inode, u64 owner, loff_t start, loff_
 	if (!u)
 		return -ENOMEM;
 	INIT_WORK(&u->work, orfs_unlock_work);
+	init_completion(&u->done);
+	refcount_set(&u->ref, 2);
 	u->sbi = sbi;
 	u->fh = ORFS_I(inode)->fh;
 	u->owner = owner;
@@ -256,6 +278,9 @@ static int orfs_unlock_async(struct inode *inode, u64 owner, loff_t start, loff_
 	u->end = end;
 	atomic_inc(&sbi->unlocks);
 	queue_work(system_long_wq, &u->work);
+	/* Killable: in exit() nothing wakes it early, and no hung-task report. */
+	wait_for_completion_killable_timeout(&u->done, orfs_timeout(sbi));
+	orfs_unlock_put(u);
 	return 0;
 }
 
@@ -297,15 +322,14 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 		 * held on the server for good, so then a worker sends it.
 		 */
 		rc = -EINTR;
-		if (!fatal_signal_pending(current))
+		if (!fatal_signal_pending(current) && !(current->flags & PF_EXITING))
 			rc = orfs_lock_call(inode, owner, type, 0, fl->fl_start, fl->fl_end, &rep);
-		if (rc == -EINTR && !orfs_unlock_async(inode, owner, fl->fl_start, fl->fl_end))
+		if (rc == -EINTR && !orfs_unlock_dying(inode, owner, fl->fl_start, fl->fl_end))
 			rc = 0;
 		/* A close lets go of its locks whatever the server says. */
 		if (ORFS_FL(fl, flags) & FL_CLOSE)
 			return ret;
 		return ret ?: rc ?: err;
-		return ret;
 	}
 	ret = orfs_lock_ask(inode, owner, type, 0, fl->fl_start, fl->fl_end, wait, &rep);
 	if (ret)

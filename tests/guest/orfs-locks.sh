@@ -6,7 +6,8 @@
 # the holder lets go, release on close and on a killed holder, a lock as a
 # page-cache coherence point, locks=local, a client that vanishes (its
 # locks go after the server's lease), and a server restart (the locks are
-# taken back in the grace period; with none, one is lost and said so).
+# taken back in the grace period; with none, one is lost and said so), and
+# a holder killed while the server is away (it does not wait for it).
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 exp=/tmp/lkexp
@@ -250,6 +251,20 @@ start_server -s $state -L 3 -G 0 -e data=$exp
 expect_eq "another client first" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
 wait_until 100 sh -c 'dmesg | grep -q "is lost"' || fail "the lost lock is not in the log"
 release a
+
+step "a holder killed while the server is away: it ends within a try (timeo 2 s), its lock stays gone"
+hold a /tmp/m1/f rw setlk w 0 0
+kill_server
+kill -9 "${pids[a]}"
+t0=${EPOCHREALTIME/./}
+# Its exit's unlock cannot be cut short: a worker sends it, and the exit
+# waits one try at most.
+wait_until 100 ended "${pids[a]}" || fail "a killed holder waits for a dead server"
+echo "the holder ended in $(((${EPOCHREALTIME/./} - t0) / 1000)) ms"
+wait "${pids[a]}" 2>/dev/null || true
+start_server -s $state -L 3 -G 2 -e data=$exp
+# m1 reclaims nothing for it after the restart, and its unlock goes.
+expect_eq "the killed holder's lock after the restart" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
 
 step "figures (printed, not checked): a lock and an unlock, and the same on tmpfs"
 python3 - <<'PYEOF'
