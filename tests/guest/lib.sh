@@ -117,6 +117,20 @@ wait_until() {
 # still find it)
 ended() { [ ! -e "/proc/$1" ] || grep -qs ') Z ' "/proc/$1/stat"; }
 
+# gone_umount DIR: in an exit hook, unmount DIR if mounted, waiting up
+# to 10 s for what keeps it busy (a killed process's last calls), then
+# lazily, so that a failed check does not keep the modules in use
+gone_umount() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q " $1 " /proc/mounts || return 0
+		umount -f "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "$1 still busy after 10 s: unmounted lazily" >&2
+	umount -l "$1"
+}
+
 # expect_grep PATTERN FILE: FILE must have a line matching PATTERN
 expect_grep() { grep -qE "$1" "$2" || { cat "$2" >&2; fail "$2 has no line matching '$1'"; }; }
 
@@ -169,8 +183,10 @@ start_server() {
 	local i
 	"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" "$@" > "$ORFS_SERVER_LOG" 2>&1 &
 	ORFS_SERVER_PID=$!
+	# Once: a restarted server stops where the first would have, after
+	# the hooks of what uses it (mounts, their processes) have run.
+	[ -n "$_server_started" ] || on_exit stop_server
 	_server_started=1
-	on_exit stop_server
 	for ((i = 0; i < 200; i++)); do
 		grep -q 'listening on' "$ORFS_SERVER_LOG" && return 0
 		kill -0 "$ORFS_SERVER_PID" 2>/dev/null || break

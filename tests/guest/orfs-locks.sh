@@ -21,11 +21,12 @@ chmod 1777 $exp
 start_server -s $state -L 3 -G 0 -e data=$exp
 mnt() { mount -t orfs -o "timeo=20${1:+,$1}" "$ORFS_ADDR:/data" "$2"; }
 mnt acregmin=60,acregmax=60 /tmp/m1
-on_exit "umount -f /tmp/m1 2>/dev/null || true"
+on_exit "gone_umount /tmp/m1"
 mnt acregmin=60,acregmax=60 /tmp/m2
-on_exit "umount -f /tmp/m2 2>/dev/null || true"
+on_exit "gone_umount /tmp/m2; gone_umount /tmp/m3"
 # Holders left by a failed check go first: they keep the mounts busy.
-on_exit "pkill -f /tmp/lk.py; sleep 0.5"
+declare -A pids=()
+on_exit 'pkill -9 -f /tmp/lk.py; ((${#pids[@]} == 0)) || { kill -9 "${pids[@]}"; wait "${pids[@]}"; } 2>/dev/null'
 
 # lk [-u UID] PATH r|w|rw CMD TYPE START LEN [HOLD_FILE]: one lock call.
 # CMD setlk, setlkw, getlk, ofd (F_OFD_SETLK), ofdw or flock; TYPE r, w or
@@ -74,7 +75,6 @@ if hold:
         time.sleep(3600)
 EOF
 lk() { python3 /tmp/lk.py "$@"; }
-declare -A pids
 # hold NAME ARGS...: lk ARGS... in the background holding until
 # release NAME; waits until it has the lock
 hold() {
