@@ -806,6 +806,8 @@ static ssize_t orfs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	struct inode *inode = file_inode(iocb->ki_filp);
 	int ret;
 
+	if (unlikely(orfs_lock_lost(iocb->ki_filp)))
+		return -EIO;
 	if (!(iocb->ki_flags & IOCB_DIRECT)) {
 		ret = orfs_revalidate_file(inode, false);
 		if (ret)
@@ -873,6 +875,8 @@ static ssize_t orfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	struct inode *inode = file_inode(iocb->ki_filp);
 	ssize_t ret;
 
+	if (unlikely(orfs_lock_lost(iocb->ki_filp)))
+		return -EIO;
 	orfs_set_wb_cred(inode, iocb->ki_filp->f_cred);
 	/* Appends go to the end the server knows. */
 	if (iocb->ki_flags & IOCB_APPEND) {

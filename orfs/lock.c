@@ -166,6 +166,16 @@ static void orfs_lock_held(struct inode *inode)
 	queue_delayed_work(system_long_wq, &sbi->renew_work, orfs_renew_period(sbi));
 }
 
+/*
+ * A lock the server lost in a restart (the reclaim was refused): its
+ * owner's I/O on the file fails with EIO until the owner unlocks, as
+ * NFSv4 does, rather than go on as if it still excluded the others.
+ */
+struct orfs_lost {
+	struct list_head	link;
+	u64			owner;
+};
+
 /**
  * orfs_lock_forget() - an inode goes: out of its mount's list of locked ones
  * @inode: the inode, evicted
@@ -176,12 +186,89 @@ void orfs_lock_forget(struct inode *inode)
 {
 	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
 	struct orfs_inode *ci = ORFS_I(inode);
+	struct orfs_lost *l, *next;
 
+	/* No file is open: no owner is left to hear of a lost lock. */
+	list_for_each_entry_safe(l, next, &ci->lost, link) {
+		list_del(&l->link);
+		kfree(l);
+	}
 	if (list_empty_careful(&ci->lock_link))
 		return;
 	spin_lock(&sbi->locked_lock);
 	list_del_init(&ci->lock_link);
 	spin_unlock(&sbi->locked_lock);
+}
+
+static void orfs_lost_add(struct inode *inode, u64 owner)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+	struct orfs_lost *l = kmalloc(sizeof(*l), GFP_KERNEL), *o;
+
+	if (!l)
+		return;
+	l->owner = owner;
+	spin_lock(&inode->i_lock);
+	list_for_each_entry(o, &ci->lost, link) {
+		if (o->owner == owner) {
+			spin_unlock(&inode->i_lock);
+			kfree(l);
+			return;
+		}
+	}
+	list_add(&l->link, &ci->lost);
+	spin_unlock(&inode->i_lock);
+}
+
+/* OWNER lets go of a lock on INODE: its I/O goes again. */
+static void orfs_lost_clear(struct inode *inode, u64 owner)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+	struct orfs_lost *l, *found = NULL;
+
+	if (list_empty_careful(&ci->lost))
+		return;
+	spin_lock(&inode->i_lock);
+	list_for_each_entry(l, &ci->lost, link) {
+		if (l->owner == owner) {
+			list_del(&l->link);
+			found = l;
+			break;
+		}
+	}
+	spin_unlock(&inode->i_lock);
+	kfree(found);
+}
+
+/**
+ * orfs_lock_lost() - does an I/O go through an owner whose lock was lost?
+ * @file: the file of the I/O, by the current task
+ *
+ * Its owners: the task's files (fcntl() locks) and @file (OFD locks and
+ * flock()).
+ *
+ * Context: process context.
+ * Return: true when the I/O must fail with EIO.
+ */
+bool orfs_lock_lost(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+	struct orfs_inode *ci = ORFS_I(inode);
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_lost *l;
+	u64 posix, ofd, flock;
+	bool lost = false;
+
+	if (likely(list_empty_careful(&ci->lost)))
+		return false;
+	posix = orfs_lock_owner(sbi, current->files, false);
+	ofd = orfs_lock_owner(sbi, file, false);
+	flock = orfs_lock_owner(sbi, file, true);
+	spin_lock(&inode->i_lock);
+	list_for_each_entry(l, &ci->lost, link)
+		lost |= l->owner == posix || l->owner == ofd || l->owner == flock;
+	spin_unlock(&inode->i_lock);
+	return lost;
 }
 
 /**
@@ -316,6 +403,7 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 		/* What this owner wrote is on the server before anyone else locks. */
 		err = filemap_write_and_wait(file->f_mapping);
 		ret = locks_lock_file_wait(file, fl);
+		orfs_lost_clear(inode, owner);
 		/*
 		 * The local lock is gone: a call that a fatal signal ends (the wait
 		 * for a server that is away, or a process killed) would leave it
@@ -509,9 +597,11 @@ static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode)
 		ret = orfs_lock_call(inode, h[i].owner, h[i].type, ORFS_LOCK_RECLAIM, h[i].start,
 				     h[i].end, &rep);
 		revert_creds(old);
-		if (ret)
-			pr_warn("%pI4 restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d)\n",
+		if (ret) {
+			pr_warn("%pI4 restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d): its owner's I/O on the file fails until it unlocks\n",
 				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end, ret);
+			orfs_lost_add(inode, h[i].owner);
+		}
 		fput(h[i].file);
 	}
 	kfree(h);

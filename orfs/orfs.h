@@ -131,6 +131,7 @@ struct orfs_inode {
 	char			silly_name[40];
 	const struct cred	*wb_cred;
 	struct list_head	lock_link;
+	struct list_head	lost;		/* owners whose locks the server lost (i_lock) */
 	/*
 	 * Another client changed the file: pages in use then are dropped
 	 * later (orfs_revalidate_mapping()); one caller drops them, under
@@ -254,6 +255,7 @@ int orfs_lock(struct file *file, int cmd, struct file_lock *fl);
 int orfs_flock(struct file *file, int cmd, struct file_lock *fl);
 void orfs_reclaim_work(struct work_struct *work);
 void orfs_unlocks_end(struct orfs_sb *sbi);
+bool orfs_lock_lost(struct file *file);
 void orfs_renew_work(struct work_struct *work);
 void orfs_lock_forget(struct inode *inode);
 extern const struct address_space_operations orfs_aops;

@@ -480,6 +480,7 @@ static void orfs_inode_init_once(void *p)
 	inode_init_once(&ci->vfs_inode);
 	mutex_init(&ci->drop_mutex);
 	INIT_LIST_HEAD(&ci->lock_link);
+	INIT_LIST_HEAD(&ci->lost);
 }
 
 static int __init orfs_init(void)

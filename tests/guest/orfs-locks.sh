@@ -32,8 +32,9 @@ on_exit 'pkill -9 -f /tmp/lk.py; ((${#pids[@]} == 0)) || { kill -9 "${pids[@]}";
 # CMD setlk, setlkw, getlk, ofd (F_OFD_SETLK), ofdw or flock; TYPE r, w or
 # u. Prints "ok", an errno name, or for getlk "TYPE START LEN PID"; with
 # HOLD_FILE, prints "held" once it has the lock and keeps the file open
-# until HOLD_FILE exists (then, with LK_CLOSE=1 in the environment, closes
-# it and waits to be killed).
+# until HOLD_FILE exists (then, with LK_WRITE=1 in the environment, writes,
+# unlocks and writes again, printing "write ok" or "write ERRNO" for each;
+# with LK_CLOSE=1, closes it and waits to be killed).
 cat > /tmp/lk.py <<'EOF'
 import errno, fcntl, os, struct, sys, time
 args = sys.argv[1:]
@@ -69,6 +70,15 @@ if hold:
     print("held", flush=True)
     while not os.path.exists(hold):
         time.sleep(0.05)
+    if os.environ.get("LK_WRITE"):	# write, unlock, write again: each result
+        for i in range(2):
+            try:
+                os.pwrite(fd, b"w", 0)
+                print("write ok", flush=True)
+            except OSError as e:
+                print("write " + errno.errorcode[e.errno], flush=True)
+            if i == 0:
+                fcntl.fcntl(fd, fcntl.F_SETLK, struct.pack("hhqqi", fcntl.F_UNLCK, 0, 0, 0, 0))
     if os.environ.get("LK_CLOSE"):	# close (the unlock) now, then wait to be killed
         os.close(fd)
         print("closed", flush=True)
@@ -244,13 +254,18 @@ dmesg | grep -q "is lost" && fail "a lock was lost in a restart with a grace per
 release a
 expect_eq "after its holder let go" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
 
-step "server restart without a grace period: a lock taken first is lost, and said"
+step "server restart without a grace period: a lock taken first is lost, said, and its owner's I/O fails until it unlocks"
+export LK_WRITE=1
 hold a /tmp/m1/f rw setlk w 0 100
+unset LK_WRITE
 kill_server
 start_server -s $state -L 3 -G 0 -e data=$exp
 expect_eq "another client first" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
 wait_until 100 sh -c 'dmesg | grep -q "is lost"' || fail "the lost lock is not in the log"
+# Another process of the same client is no owner of it: its I/O goes.
+expect_eq "another process's read of the file" "$(cat /tmp/m1/f > /dev/null && echo read)" read
 release a
+expect_eq "the holder's write, then its write after its unlock" "$(grep write /tmp/out-a | tr '\n' ' ')" "write EIO write ok "
 
 step "a holder killed while the server is away: it ends within a try (timeo 2 s), its lock stays gone"
 hold a /tmp/m1/f rw setlk w 0 0
