@@ -926,6 +926,9 @@ static vm_fault_t orfs_page_mkwrite(struct vm_fault *vmf)
 	struct folio *folio = page_folio(vmf->page);
 	vm_fault_t ret = VM_FAULT_LOCKED;
 
+	/* As write() fails with EIO for the owner of a lost lock. */
+	if (unlikely(orfs_lock_lost(file)))
+		return VM_FAULT_SIGBUS;
 	sb_start_pagefault(inode->i_sb);
 	file_update_time(file);
 	folio_lock(folio);

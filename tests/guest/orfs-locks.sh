@@ -34,7 +34,9 @@ on_exit 'pkill -9 -f /tmp/lk.py; ((${#pids[@]} == 0)) || { kill -9 "${pids[@]}";
 # HOLD_FILE, prints "held" once it has the lock and keeps the file open
 # until HOLD_FILE exists (then, with LK_WRITE=1 in the environment, writes,
 # unlocks and writes again, printing "write ok" or "write ERRNO" for each;
-# with LK_CLOSE=1, closes it and waits to be killed).
+# with LK_MMAP=1, the same with a store through a mapping made by a child,
+# which shares a flock() lock, printing "store ok" or "store SIGBUS"; with
+# LK_CLOSE=1, closes it and waits to be killed).
 cat > /tmp/lk.py <<'EOF'
 import errno, fcntl, os, struct, sys, time
 args = sys.argv[1:]
@@ -79,6 +81,19 @@ if hold:
                 print("write " + errno.errorcode[e.errno], flush=True)
             if i == 0:
                 fcntl.fcntl(fd, fcntl.F_SETLK, struct.pack("hhqqi", fcntl.F_UNLCK, 0, 0, 0, 0))
+    if os.environ.get("LK_MMAP"):	# the same with a store through a new mapping, in a child
+        import mmap, signal
+        for i in range(2):
+            pid = os.fork()
+            if pid == 0:
+                m = mmap.mmap(fd, 1, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+                m[0] = ord("M")
+                os._exit(0)
+            _, st = os.waitpid(pid, 0)
+            print("store " + ("SIGBUS" if os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGBUS
+                              else "ok" if st == 0 else "status %d" % st), flush=True)
+            if i == 0:
+                fcntl.flock(fd, fcntl.LOCK_UN)
     if os.environ.get("LK_CLOSE"):	# close (the unlock) now, then wait to be killed
         os.close(fd)
         print("closed", flush=True)
@@ -258,6 +273,10 @@ step "server restart without a grace period: a lock taken first is lost, said, a
 export LK_WRITE=1
 hold a /tmp/m1/f rw setlk w 0 100
 unset LK_WRITE
+echo mapped > /tmp/m1/g
+export LK_MMAP=1
+hold b /tmp/m1/g rw flock w 0 0
+unset LK_MMAP
 kill_server
 start_server -s $state -L 3 -G 0 -e data=$exp
 expect_eq "another client first" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
@@ -266,6 +285,11 @@ wait_until 100 sh -c 'dmesg | grep -q "is lost"' || fail "the lost lock is not i
 expect_eq "another process's read of the file" "$(cat /tmp/m1/f > /dev/null && echo read)" read
 release a
 expect_eq "the holder's write, then its write after its unlock" "$(grep write /tmp/out-a | tr '\n' ' ')" "write EIO write ok "
+# A flock() lock, also lost (no reclaim is taken without a grace period).
+release b
+expect_eq "a store by the flock() holder's child, then after the unlock" "$(grep store /tmp/out-b | tr '\n' ' ')" "store SIGBUS store ok "
+expect_eq "what the stores left" "$(cat /tmp/m1/g)" "Mapped"
+rm /tmp/m1/g
 
 step "a holder killed while the server is away: it ends within a try (timeo 2 s), its lock stays gone"
 hold a /tmp/m1/f rw setlk w 0 0
