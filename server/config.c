@@ -150,7 +150,7 @@ static int parse_net(const char *s, struct cfg_net *net, char *err, size_t errle
 	return 0;
 }
 
-static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *out)
+int config_parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *out)
 {
 	char *end;
 	unsigned long v;
@@ -198,25 +198,25 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 		return 0;
 	}
 	if (!strcmp(w[0], "pool") && n == 2)
-		return parse_uint(w[1], 1, 65536, &c->pool_mib) ?
+		return config_parse_uint(w[1], 1, 65536, &c->pool_mib) ?
 			fail(err, errlen, "pool: MiB from 1 to 65536") : 0;
 	if (!strcmp(w[0], "chunk") && n == 2)
-		return parse_uint(w[1], 4, 1024, &c->chunk_kib) || c->chunk_kib % 4 ?
+		return config_parse_uint(w[1], 4, 1024, &c->chunk_kib) || c->chunk_kib % 4 ?
 			fail(err, errlen, "chunk: KiB from 4 to 1024, a multiple of 4") : 0;
 	if (!strcmp(w[0], "threads") && n == 2)
-		return parse_uint(w[1], 1, 256, &c->threads) ?
+		return config_parse_uint(w[1], 1, 256, &c->threads) ?
 			fail(err, errlen, "threads: from 1 to 256") : 0;
 	if (!strcmp(w[0], "progress") && n == 2)
-		return parse_uint(w[1], 0, CFG_MAX_PROGRESS, &c->progress) ?
+		return config_parse_uint(w[1], 0, CFG_MAX_PROGRESS, &c->progress) ?
 			fail(err, errlen, "progress: threads from 1 to 64, or 0 for one a CPU") : 0;
 	if (!strcmp(w[0], "poll") && n == 2)
-		return parse_uint(w[1], 0, 100000, &c->poll_us) ?
+		return config_parse_uint(w[1], 0, 100000, &c->poll_us) ?
 			fail(err, errlen, "poll: microseconds from 0 to 100000") : 0;
 	if (!strcmp(w[0], "lease") && n == 2)
-		return parse_uint(w[1], 1, 3600, &c->lease) ?
+		return config_parse_uint(w[1], 1, 3600, &c->lease) ?
 			fail(err, errlen, "lease: seconds from 1 to 3600") : 0;
 	if (!strcmp(w[0], "grace") && n == 2)
-		return parse_uint(w[1], 0, 3600, &c->grace) ?
+		return config_parse_uint(w[1], 0, 3600, &c->grace) ?
 			fail(err, errlen, "grace: seconds from 0 to 3600") : 0;
 	if (!strcmp(w[0], "allow") && n >= 2) {
 		int i;

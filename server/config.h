@@ -61,6 +61,9 @@ void config_init(struct config *c);
  */
 int config_add_spec(struct config *c, int service, const char *spec, char *err, size_t errlen);
 
+/* S, a decimal number from MIN to MAX, into *OUT; returns 0 or -1. */
+int config_parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *out);
+
 /* One line of a configuration file (comments and blank lines allowed). */
 int config_parse_line(struct config *c, const char *line, char *err, size_t errlen);
 

@@ -1434,16 +1434,11 @@ int main(int argc, char **argv)
 			s.fault_seed = 1;	/* xorshift's one state that never moves */
 		if (s.fault == FAULT_FS_STATUS) {
 			const char *st = getenv("ORFS_SERVER_FAULT_STATUS");
-			char *end;
-			unsigned long long v;
 
-			errno = 0;
-			v = st ? strtoull(st, &end, 0) : 0;
-			if (!st || errno || *end || !v || v > UINT32_MAX) {
+			if (!st || config_parse_uint(st, 1, UINT32_MAX, &s.fault_status)) {
 				fprintf(stderr, "orfs-server: fs-status needs ORFS_SERVER_FAULT_STATUS, 1 to 4294967295\n");
 				return 2;
 			}
-			s.fault_status = (uint32_t)v;
 		}
 		srv_log("ORFS_SERVER_FAULT=%s: replies will lie (a test aid; seed %llu)", f,
 			(unsigned long long)s.fault_seed);

@@ -229,7 +229,7 @@ struct srv {
 	struct fdcache		fdc;		/* files open for READ and WRITE */
 	int			fault;		/* ORFS_SERVER_FAULT, tests only */
 	uint64_t		fault_seed;	/* the shards' "fs-random" start */
-	uint32_t		fault_status;	/* the "fs-status" fault's status */
+	unsigned int		fault_status;	/* the "fs-status" fault's status */
 };
 
 /*
