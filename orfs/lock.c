@@ -200,44 +200,46 @@ void orfs_lock_forget(struct inode *inode)
 	spin_unlock(&sbi->locked_lock);
 }
 
+/* OWNER's entry in INODE's lost owners, or NULL; under i_lock. */
+static struct orfs_lost *orfs_lost_find(struct inode *inode, u64 owner)
+{
+	struct orfs_lost *l;
+
+	list_for_each_entry(l, &ORFS_I(inode)->lost, link)
+		if (l->owner == owner)
+			return l;
+	return NULL;
+}
+
 static void orfs_lost_add(struct inode *inode, u64 owner)
 {
-	struct orfs_inode *ci = ORFS_I(inode);
-	struct orfs_lost *l = kmalloc(sizeof(*l), GFP_KERNEL), *o;
+	struct orfs_lost *l = kmalloc(sizeof(*l), GFP_KERNEL);
 
 	if (!l)
 		return;
 	l->owner = owner;
 	spin_lock(&inode->i_lock);
-	list_for_each_entry(o, &ci->lost, link) {
-		if (o->owner == owner) {
-			spin_unlock(&inode->i_lock);
-			kfree(l);
-			return;
-		}
+	if (!orfs_lost_find(inode, owner)) {
+		list_add(&l->link, &ORFS_I(inode)->lost);
+		l = NULL;
 	}
-	list_add(&l->link, &ci->lost);
 	spin_unlock(&inode->i_lock);
+	kfree(l);	/* the owner was there already */
 }
 
 /* OWNER lets go of a lock on INODE: its I/O goes again. */
 static void orfs_lost_clear(struct inode *inode, u64 owner)
 {
-	struct orfs_inode *ci = ORFS_I(inode);
-	struct orfs_lost *l, *found = NULL;
+	struct orfs_lost *l;
 
-	if (list_empty_careful(&ci->lost))
+	if (list_empty_careful(&ORFS_I(inode)->lost))
 		return;
 	spin_lock(&inode->i_lock);
-	list_for_each_entry(l, &ci->lost, link) {
-		if (l->owner == owner) {
-			list_del(&l->link);
-			found = l;
-			break;
-		}
-	}
+	l = orfs_lost_find(inode, owner);
+	if (l)
+		list_del(&l->link);
 	spin_unlock(&inode->i_lock);
-	kfree(found);
+	kfree(l);
 }
 
 /**
@@ -253,20 +255,15 @@ static void orfs_lost_clear(struct inode *inode, u64 owner)
 bool orfs_lock_lost(struct file *file)
 {
 	struct inode *inode = file_inode(file);
-	struct orfs_inode *ci = ORFS_I(inode);
 	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
-	struct orfs_lost *l;
-	u64 posix, ofd, flock;
-	bool lost = false;
+	bool lost;
 
-	if (likely(list_empty_careful(&ci->lost)))
+	if (likely(list_empty_careful(&ORFS_I(inode)->lost)))
 		return false;
-	posix = orfs_lock_owner(sbi, current->files, false);
-	ofd = orfs_lock_owner(sbi, file, false);
-	flock = orfs_lock_owner(sbi, file, true);
 	spin_lock(&inode->i_lock);
-	list_for_each_entry(l, &ci->lost, link)
-		lost |= l->owner == posix || l->owner == ofd || l->owner == flock;
+	lost = orfs_lost_find(inode, orfs_lock_owner(sbi, current->files, false)) ||
+	       orfs_lost_find(inode, orfs_lock_owner(sbi, file, false)) ||
+	       orfs_lost_find(inode, orfs_lock_owner(sbi, file, true));
 	spin_unlock(&inode->i_lock);
 	return lost;
 }
