@@ -6,7 +6,8 @@
 # the holder lets go, release on close and on a killed holder, a lock as a
 # page-cache coherence point, locks=local, a client that vanishes (its
 # locks go after the server's lease), and a server restart (the locks are
-# taken back in the grace period; with none, one is lost and said so), and
+# taken back in the grace period; with none, one is lost, said so, and its
+# owner's write() and stores through a mapping fail until it unlocks), and
 # a holder killed while the server is away (it does not wait for it).
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
