@@ -352,12 +352,14 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	struct knet_cm_rep rep;
 	struct export *ex;
 	struct conn *c;
+	const struct sockaddr_in *sin;
 	char detail[96];
 	int allowed, reserved, reason, i, ret;
 
 	pthread_mutex_lock(&s->lock);
 	allowed = client_allowed(s, e->info, detail, sizeof(detail));
 	pthread_mutex_unlock(&s->lock);
+	sin = e->info->dest_addr;
 	if (!allowed) {
 		reject(s, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
@@ -424,6 +426,10 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	if (ret) {
 		fab_err("fi_accept", ret);
 		goto fail;
+	}
+	if (sin && e->info->dest_addrlen >= sizeof(*sin) && sin->sin_family == AF_INET) {
+		c->has_ip = 1;
+		c->ip = ntohl(sin->sin_addr.s_addr);
 	}
 	c->next = sh->conns;
 	sh->conns = c;
@@ -501,6 +507,33 @@ static void handle_eq(struct shard *sh)
 	}
 }
 
+/*
+ * Shard SH: a reload changed the allow list. Its connections from
+ * addresses no longer allowed close now: what the administrator took out
+ * loses its access at once, not at its next connection.
+ */
+static void apply_allow(struct shard *sh)
+{
+	struct srv *s = sh->s;
+	unsigned int gen = atomic_load(&s->allow_gen);
+	struct conn *c, *next;
+	int allowed;
+
+	if (sh->allow_seen == gen)
+		return;
+	sh->allow_seen = gen;
+	for (c = sh->conns; c; c = next) {
+		next = c->next;
+		if (c->closing)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		allowed = c->has_ip ? config_allowed(&s->cfg, c->ip) : !s->cfg.nallow;
+		pthread_mutex_unlock(&s->lock);
+		if (!allowed)
+			conn_close(c, "its address is no longer allowed");
+	}
+}
+
 /* Shard SH takes the connection requests handed to it. */
 static void take_mail(struct shard *sh)
 {
@@ -525,7 +558,7 @@ static void take_mail(struct shard *sh)
 		/* After on_connreq() counted it in nconns, if it took it. */
 		sh->queued--;
 		free(q);
-	}
+	}	apply_allow(sh);
 }
 
 static void wake(int fd)
@@ -1010,8 +1043,15 @@ static void srv_reload(struct srv *s)
 		if (!export_add(s, &n->ex[i]))
 			added++;
 	}
-	memcpy(s->cfg.allow, n->allow, sizeof(n->allow));
-	s->cfg.nallow = n->nallow;
+	if (n->nallow != s->cfg.nallow ||
+	    memcmp(n->allow, s->cfg.allow, sizeof(n->allow[0]) * (size_t)n->nallow)) {
+		memcpy(s->cfg.allow, n->allow, sizeof(n->allow));
+		s->cfg.nallow = n->nallow;
+		/* Each shard checks its connections against it. */
+		atomic_fetch_add(&s->allow_gen, 1);
+		for (i = 0; i < s->nshards; i++)
+			wake(s->shards[i].mailfd);
+	}
 	memcpy(s->cfg.ex, n->ex, sizeof(n->ex));
 	s->cfg.nex = n->nex;
 	srv_log("reload: %d added, %d retired, %d allow entries", added, retired, s->cfg.nallow);

@@ -138,6 +138,8 @@ struct conn {
 	int			cm_done;	/* the CM reported its last event */
 	uint32_t		inline_max;
 	uint64_t		client_id;	/* file service: from SESSION, 0 before */
+	int			has_ip;		/* the client's IPv4 address is known: */
+	uint32_t		ip;		/* host order, checked again on reload */
 	char			peer[INET6_ADDRSTRLEN + 8];
 	struct conn_params	p;
 	struct dispatch_stats	st;
@@ -184,6 +186,7 @@ struct shard {
 	atomic_int		stop;		/* main: end now */
 	atomic_int		ended;		/* the thread left its loop */
 	atomic_int		nconns;
+	unsigned int		allow_seen;	/* the allow list it last applied */
 	int			eq_ready;	/* the EQ may hold events: read it */
 	int			tx_watched;	/* txcqfd in the epoll set (see tx_watch()) */
 	int			rx_armed, tx_armed; /* a CQ armed, its channel quiet since */
@@ -219,6 +222,7 @@ struct srv {
 	struct shard		*shards;
 	struct workers		w;		/* the I/O workers, shared by the shards */
 	atomic_int		nconns;		/* all shards together */
+	atomic_uint		allow_gen;	/* moves when a reload changes the allow list */
 	int			epfd, sigfd, eqfd, wakefd;	/* the main thread's */
 	int			stopping;	/* main: a stop signal came */
 	int			stop;		/* main: the listener or epoll failed */

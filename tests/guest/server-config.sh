@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # orfs-server's operation: a configuration file, the allow list, SIGHUP
 # reloads that add and retire volumes (a retired volume's running client
-# finishes, new ones are refused, the volume is released after), and a
+# finishes, new ones are refused, the volume is released after), a reload
+# that takes a running client out of the allow list (cut at once), and a
 # reload with a broken file that changes nothing; SIGTERM under load.
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
@@ -70,6 +71,25 @@ wait $bg || { cat /tmp/bg.out; fail "the running client failed"; }
 expect_grep 'errors=0 mismatches=0' /tmp/bg.out
 for ((i = 0; i < 50; i++)); do grep -q "volume 'v1' released" "$ORFS_SERVER_LOG" && break; sleep 0.1; done
 expect_grep "volume 'v1' released" "$ORFS_SERVER_LOG"
+
+step "a reload that takes a client out of the allow list closes its connections at once"
+v2conn="connected to volume 'v2'"
+before=$(log_count "$v2conn")
+load -n v2 -w write -q 2 -b 16384 -T 60 > /tmp/cut.out 2>&1 &
+bg=$!
+wait_until 100 log_grew "$v2conn" "$before" || fail "the client did not connect"
+sed -i "s|^allow .*|allow 10.99.0.0/16|" $conf
+reload
+wait_until 100 ended $bg || fail "the client taken out of the allow list goes on"
+wait $bg && fail "the cut client's run ended well: $(cat /tmp/cut.out)"
+expect_grep "$ORFS_ADDR: its address is no longer allowed" "$ORFS_SERVER_LOG"
+set +e
+load -n v2 -w info > /tmp/out 2>&1; rc=$?
+set -e
+expect_eq "exit code of a new connection" "$rc" 3
+sed -i "s|^allow .*|allow ${ORFS_ADDR%.*}.0/24|" $conf
+reload
+load -n v2 -w info > /tmp/out
 
 step "a broken file on SIGHUP changes nothing"
 echo "volume broken" >> $conf
