@@ -141,6 +141,9 @@ struct knet_ep;
 /**
  * struct knet_ep_params - where an endpoint connects
  * @addr: server address (IPv4)
+ * @src: local address to connect from (IPv4), or 0.0.0.0 for the one
+ *	the routing table picks: it chooses the RDMA port on a multi-homed
+ *	host, as nvme's host_traddr does
  * @service: KNET_SVC_FILE or KNET_SVC_BLOCK
  * @name: export or volume name
  * @timeout_ms: for address and route resolution and the connection
@@ -154,6 +157,7 @@ struct knet_ep;
  */
 struct knet_ep_params {
 	struct sockaddr_in	addr;
+	struct sockaddr_in	src;
 	enum knet_service	service;
 	const char		*name;
 	unsigned int		timeout_ms;

@@ -953,6 +953,8 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	struct rdma_conn_param param = {};
 	u8 pdata[1 + sizeof(struct knet_cm_req)];
 	struct knet_cm_req req = {};
+	struct sockaddr *srcp;
+	struct sockaddr_in src;
 	struct knet_ep *ep;
 	size_t name_len = strlen(p->name);
 	int ret;
@@ -985,7 +987,11 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 		return ERR_PTR(ret);
 	}
 
-	ret = knet_cm_wait(ep, rdma_resolve_addr(ep->cm_id, NULL, (struct sockaddr *)&p->addr,
+	src = p->src;
+	src.sin_family = AF_INET;
+	src.sin_port = 0;
+	srcp = src.sin_addr.s_addr ? (struct sockaddr *)&src : NULL;
+	ret = knet_cm_wait(ep, rdma_resolve_addr(ep->cm_id, srcp, (struct sockaddr *)&p->addr,
 						 p->timeout_ms ?: KNET_CM_TIMEOUT_MS));
 	if (!ret)
 		ret = knet_cm_wait(ep, rdma_resolve_route(ep->cm_id,

@@ -29,6 +29,7 @@
 /* Mount options, as parsed; shown in /proc/mounts. */
 struct orfs_opts {
 	u16		port;
+	__be32		srcaddr;	/* connect from this address; 0: routing's choice */
 	u32		rsize;		/* 0: the server's limit */
 	u32		wsize;
 	unsigned int	acregmin;	/* seconds */

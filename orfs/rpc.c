@@ -229,6 +229,7 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 
 	sess->params = (struct knet_ep_params){
 		.addr = sbi->addr,
+		.src.sin_addr.s_addr = sbi->opts.srcaddr,
 		.service = KNET_SVC_FILE,
 		.name = sbi->export,
 		.timeout_ms = 5000,

@@ -43,6 +43,7 @@ enum {
 	ORFS_OPT_ACTIMEO, ORFS_OPT_NOAC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
 	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO, ORFS_OPT_LOCKS,
+	ORFS_OPT_SRCADDR,
 };
 
 static const struct constant_table orfs_onoff[] = {
@@ -76,6 +77,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_u32("nconnect",		ORFS_OPT_NCONNECT),
 	fsparam_enum("largefolio",	ORFS_OPT_LARGEFOLIO, orfs_onoff),
 	fsparam_enum("locks",		ORFS_OPT_LOCKS, orfs_locks),
+	fsparam_string("srcaddr",	ORFS_OPT_SRCADDR),
 	{}
 };
 
@@ -100,6 +102,10 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		if (!in4_pton(param->string, -1, (u8 *)&ctx->addr, -1, NULL))
 			return invalfc(fc, "addr=%s is not an IPv4 address", param->string);
 		ctx->have_addr = true;
+		break;
+	case ORFS_OPT_SRCADDR:
+		if (!in4_pton(param->string, -1, (u8 *)&o->srcaddr, -1, NULL))
+			return invalfc(fc, "srcaddr=%s is not an IPv4 address", param->string);
 		break;
 	case ORFS_OPT_PORT:
 		if (!r.uint_32 || r.uint_32 > 65535)
@@ -271,6 +277,8 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 
 	seq_printf(m, ",addr=%pI4,port=%u,rsize=%u,wsize=%u", &sbi->addr.sin_addr,
 		   ntohs(sbi->addr.sin_port), sbi->rsize, sbi->wsize);
+	if (o->srcaddr)
+		seq_printf(m, ",srcaddr=%pI4", &o->srcaddr);
 	seq_printf(m, ",acregmin=%u,acregmax=%u,acdirmin=%u,acdirmax=%u", o->acregmin,
 		   o->acregmax, o->acdirmin, o->acdirmax);
 	if (o->noac)

@@ -76,6 +76,13 @@ expect_grep 'attribute cache minimum above its maximum' <(dmesg)
 expect_fail mnt -o nconnect=0
 expect_fail mnt -o nconnect=9
 expect_grep 'nconnect=9: 1 to 8 connections' <(dmesg)
+expect_fail mnt -o srcaddr=10.77.0
+expect_grep 'srcaddr=10.77.0 is not an IPv4 address' <(dmesg)
+# An address this host does not have: nothing to connect from.
+expect_fail mnt -o srcaddr=192.0.2.9
+mnt -o "srcaddr=$ORFS_ADDR"
+expect_grep "addr=$ORFS_ADDR,.*,srcaddr=$ORFS_ADDR," /proc/mounts
+umnt
 mount -t orfs "$ORFS_ADDR:/nosuch" /tmp/mnt 2>/dev/null && fail "an unknown export mounted"
 expect_grep "export 'nosuch' refused: no such export or volume" <(dmesg)
 mnt -o ro
