@@ -908,8 +908,8 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		if (c->client_id)
 			locks_detach(&c->s->locks, c->client_id, (time_t)(now_us() / 1000000));
 		c->client_id = le64toh(fr->u.session.client_id);
-		if (c->client_id)
-			locks_attach(&c->s->locks, c->client_id);
+		if (c->client_id && locks_attach(&c->s->locks, c->client_id))
+			fr->session_flags |= ORFS_SESSION_LOCKS_REVOKED;
 	}
 	fr->locks = &c->s->locks;
 	fr->client_id = c->client_id;

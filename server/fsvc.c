@@ -1031,7 +1031,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	switch (rq->op) {
 	case ORFS_OP_SESSION: {
 		struct orfs_session_rep rep = { htole64(fx->boot), htole32(1U << 20),
-						htole32(1U << 20) };
+						htole32(1U << 20), htole32(rq->session_flags), 0 };
 
 		err = put(&o, &rep, sizeof(rep));
 		goto done;

@@ -78,6 +78,8 @@ struct fsvc_req {
 	/* Set by the caller of fsvc_decode() for LOCK: the table, the client. */
 	struct locks		*locks;
 	uint64_t		client_id;
+	/* And for SESSION: ORFS_SESSION_* flags for the reply. */
+	uint32_t		session_flags;
 };
 
 /*

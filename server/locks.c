@@ -25,6 +25,7 @@ struct lk_client {
 	int		conns;		/* connections open now */
 	time_t		gone;		/* when the last one closed */
 	uint32_t	nranges;
+	int		revoked;	/* its locks expired; no LOCK from it since */
 	struct lk_client *next;
 };
 
@@ -94,16 +95,17 @@ static void client_maybe_free(struct locks *lk, struct lk_client *c)
 {
 	struct lk_client **pp;
 
-	if (c->conns || c->nranges)
+	if (c->conns || c->nranges || c->revoked)
 		return;
 	pp = client_slot(lk, c->id);
 	*pp = c->next;
 	free(c);
 }
 
-void locks_attach(struct locks *lk, uint64_t client)
+int locks_attach(struct locks *lk, uint64_t client)
 {
 	struct lk_client **pp, *c;
+	int revoked = 0;
 
 	pthread_mutex_lock(&lk->mu);
 	pp = client_slot(lk, client);
@@ -116,9 +118,12 @@ void locks_attach(struct locks *lk, uint64_t client)
 		}
 	}
 	/* Without memory the client's lock requests get ENOLCK. */
-	if (c)
+	if (c) {
 		c->conns++;
+		revoked = c->revoked;
+	}
 	pthread_mutex_unlock(&lk->mu);
+	return revoked;
 }
 
 void locks_detach(struct locks *lk, uint64_t client, time_t now)
@@ -155,13 +160,47 @@ static void range_gone(struct locks *lk, struct lk_range *r)
 	free(r);
 }
 
-/* Drop every lock of client C, whose lease ran out. */
+/* C is told, or forgotten: its record goes with nothing else holding it. */
+static void unrevoke(struct locks *lk, struct lk_client *c)
+{
+	if (!c->revoked)
+		return;
+	c->revoked = 0;
+	lk->nrevoked--;
+	client_maybe_free(lk, c);
+}
+
+/* Room for one more revoked client: forget the one gone longest. */
+static void revoked_make_room(struct locks *lk)
+{
+	struct lk_client *c, *oldest = NULL;
+	uint32_t b;
+
+	if (lk->nrevoked < LOCKS_REVOKED_MAX)
+		return;
+	for (b = 0; b < LOCKS_BUCKETS; b++)
+		for (c = lk->clients[b]; c; c = c->next)
+			if (c->revoked && (!oldest || c->gone < oldest->gone))
+				oldest = c;
+	if (oldest)
+		unrevoke(lk, oldest);
+}
+
+/*
+ * Drop every lock of client C, whose lease ran out, and keep its record to
+ * tell it when it comes back.
+ */
 static void expire(struct locks *lk, struct lk_client *c)
 {
 	uint64_t id = c->id;
 	uint32_t b;
 
 	lk->expired++;
+	if (!c->revoked) {
+		revoked_make_room(lk);
+		c->revoked = 1;
+		lk->nrevoked++;
+	}
 	for (b = 0; b < LOCKS_BUCKETS; b++) {
 		struct lk_file **fp = &lk->files[b];
 
@@ -174,7 +213,7 @@ static void expire(struct locks *lk, struct lk_client *c)
 
 				if (r->client == id) {
 					*rp = r->next;
-					range_gone(lk, r);	/* may free C with the last */
+					range_gone(lk, r);
 				} else {
 					rp = &r->next;
 				}
@@ -311,6 +350,8 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 		goto out_unlocked;
 	}
 	c->conns++;	/* C's record stays while its ranges come and go */
+	/* A LOCK after the SESSION that told C its locks were dropped. */
+	unrevoke(lk, c);
 	if (w->type != ORFS_LOCK_UNLOCK) {
 		int grace = now < lk->grace_end;
 

@@ -3,7 +3,8 @@
  * Byte-range locks across clients (ORFS_OP_LOCK): POSIX semantics per
  * (client, owner), held in memory. A client's locks outlive its
  * connections for a lease, so that a client that reconnects keeps them;
- * after that the first request they stand in the way of drops them. A
+ * after that the first request they stand in the way of drops them, and
+ * the client is told when it comes back. A
  * server that starts has none, and for a grace period takes only the
  * locks clients had (reclaims), so that nobody takes one first.
  *
@@ -21,6 +22,7 @@
 #define LOCKS_MAX		65536
 #define LOCKS_CLIENT_MAX	4096
 #define LOCKS_LEASE		60	/* seconds, default */
+#define LOCKS_REVOKED_MAX	4096	/* clients remembered as told nothing yet */
 
 struct lk_range;
 struct lk_file;
@@ -35,6 +37,7 @@ struct locks {
 	unsigned int		lease;		/* seconds a client's locks outlive it */
 	time_t			grace_end;	/* until then, reclaims only */
 	uint64_t		expired;	/* clients whose locks were dropped */
+	uint32_t		nrevoked;	/* of those, not told yet */
 };
 
 /* One request, in host order; END is inclusive (UINT64_MAX: to the end). */
@@ -57,8 +60,14 @@ void locks_init(struct locks *lk, unsigned int lease);
 void locks_grace(struct locks *lk, unsigned int grace, time_t now);
 void locks_destroy(struct locks *lk);
 
-/* A connection of CLIENT opened (SESSION) or closed. */
-void locks_attach(struct locks *lk, uint64_t client);
+/*
+ * A connection of CLIENT opened (SESSION) or closed. locks_attach() returns
+ * 1 when the client's locks were dropped at the end of its lease and it has
+ * sent no LOCK since (the SESSION reply tells it), else 0. The server
+ * remembers that of LOCKS_REVOKED_MAX clients at most, forgetting the one
+ * gone longest first.
+ */
+int locks_attach(struct locks *lk, uint64_t client);
 void locks_detach(struct locks *lk, uint64_t client, time_t now);
 
 /*

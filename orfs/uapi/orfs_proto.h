@@ -111,7 +111,16 @@ struct orfs_session_rep {
 	__le64	server_boot;	/* changes when the server restarts */
 	__le32	max_read;
 	__le32	max_write;
+	__le32	flags;		/* ORFS_SESSION_*; absent from older servers' replies */
+	__le32	reserved;
 };
+
+/*
+ * The client's locks were dropped at the end of its lease, while it was
+ * away (another client's lock needed their place). Said in every SESSION
+ * reply until the client next sends a LOCK.
+ */
+#define ORFS_SESSION_LOCKS_REVOKED	1U
 
 /* LOOKUP, UNLINK, RMDIR: dir, then a name. */
 struct orfs_dirop_req {

@@ -119,13 +119,64 @@ static void test_locks_lease_grace(void)
 	locks_destroy(&lk);
 }
 
+static void test_locks_revoked(void)
+{
+	struct locks lk;
+	uint64_t i;
+
+	locks_init(&lk, 10);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, B), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, W, 0, 100, NULL), 0);
+	/* Away within its lease, or past it with nobody in the way: not told. */
+	locks_detach(&lk, A, 110);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 115, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
+	locks_detach(&lk, A, 120);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 20, 29, W, 0, 140, NULL), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
+	CU_ASSERT_EQUAL(locks_count(&lk, A), 1);
+	/* Past its lease, and in B's way: dropped, and told at every SESSION... */
+	locks_detach(&lk, A, 150);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 160, NULL), 0);
+	CU_ASSERT_EQUAL(locks_count(&lk, A), 0);
+	CU_ASSERT_EQUAL(lk.nrevoked, 1);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A), 1);
+	locks_detach(&lk, A, 161);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A), 1);
+	/* ...until it sends a LOCK (its unlock, here). */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, U, 0, 162, NULL), 0);
+	CU_ASSERT_EQUAL(lk.nrevoked, 0);
+	locks_detach(&lk, A, 163);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
+	locks_detach(&lk, A, 164);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, END, U, 0, 165, NULL), 0);
+
+	/* Bounded: past LOCKS_REVOKED_MAX, the client gone longest is forgotten. */
+	for (i = 0; i <= LOCKS_REVOKED_MAX; i++) {
+		locks_attach(&lk, 1000 + i);
+		CU_ASSERT_EQUAL_FATAL(lk_do(&lk, 1000 + i, 1, i, i, R, 0, 200, NULL), 0);
+		locks_detach(&lk, 1000 + i, (time_t)(300 + i));
+	}
+	/* Byte by byte, so that they go in the order they left. */
+	for (i = 0; i <= LOCKS_REVOKED_MAX; i++)
+		CU_ASSERT_EQUAL_FATAL(lk_do(&lk, B, 1, i, i, W, 0, 10000, NULL), 0);
+	CU_ASSERT_EQUAL(lk.nrevoked, LOCKS_REVOKED_MAX);
+	CU_ASSERT_EQUAL(locks_count(&lk, B), 1);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 1000), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 1001), 1);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 1000 + LOCKS_REVOKED_MAX), 1);
+	locks_destroy(&lk);
+}
+
 int unit_add_locks_suite(void)
 {
 	CU_pSuite s = CU_add_suite("byte-range locks", NULL, NULL);
 
 	if (!s || !CU_add_test(s, "POSIX semantics between owners and clients",
 			       test_locks_conflicts) ||
-	    !CU_add_test(s, "grace period, lease, bounds", test_locks_lease_grace))
+	    !CU_add_test(s, "grace period, lease, bounds", test_locks_lease_grace) ||
+	    !CU_add_test(s, "a client whose locks were dropped is told", test_locks_revoked))
 		return -1;
 	return 0;
 }
