@@ -93,6 +93,8 @@ static int orfs_lock_call_fh(struct orfs_sb *sbi, const struct orfs_fh *fh, u64 
 	};
 	int ret;
 
+	/* The server's word of dropped locks holds until it sees a LOCK. */
+	clear_bit(0, &sbi->revoke_told);
 	ret = orfs_call(sbi, ORFS_OP_LOCK, &r, sizeof(r), rep, sizeof(*rep));
 	if (ret == -EOPNOTSUPP) {
 		pr_warn_once("%pI4: the server keeps no locks; mount with locks=local\n",
@@ -555,8 +557,11 @@ static unsigned int orfs_held_copy(struct orfs_sb *sbi, struct list_head *head,
 	return n;
 }
 
-/* Ask the server again for every lock held on INODE (a referenced inode). */
-static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode)
+/*
+ * Ask the server again for every lock held on INODE (a referenced inode),
+ * or with REVOKED (the server dropped them all) mark each one lost.
+ */
+static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode, bool revoked)
 {
 	struct file_lock_context *ctx = locks_inode_context(inode);
 	unsigned int i, n, max = 0;
@@ -590,6 +595,13 @@ static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode)
 
 		if (!h[i].file)
 			continue;
+		if (revoked) {
+			pr_warn("%pI4: a lock on inode %lu, bytes %lld-%lld, is lost (the server dropped it): its owner's I/O on the file fails until it unlocks\n",
+				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end);
+			orfs_lost_add(inode, h[i].owner);
+			fput(h[i].file);
+			continue;
+		}
 		old = override_creds(h[i].file->f_cred);
 		ret = orfs_lock_call(inode, h[i].owner, h[i].type, ORFS_LOCK_RECLAIM, h[i].start,
 				     h[i].end, &rep);
@@ -607,12 +619,20 @@ static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode)
 /*
  * The server restarted: take back every lock of the mount, one inode at a
  * time (the walk of the super block's inodes as drop_pagecache_sb() does it).
+ * Or it said it dropped them (SESSION's ORFS_SESSION_LOCKS_REVOKED): each
+ * is lost, as a reclaim refused would make it.
  */
 void orfs_reclaim_work(struct work_struct *work)
 {
 	struct orfs_sb *sbi = container_of(work, struct orfs_sb, reclaim_work);
 	struct super_block *sb = sbi->sb;
 	struct inode *inode, *prev = NULL;
+	bool revoked;
+
+	spin_lock(&sbi->reclaim_lock);
+	revoked = sbi->revoked;
+	sbi->revoked = false;
+	spin_unlock(&sbi->reclaim_lock);
 
 	spin_lock(&sb->s_inode_list_lock);
 	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
@@ -627,7 +647,7 @@ void orfs_reclaim_work(struct work_struct *work)
 		spin_unlock(&inode->i_lock);
 		spin_unlock(&sb->s_inode_list_lock);
 		iput(prev);
-		orfs_reclaim_inode(sbi, inode);
+		orfs_reclaim_inode(sbi, inode, revoked);
 		prev = inode;
 		cond_resched();
 		spin_lock(&sb->s_inode_list_lock);

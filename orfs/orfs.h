@@ -77,9 +77,13 @@ struct orfs_opts {
  * @inline_max: the connection's inline limit
  * @sb: the super block
  * @lock_key: keys the lock owners' names sent to the server
- * @reclaim_work: takes the locks back from a server that restarted
- * @reclaim_lock: orders queueing @reclaim_work with @dying
+ * @reclaim_work: takes the locks back from a server that restarted, or
+ *	marks them lost when the server says it dropped them (@revoked)
+ * @reclaim_lock: orders queueing @reclaim_work with @dying, guards @revoked
  * @dying: the super block is going: no more reclaims
+ * @revoked: the server dropped the mount's locks while it was cut off
+ * @revoke_told: bit 0: the server's word of it was taken, and no LOCK has
+ *	been sent since (the server says it at each SESSION until then)
  * @unlocks: unlocks of dead processes not yet sent (on the sessions)
  * @locked: inodes that had a lock from the server (struct orfs_inode @lock_link)
  * @locked_lock: guards @locked
@@ -103,6 +107,8 @@ struct orfs_sb {
 	struct work_struct	reclaim_work;
 	spinlock_t		reclaim_lock;	/* orders reclaims with @dying */
 	bool			dying;
+	bool			revoked;
+	unsigned long		revoke_told;
 	atomic_t		unlocks;
 	struct list_head	locked;
 	spinlock_t		locked_lock;	/* guards @locked */

@@ -141,6 +141,7 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	struct knet_limits lim;
 	struct orfs_msg m;
 	__le64 id = cpu_to_le64(sbi->client_id);
+	bool restarted, revoked;
 	u64 boot;
 	int ret;
 
@@ -159,13 +160,26 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 		return ret;
 	if (rq.status)
 		return orfs_status_errno(rq.status);
-	if (rq.reply_len < sizeof(rep))
+	/* A server older than the flags sends none. */
+	if (rq.reply_len < offsetof(struct orfs_session_rep, flags))
 		return -EPROTO;
+	if (rq.reply_len < sizeof(rep))
+		rep.flags = 0;
 	/* The first of the mount's sessions to see a restart takes the locks back. */
 	boot = xchg(&sbi->server_boot, le64_to_cpu(rep.server_boot));
-	if (boot && boot != le64_to_cpu(rep.server_boot)) {
+	restarted = boot && boot != le64_to_cpu(rep.server_boot);
+	/* Each of the mount's sessions hears it: the first acts. */
+	revoked = !restarted && (le32_to_cpu(rep.flags) & ORFS_SESSION_LOCKS_REVOKED) &&
+		  !test_and_set_bit(0, &sbi->revoke_told);
+	if (restarted)
 		pr_info("server %pI4 restarted\n", &sbi->addr.sin_addr);
+	if (revoked)
+		pr_warn("%pI4: this client was cut off for longer than the server's lease, and its locks were given to others\n",
+			&sbi->addr.sin_addr);
+	if (restarted || revoked) {
 		spin_lock(&sbi->reclaim_lock);
+		if (revoked)
+			sbi->revoked = true;
 		if (!sbi->dying && !sbi->opts.local_locks)
 			queue_work(system_long_wq, &sbi->reclaim_work);
 		spin_unlock(&sbi->reclaim_lock);

@@ -7,8 +7,10 @@
 # page-cache coherence point, locks=local, a client that vanishes (its
 # locks go after the server's lease), and a server restart (the locks are
 # taken back in the grace period; with none, one is lost, said so, and its
-# owner's write() and stores through a mapping fail until it unlocks), and
-# a holder killed while the server is away (it does not wait for it).
+# owner's write() and stores through a mapping fail until it unlocks), a
+# holder killed while the server is away (it does not wait for it), and a
+# client cut off for longer than the lease while another took its lock
+# (told when it comes back: its owner's I/O fails until it unlocks).
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 exp=/tmp/lkexp
@@ -305,6 +307,46 @@ wait "${pids[a]}" 2>/dev/null || true
 start_server -s $state -L 3 -G 2 -e data=$exp
 # m1 reclaims nothing for it after the restart, and its unlock goes.
 expect_eq "the killed holder's lock after the restart" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
+
+step "a client cut off past the lease, its lock taken meanwhile: told when it comes back, its owner's I/O fails until it unlocks"
+# A third client from a second address of the guest (srcaddr=), which the
+# administrator takes out of the allow list and puts back (SIGHUP).
+conf=/tmp/lk-server.conf
+addr2=${ORFS_ADDR%.*}.2
+echo "allow ${ORFS_ADDR%.*}.0/24" > $conf
+kill_server
+start_server -s $state -L 3 -G 0 -c $conf -e data=$exp
+ip addr add "$addr2/24" dev "$ORFS_DEV"
+on_exit "ip addr del $addr2/24 dev $ORFS_DEV"
+# rxe takes the address into its GID table a moment later.
+wait_until 50 mnt "srcaddr=$addr2" /tmp/m3 || fail "no mount from $addr2"
+expect_grep "srcaddr=$addr2" /proc/mounts
+export LK_WRITE=1
+hold c /tmp/m3/f rw setlk w 0 1
+unset LK_WRITE
+expect_grep "$addr2 connected to export" "$ORFS_SERVER_LOG"
+echo "allow $ORFS_ADDR/32" > $conf
+kill -HUP "$ORFS_SERVER_PID"
+wait_until 50 grep -q "$addr2: its address is no longer allowed" "$ORFS_SERVER_LOG" ||
+	fail "the reload did not cut the client taken out of the allow list"
+expect_eq "another client, within the lease" "$(lk /tmp/m2/f rw setlk w 0 1)" EAGAIN
+sleep 4
+hold d /tmp/m2/f rw setlk w 0 1
+grep -q "$ORFS_ADDR: its address is no longer allowed" "$ORFS_SERVER_LOG" &&
+	fail "a reload cut a client still allowed"
+echo "allow ${ORFS_ADDR%.*}.0/24" > $conf
+kill -HUP "$ORFS_SERVER_PID"
+# m3 probes its connection every second while it holds a lock.
+wait_until 100 sh -c 'dmesg | grep -q "is lost (the server dropped it)"' ||
+	fail "the client that came back was not told its lock is gone"
+expect_grep "cut off for longer than the server's lease" <(dmesg)
+expect_eq "the other client's lock, held on" "$(lk /tmp/m1/f rw setlk w 0 1)" EAGAIN
+release c
+expect_eq "the cut holder's write, then its write after its unlock" "$(grep write /tmp/out-c | tr '\n' ' ')" "write EIO write ok "
+release d
+expect_eq "the lock, free again, from the client that was cut" "$(lk /tmp/m3/f rw setlk w 0 1)" ok
+expect_eq "times the client was told" "$(dmesg | grep -c "cut off for longer than the server's lease")" 1
+umount /tmp/m3
 
 step "figures (printed, not checked): a lock and an unlock, and the same on tmpfs"
 python3 - <<'PYEOF'
