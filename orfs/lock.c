@@ -31,6 +31,7 @@
 #ifdef ORFS_HAVE_FILE_LOCK_CORE
 #include <linux/filelock.h>
 #endif
+#include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/refcount.h>
 #include <linux/sched/signal.h>
@@ -567,6 +568,7 @@ static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode, bool re
 	unsigned int i, n, max = 0;
 	struct orfs_held *h = NULL;
 	struct orfs_lock_rep rep;
+	bool lost = false;
 
 	if (!ctx)
 		return;
@@ -599,6 +601,7 @@ static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode, bool re
 			pr_warn("%pI4: a lock on inode %lu, bytes %lld-%lld, is lost (the server dropped it): its owner's I/O on the file fails until it unlocks\n",
 				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end);
 			orfs_lost_add(inode, h[i].owner);
+			lost = true;
 			fput(h[i].file);
 			continue;
 		}
@@ -610,10 +613,18 @@ static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode, bool re
 			pr_warn("%pI4 restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d): its owner's I/O on the file fails until it unlocks\n",
 				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end, ret);
 			orfs_lost_add(inode, h[i].owner);
+			lost = true;
 		}
 		fput(h[i].file);
 	}
 	kfree(h);
+	/*
+	 * A page an owner made writable before would take its stores without
+	 * a fault: unmapped, every next store faults into page_mkwrite, which
+	 * refuses the owners of lost locks. Others fault the pages back in.
+	 */
+	if (lost)
+		unmap_mapping_range(inode->i_mapping, 0, 0, 0);
 }
 
 /*
