@@ -39,6 +39,7 @@
  */
 struct mxbd_opts {
 	struct sockaddr_in	addr;
+	__be32			srcaddr;	/* connect from it; 0: routing's choice */
 	char			volume[KNET_NAME_MAX + 1];
 	unsigned int		nr_queues;
 	unsigned int		io_timeout;

@@ -353,6 +353,7 @@ static struct knet_mq *mxbd_connect(struct mxbd_dev *d, int *reason)
 {
 	struct knet_ep_params p = {
 		.addr = d->opts.addr,
+		.src.sin_addr.s_addr = d->opts.srcaddr,
 		.service = KNET_SVC_BLOCK,
 		.name = d->opts.volume,
 		.request_timeout_ms = d->opts.io_timeout * 1000,
@@ -505,6 +506,12 @@ static ssize_t server_show(struct device *dev, struct device_attribute *attr, ch
 }
 static DEVICE_ATTR_RO(server);
 
+static ssize_t srcaddr_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%pI4\n", &mxbd_from_dev(dev)->opts.srcaddr);
+}
+static DEVICE_ATTR_RO(srcaddr);
+
 static ssize_t volume_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", mxbd_from_dev(dev)->opts.volume);
@@ -561,6 +568,7 @@ static DEVICE_ATTR_WO(rescan);
 
 static struct attribute *mxbd_attrs[] = {
 	&dev_attr_server.attr,
+	&dev_attr_srcaddr.attr,
 	&dev_attr_volume.attr,
 	&dev_attr_state.attr,
 	&dev_attr_queues.attr,

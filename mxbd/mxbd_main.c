@@ -6,8 +6,8 @@
  * At load, for the simple case:
  *	modprobe mxbd server=192.0.2.10 volume=vol0 [port=20077]
  * At run time (tools/mxbdctl wraps these):
- *	echo "server=192.0.2.10 volume=vol0 [port=N] [queues=N] [io_timeout=S]
- *	      [loss_timeout=S|-1] [queue_depth=N] [max_io_kb=N] [ro]"
+ *	echo "server=192.0.2.10 volume=vol0 [port=N] [srcaddr=A.B.C.D] [queues=N]
+ *	      [io_timeout=S] [loss_timeout=S|-1] [queue_depth=N] [max_io_kb=N] [ro]"
  *	      > /sys/class/mxbd/attach
  *	echo "mxbd0 [force]" > /sys/class/mxbd/detach
  */
@@ -110,6 +110,11 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 				return -EINVAL;
 			}
 			have_server = true;
+		} else if (!strcmp(tok, "srcaddr")) {
+			if (!in4_pton(val, -1, (u8 *)&o->srcaddr, -1, NULL)) {
+				pr_err("attach: srcaddr '%s' is not an IPv4 address\n", val);
+				return -EINVAL;
+			}
 		} else if (!strcmp(tok, "volume")) {
 			if (!*val || strscpy(o->volume, val, sizeof(o->volume)) < 0) {
 				pr_err("attach: a volume name is 1 to %d bytes\n", KNET_NAME_MAX);

@@ -37,7 +37,7 @@ expect_eq "lines" "$(ctl list | wc -l)" 1
 step "three volumes from two servers are mxbd0, mxbd1 and mxbd2"
 expect_eq "first" "$(ctl attach "$ORFS_ADDR" va queues=2)" /dev/mxbd0
 expect_eq "second" "$(ctl attach "$ORFS_ADDR" vb io_timeout=7 loss_timeout=-1 ro)" /dev/mxbd1
-expect_eq "third" "$(ctl attach "$ORFS_ADDR" vc port=$port2 loss_timeout=9)" /dev/mxbd2
+expect_eq "third" "$(ctl attach "$ORFS_ADDR" vc port=$port2 loss_timeout=9 srcaddr=$ORFS_ADDR)" /dev/mxbd2
 ctl list | tee /tmp/list
 expect_eq "lines" "$(wc -l < /tmp/list)" 4
 expect_grep "^mxbd0 +$ORFS_ADDR:20077 +va +live +64 +0 +2 " /tmp/list
@@ -46,6 +46,8 @@ expect_grep "^mxbd2 +$ORFS_ADDR:$port2 +vc +live +32 +0 " /tmp/list
 expect_eq "mxbd1 io_timeout" "$(cat /sys/block/mxbd1/mxbd/io_timeout)" 7
 expect_eq "mxbd1 loss_timeout" "$(cat /sys/block/mxbd1/mxbd/loss_timeout)" -1
 expect_eq "mxbd2 loss_timeout" "$(cat /sys/block/mxbd2/mxbd/loss_timeout)" 9
+expect_eq "mxbd2 srcaddr" "$(cat /sys/block/mxbd2/mxbd/srcaddr)" "$ORFS_ADDR"
+expect_eq "mxbd0 srcaddr" "$(cat /sys/block/mxbd0/mxbd/srcaddr)" 0.0.0.0
 expect_eq "mxbd0 hardware queues" "$(ls /sys/block/mxbd0/mq | wc -l)" 2
 expect_grep '^reconnects 0$' /sys/block/mxbd0/mxbd/stats
 
@@ -74,6 +76,7 @@ attach_fails "unknown option 'bogus'" "$ORFS_ADDR" va bogus=1
 attach_fails "bad value '0' for queues" "$ORFS_ADDR" vb queues=0
 attach_fails "bad value 'x' for loss_timeout" "$ORFS_ADDR" vb loss_timeout=x
 attach_fails "'10.1.2' is not an IPv4 address" 10.1.2 va
+attach_fails "srcaddr '10.1.2' is not an IPv4 address" "$ORFS_ADDR" vb srcaddr=10.1.2
 attach_fails "bad value '0' for queue_depth" "$ORFS_ADDR" vb queue_depth=0
 attach_fails "bad value '6' for max_io_kb" "$ORFS_ADDR" vb max_io_kb=6
 expect_eq "devices" "$(ls -d /sys/block/mxbd* | wc -l)" 3
