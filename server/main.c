@@ -558,7 +558,8 @@ static void take_mail(struct shard *sh)
 		/* After on_connreq() counted it in nconns, if it took it. */
 		sh->queued--;
 		free(q);
-	}	apply_allow(sh);
+	}
+	apply_allow(sh);
 }
 
 static void wake(int fd)
