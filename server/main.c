@@ -316,19 +316,20 @@ static struct conn *conn_alloc(struct shard *sh, struct export *ex, const struct
 	return c;
 }
 
-/* Is the connecting client's address allowed? Names it in DETAIL. */
-static int client_allowed(struct srv *s, const struct fi_info *info, char *detail, size_t len)
+/* The IPv4 address (host order) of the client INFO names, or 0 if none. */
+static uint32_t peer_ip(const struct fi_info *info)
 {
 	const struct sockaddr_in *sin = info->dest_addr;
-	char host[INET_ADDRSTRLEN] = "?";
 
-	if (sin && info->dest_addrlen >= sizeof(*sin) && sin->sin_family == AF_INET) {
-		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-		snprintf(detail, len, " (%s)", host);
-		return config_allowed(&s->cfg, ntohl(sin->sin_addr.s_addr));
-	}
-	snprintf(detail, len, " (%s)", host);
-	return !s->cfg.nallow;
+	if (sin && info->dest_addrlen >= sizeof(*sin) && sin->sin_family == AF_INET)
+		return ntohl(sin->sin_addr.s_addr);
+	return 0;
+}
+
+/* Is a client at IP (0: no IPv4 address known) allowed? Under s->lock. */
+static int ip_allowed(struct srv *s, uint32_t ip)
+{
+	return ip ? config_allowed(&s->cfg, ip) : !s->cfg.nallow;
 }
 
 /* Export or volume NAME for a new connection, with a reference taken, or NULL. */
@@ -352,15 +353,20 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	struct knet_cm_rep rep;
 	struct export *ex;
 	struct conn *c;
-	const struct sockaddr_in *sin;
+	uint32_t ip = peer_ip(e->info);
 	char detail[96];
 	int allowed, reserved, reason, i, ret;
 
 	pthread_mutex_lock(&s->lock);
-	allowed = client_allowed(s, e->info, detail, sizeof(detail));
+	allowed = ip_allowed(s, ip);
 	pthread_mutex_unlock(&s->lock);
-	sin = e->info->dest_addr;
 	if (!allowed) {
+		struct in_addr a = { .s_addr = htonl(ip) };
+		char host[INET_ADDRSTRLEN] = "?";
+
+		if (ip)
+			inet_ntop(AF_INET, &a, host, sizeof(host));
+		snprintf(detail, sizeof(detail), " (%s)", host);
 		reject(s, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
 	}
@@ -427,10 +433,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 		fab_err("fi_accept", ret);
 		goto fail;
 	}
-	if (sin && e->info->dest_addrlen >= sizeof(*sin) && sin->sin_family == AF_INET) {
-		c->has_ip = 1;
-		c->ip = ntohl(sin->sin_addr.s_addr);
-	}
+	c->ip = ip;
 	c->next = sh->conns;
 	sh->conns = c;
 	sh->nconns++;
@@ -527,7 +530,7 @@ static void apply_allow(struct shard *sh)
 		if (c->closing)
 			continue;
 		pthread_mutex_lock(&s->lock);
-		allowed = c->has_ip ? config_allowed(&s->cfg, c->ip) : !s->cfg.nallow;
+		allowed = ip_allowed(s, c->ip);
 		pthread_mutex_unlock(&s->lock);
 		if (!allowed)
 			conn_close(c, "its address is no longer allowed");

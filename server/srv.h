@@ -138,8 +138,7 @@ struct conn {
 	int			cm_done;	/* the CM reported its last event */
 	uint32_t		inline_max;
 	uint64_t		client_id;	/* file service: from SESSION, 0 before */
-	int			has_ip;		/* the client's IPv4 address is known: */
-	uint32_t		ip;		/* host order, checked again on reload */
+	uint32_t		ip;		/* IPv4, host order (0: none), checked on reload */
 	char			peer[INET6_ADDRSTRLEN + 8];
 	struct conn_params	p;
 	struct dispatch_stats	st;
