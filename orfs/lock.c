@@ -397,11 +397,16 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 	struct inode *inode = file_inode(file);
 	u32 type = orfs_lock_type(ORFS_FL(fl, type));
 	struct orfs_lock_rep rep;
-	int ret, err, rc;
+	int ret, rc;
 
 	if (type == ORFS_LOCK_UNLOCK) {
-		/* What this owner wrote is on the server before anyone else locks. */
-		err = filemap_write_and_wait(file->f_mapping);
+		/*
+		 * What this owner wrote is on the server before anyone else
+		 * locks. A write-back error is for fsync() and close() to
+		 * say, as after any write-back: the unlock happens anyway.
+		 */
+		filemap_fdatawrite(file->f_mapping);
+		filemap_fdatawait_keep_errors(file->f_mapping);
 		ret = locks_lock_file_wait(file, fl);
 		orfs_lost_clear(inode, owner);
 		/*
@@ -417,7 +422,7 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 		/* A close lets go of its locks whatever the server says. */
 		if (ORFS_FL(fl, flags) & FL_CLOSE)
 			return ret;
-		return ret ?: rc ?: err;
+		return ret ?: rc;
 	}
 	ret = orfs_lock_ask(inode, owner, type, 0, fl->fl_start, fl->fl_end, wait, &rep);
 	if (ret)
