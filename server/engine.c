@@ -812,8 +812,14 @@ static void file_io_start(struct req *r, char *msg)
 
 	file_key(r, &k);
 	r->fde = fdc_get(&r->c->s->fdc, &k, (time_t)(now_us() / 1000000));
-	if (r->fde)
+	if (r->fde) {
 		r->fd = r->fde->fd;
+		r->f.status = (uint32_t)fsvc_io_refused(fr, r->fd);
+		if (r->f.status) {
+			reply(r);
+			return;
+		}
+	}
 	if (fr->nsegs) {
 		/* Data through the pool, like a volume's, once the file is open. */
 		r->br.opcode = fr->op == ORFS_OP_READ ? MXBD_OP_READ : MXBD_OP_WRITE;
@@ -908,11 +914,16 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		if (c->client_id)
 			locks_detach(&c->s->locks, c->client_id, (time_t)(now_us() / 1000000));
 		c->client_id = le64toh(fr->u.session.client_id);
-		if (c->client_id && locks_attach(&c->s->locks, c->client_id))
+		c->revoked = c->client_id && locks_attach(&c->s->locks, c->client_id);
+		if (c->revoked)
 			fr->session_flags |= ORFS_SESSION_LOCKS_REVOKED;
 	}
+	/* The client's word that it saw it, on whatever connection (locks_apply()). */
+	if (fr->op == ORFS_OP_LOCK && (le32toh(fr->u.lock.flags) & ORFS_LOCK_REVOKED_SEEN))
+		c->revoked = 0;
 	fr->locks = &c->s->locks;
 	fr->client_id = c->client_id;
+	fr->revoked = c->revoked;
 	if (c->client_id && fsvc_op_nonidempotent(fr->op)) {
 		switch (replay_begin(&c->s->replay, c->client_id, fr->xid, time(NULL), &r->replay,
 				     &r->f.status, r->fbody, &r->fbody_len)) {

@@ -569,7 +569,9 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 		type = le32toh(rq->u.lock.type);
 		flags = le32toh(rq->u.lock.flags);
 		if (!err && (type < ORFS_LOCK_READ || type > ORFS_LOCK_UNLOCK ||
-			     (flags & ~(uint32_t)(ORFS_LOCK_TEST | ORFS_LOCK_RECLAIM)) ||
+			     (flags & ~(uint32_t)(ORFS_LOCK_TEST | ORFS_LOCK_RECLAIM |
+						  ORFS_LOCK_REVOKED_SEEN)) ||
+			     ((flags & ORFS_LOCK_REVOKED_SEEN) && !(flags & ORFS_LOCK_TEST)) ||
 			     (type == ORFS_LOCK_UNLOCK && flags) ||
 			     le64toh(rq->u.lock.start) > le64toh(rq->u.lock.end)))
 			err = EINVAL;
@@ -967,6 +969,18 @@ static int do_inline_io(const struct fsvc_req *rq, int fd, struct out *o)
 	return err;
 }
 
+int fsvc_io_refused(const struct fsvc_req *rq, int fd)
+{
+	struct stat st;
+
+	if (rq->op != ORFS_OP_WRITE || !rq->revoked || !rq->locks)
+		return 0;
+	if (fstat(fd, &st))
+		return errno;
+	return locks_write_refused(rq->locks, rq->client_id, (uint64_t)st.st_dev,
+				   (uint64_t)st.st_ino) ? EIO : 0;
+}
+
 int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fd)
 {
 	int pfd, err;
@@ -983,7 +997,8 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	if (!err)
 		err = reopen(pfd, fsvc_io_flags(rq), fd);
 	close(pfd);
-	return err;
+	/* Open, and kept for the next request, even if this one is refused. */
+	return err ? err : fsvc_io_refused(rq, *fd);
 }
 
 int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body, size_t cap,

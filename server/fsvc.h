@@ -75,9 +75,15 @@ struct fsvc_req {
 	uint32_t		inl_len;
 	uint16_t		nsegs;
 	uint32_t		seg_off;
-	/* Set by the caller of fsvc_decode() for LOCK: the table, the client. */
+	/*
+	 * Set by the caller of fsvc_decode() for LOCK: the table, the client;
+	 * and REVOKED for a WRITE when its connection's SESSION told the
+	 * client its locks were dropped, and no LOCK came on it since with
+	 * ORFS_LOCK_REVOKED_SEEN.
+	 */
 	struct locks		*locks;
 	uint64_t		client_id;
+	int			revoked;
 	/* And for SESSION: ORFS_SESSION_* flags for the reply. */
 	uint32_t		session_flags;
 };
@@ -151,9 +157,17 @@ int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq);
 /*
  * For a segment-based READ or WRITE: open the file for the transfer with
  * the caller's credentials; *FD is closed by the caller. Then
- * fsvc_io_reply() fills the reply with COUNT bytes moved.
+ * fsvc_io_reply() fills the reply with COUNT bytes moved. An error from
+ * fsvc_io_refused() comes with the file open.
  */
 int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fd);
+
+/*
+ * EIO for a WRITE to open file FD that its client may not make now: its
+ * locks on the file were dropped while it was cut off, and it was not told
+ * yet (locks_write_refused()); else 0.
+ */
+int fsvc_io_refused(const struct fsvc_req *rq, int fd);
 
 /* The open flags fsvc_io_open() uses for RQ. */
 int fsvc_io_flags(const struct fsvc_req *rq);

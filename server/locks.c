@@ -25,7 +25,10 @@ struct lk_client {
 	int		conns;		/* connections open now */
 	time_t		gone;		/* when the last one closed */
 	uint32_t	nranges;
-	int		revoked;	/* its locks expired; no LOCK from it since */
+	int		revoked;	/* its locks expired; not seen by it yet */
+	uint64_t	*dropped;	/* then: dev, ino of each file it had locks on */
+	uint32_t	ndropped, dropped_cap;
+	int		dropped_all;	/* no memory for @dropped: every file */
 	struct lk_client *next;
 };
 
@@ -75,6 +78,7 @@ void locks_destroy(struct locks *lk)
 			struct lk_client *c = lk->clients[b];
 
 			lk->clients[b] = c->next;
+			free(c->dropped);
 			free(c);
 		}
 	}
@@ -167,6 +171,11 @@ static void unrevoke(struct locks *lk, struct lk_client *c)
 		return;
 	c->revoked = 0;
 	lk->nrevoked--;
+	free(c->dropped);
+	c->dropped = NULL;
+	c->ndropped = 0;
+	c->dropped_cap = 0;
+	c->dropped_all = 0;
 	client_maybe_free(lk, c);
 }
 
@@ -186,9 +195,30 @@ static void revoked_make_room(struct locks *lk)
 		unrevoke(lk, oldest);
 }
 
+/* C's locks on file F are being dropped: its writes to F are refused until it is told. */
+static void dropped_add(struct lk_client *c, const struct lk_file *f)
+{
+	if (c->dropped_all)
+		return;
+	if (c->ndropped == c->dropped_cap) {
+		uint32_t cap = c->dropped_cap ? 2 * c->dropped_cap : 8;
+		uint64_t *d = realloc(c->dropped, 2 * sizeof(*d) * cap);
+
+		if (!d) {
+			c->dropped_all = 1;
+			return;
+		}
+		c->dropped = d;
+		c->dropped_cap = cap;
+	}
+	c->dropped[2 * c->ndropped] = f->dev;
+	c->dropped[2 * c->ndropped + 1] = f->ino;
+	c->ndropped++;
+}
+
 /*
  * Drop every lock of client C, whose lease ran out, and keep its record to
- * tell it when it comes back.
+ * tell it when it comes back, with the files they were on.
  */
 static void expire(struct locks *lk, struct lk_client *c)
 {
@@ -207,11 +237,14 @@ static void expire(struct locks *lk, struct lk_client *c)
 		while (*fp) {
 			struct lk_file *f = *fp;
 			struct lk_range **rp = &f->ranges;
+			int had = 0;
 
 			while (*rp) {
 				struct lk_range *r = *rp;
 
 				if (r->client == id) {
+					if (!had++)
+						dropped_add(c, f);
 					*rp = r->next;
 					range_gone(lk, r);
 				} else {
@@ -350,8 +383,9 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 		goto out_unlocked;
 	}
 	c->conns++;	/* C's record stays while its ranges come and go */
-	/* A LOCK after the SESSION that told C its locks were dropped. */
-	unrevoke(lk, c);
+	/* C heard, at a SESSION, that its locks were dropped, and dealt with it. */
+	if (w->flags & ORFS_LOCK_REVOKED_SEEN)
+		unrevoke(lk, c);
 	if (w->type != ORFS_LOCK_UNLOCK) {
 		int grace = now < lk->grace_end;
 
@@ -442,6 +476,23 @@ out_unlocked:
 	free(spare);
 	free(add);
 	return err;
+}
+
+int locks_write_refused(struct locks *lk, uint64_t client, uint64_t dev, uint64_t ino)
+{
+	struct lk_client *c;
+	int refused = 0;
+	uint32_t i;
+
+	pthread_mutex_lock(&lk->mu);
+	c = *client_slot(lk, client);
+	if (c && c->revoked) {
+		refused = c->dropped_all;
+		for (i = 0; i < c->ndropped && !refused; i++)
+			refused = c->dropped[2 * i] == dev && c->dropped[2 * i + 1] == ino;
+	}
+	pthread_mutex_unlock(&lk->mu);
+	return refused;
 }
 
 uint32_t locks_count(struct locks *lk, uint64_t client)

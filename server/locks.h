@@ -63,7 +63,7 @@ void locks_destroy(struct locks *lk);
 /*
  * A connection of CLIENT opened (SESSION) or closed. locks_attach() returns
  * 1 when the client's locks were dropped at the end of its lease and it has
- * sent no LOCK since (the SESSION reply tells it), else 0. The server
+ * not said it saw that (the SESSION reply tells it), else 0. The server
  * remembers that of LOCKS_REVOKED_MAX clients at most, forgetting the one
  * gone longest first.
  */
@@ -79,6 +79,15 @@ void locks_detach(struct locks *lk, uint64_t client, time_t now);
  */
 int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
 		time_t now, struct lk_want *held);
+
+/*
+ * 1 when CLIENT must not write file (DEV, INO) now: its locks on the file
+ * were dropped at the end of its lease, and it has not said it saw that
+ * (a LOCK with ORFS_LOCK_REVOKED_SEEN). What it would write was written
+ * under those locks, over what their next holder wrote: the client drops
+ * it, then says so. 0 otherwise.
+ */
+int locks_write_refused(struct locks *lk, uint64_t client, uint64_t dev, uint64_t ino);
 
 /* Ranges held by CLIENT (tests), or by everybody for CLIENT 0. */
 uint32_t locks_count(struct locks *lk, uint64_t client);

@@ -138,6 +138,7 @@ struct conn {
 	int			cm_done;	/* the CM reported its last event */
 	uint32_t		inline_max;
 	uint64_t		client_id;	/* file service: from SESSION, 0 before */
+	int			revoked;	/* SESSION said its locks were dropped; not seen yet */
 	uint32_t		ip;		/* IPv4, host order (0: none), checked on reload */
 	char			peer[INET6_ADDRSTRLEN + 8];
 	struct conn_params	p;

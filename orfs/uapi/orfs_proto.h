@@ -248,6 +248,12 @@ struct orfs_xattr_rep {
 
 #define ORFS_LOCK_TEST		0x1	/* only ask who holds what would conflict */
 #define ORFS_LOCK_RECLAIM	0x2	/* a lock held before the server restarted */
+/*
+ * With TEST: the client heard ORFS_SESSION_LOCKS_REVOKED and dropped what
+ * it wrote under those locks; the server stops saying it, and takes the
+ * client's WRITEs to the files they were on again (EIO until then).
+ */
+#define ORFS_LOCK_REVOKED_SEEN	0x4
 
 /*
  * LOCK: set, clear or test the byte-range lock of OWNER (the client's name
@@ -264,7 +270,7 @@ struct orfs_lock_req {
 	__le64		start;
 	__le64		end;		/* inclusive; ~0: to the end of the file, however long */
 	__le32		type;		/* ORFS_LOCK_READ, _WRITE, _UNLOCK */
-	__le32		flags;		/* ORFS_LOCK_TEST, ORFS_LOCK_RECLAIM */
+	__le32		flags;		/* ORFS_LOCK_TEST, _RECLAIM, _REVOKED_SEEN */
 };
 
 /* TEST: the lock in the way, or type ORFS_LOCK_UNLOCK; else the request's. */

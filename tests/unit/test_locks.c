@@ -136,6 +136,7 @@ static void test_locks_revoked(void)
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 20, 29, W, 0, 140, NULL), 0);
 	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
 	CU_ASSERT_EQUAL(locks_count(&lk, A), 1);
+	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 42), 0);
 	/* Past its lease, and in B's way: dropped, and told at every SESSION... */
 	locks_detach(&lk, A, 150);
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 160, NULL), 0);
@@ -144,9 +145,21 @@ static void test_locks_revoked(void)
 	CU_ASSERT_EQUAL(locks_attach(&lk, A), 1);
 	locks_detach(&lk, A, 161);
 	CU_ASSERT_EQUAL(locks_attach(&lk, A), 1);
-	/* ...until it sends a LOCK (its unlock, here). */
+	/* ...its writes to that file refused, not to others nor B's... */
+	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 42), 1);
+	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 43), 0);
+	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 2, 42), 0);
+	CU_ASSERT_EQUAL(locks_write_refused(&lk, B, 1, 42), 0);
+	/* ...whatever LOCK it sends (its unlock, a test)... */
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, U, 0, 162, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 0, 0, 0, R, ORFS_LOCK_TEST, 162, NULL), 0);
+	CU_ASSERT_EQUAL(lk.nrevoked, 1);
+	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 42), 1);
+	/* ...until it says it saw it. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 0, 0, 0, R, ORFS_LOCK_TEST | ORFS_LOCK_REVOKED_SEEN, 162,
+			      NULL), 0);
 	CU_ASSERT_EQUAL(lk.nrevoked, 0);
+	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 42), 0);
 	locks_detach(&lk, A, 163);
 	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
 	locks_detach(&lk, A, 164);
