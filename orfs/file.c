@@ -12,6 +12,7 @@
 #include <linux/cred.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/pagevec.h>
 #include <linux/rmap.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -171,6 +172,75 @@ static void orfs_invalidate_folio(struct folio *folio, size_t offset, size_t len
 	/* Part of a folio (truncate): write-back stops at the end of the file anyway. */
 	if (!offset && len == folio_size(folio))
 		kfree(folio_detach_private(folio));
+}
+
+/* Do FOLIO's (locked) dirty bytes touch bytes [START, END] of the file? */
+static bool orfs_folio_dirty_in(struct folio *folio, loff_t start, loff_t end)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+	size_t first = 0, last = folio_size(folio);
+	unsigned long flags;
+
+	if (!folio_test_dirty(folio))
+		return false;
+	if (of) {
+		spin_lock_irqsave(&of->lock, flags);
+		if (of->first < of->end) {
+			first = of->first;
+			last = of->end;
+		}
+		spin_unlock_irqrestore(&of->lock, flags);
+	}
+	return folio_pos(folio) + first <= end && folio_pos(folio) + last > start;
+}
+
+/**
+ * orfs_drop_dirty() - drop, unwritten, what was dirtied under a lost lock
+ * @inode: a regular file, its pages unmapped since the lock was found lost
+ * @start: the lock's first byte
+ * @end: its last byte
+ *
+ * Dirty data in the lock's range was written under it (an unlock writes
+ * back first): sent now, it would go over what the lock's next holder
+ * wrote. Each folio whose dirty bytes touch the range leaves the page
+ * cache without being written, and the file's descriptors see EIO at
+ * their next fsync() or close(), as after a failed write-back.
+ *
+ * Context: process context, no page locks held; may sleep.
+ * Return: the folios dropped.
+ */
+unsigned int orfs_drop_dirty(struct inode *inode, loff_t start, loff_t end)
+{
+	struct address_space *mapping = inode->i_mapping;
+	pgoff_t index = start >> PAGE_SHIFT;
+	struct folio_batch fbatch;
+	unsigned int i, dropped = 0;
+
+	folio_batch_init(&fbatch);
+	while (filemap_get_folios(mapping, &index, end >> PAGE_SHIFT, &fbatch)) {
+		for (i = 0; i < folio_batch_count(&fbatch); i++) {
+			struct folio *folio = fbatch.folios[i];
+			pgoff_t first = folio->index, last = folio_next_index(folio) - 1;
+			bool drop;
+
+			folio_lock(folio);
+			folio_wait_writeback(folio);
+			drop = folio->mapping == mapping && orfs_folio_dirty_in(folio, start, end);
+			if (drop)
+				folio_cancel_dirty(folio);
+			folio_unlock(folio);
+			if (!drop)
+				continue;
+			/* Clean now: out of the cache, so that a read asks the server. */
+			invalidate_inode_pages2_range(mapping, first, last);
+			dropped++;
+		}
+		folio_batch_release(&fbatch);
+		cond_resched();
+	}
+	if (dropped)
+		mapping_set_error(mapping, -EIO);
+	return dropped;
 }
 
 /*

@@ -94,8 +94,6 @@ static int orfs_lock_call_fh(struct orfs_sb *sbi, const struct orfs_fh *fh, u64 
 	};
 	int ret;
 
-	/* The server's word of dropped locks holds until it sees a LOCK. */
-	clear_bit(0, &sbi->revoke_told);
 	ret = orfs_call(sbi, ORFS_OP_LOCK, &r, sizeof(r), rep, sizeof(*rep));
 	if (ret == -EOPNOTSUPP) {
 		pr_warn_once("%pI4: the server keeps no locks; mount with locks=local\n",
@@ -533,6 +531,7 @@ struct orfs_held {
 	u32		type;
 	loff_t		start, end;
 	struct file	*file;
+	int		err;		/* why it is lost; 0: taken back, or no @file */
 };
 
 /* A reference on FILE, unless its last is going (and its locks with it). */
@@ -598,45 +597,78 @@ static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode, bool re
 	}
 	for (i = 0; i < n; i++) {
 		const struct cred *old;
-		int ret;
 
 		if (!h[i].file)
 			continue;
 		if (revoked) {
-			pr_warn("%pI4: a lock on inode %lu, bytes %lld-%lld, is lost (the server dropped it): its owner's I/O on the file fails until it unlocks\n",
-				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end);
-			orfs_lost_add(inode, h[i].owner);
-			lost = true;
-			fput(h[i].file);
-			continue;
+			h[i].err = -ENOLCK;
+		} else {
+			old = override_creds(h[i].file->f_cred);
+			h[i].err = orfs_lock_call(inode, h[i].owner, h[i].type, ORFS_LOCK_RECLAIM,
+						  h[i].start, h[i].end, &rep);
+			revert_creds(old);
 		}
-		old = override_creds(h[i].file->f_cred);
-		ret = orfs_lock_call(inode, h[i].owner, h[i].type, ORFS_LOCK_RECLAIM, h[i].start,
-				     h[i].end, &rep);
-		revert_creds(old);
-		if (ret) {
-			pr_warn("%pI4 restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d): its owner's I/O on the file fails until it unlocks\n",
-				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end, ret);
+		if (h[i].err) {
 			orfs_lost_add(inode, h[i].owner);
 			lost = true;
 		}
 		fput(h[i].file);
 	}
-	kfree(h);
 	/*
 	 * A page an owner made writable before would take its stores without
 	 * a fault: unmapped, every next store faults into page_mkwrite, which
 	 * refuses the owners of lost locks. Others fault the pages back in.
+	 * Then what was written under the lost locks is dropped, before the
+	 * log says they are lost.
 	 */
 	if (lost)
 		unmap_mapping_range(inode->i_mapping, 0, 0, 0);
+	for (i = 0; i < n; i++) {
+		unsigned int dropped;
+
+		if (!h[i].err)
+			continue;
+		dropped = orfs_drop_dirty(inode, h[i].start, h[i].end);
+		if (revoked)
+			pr_warn("%pI4: a lock on inode %lu, bytes %lld-%lld, is lost (the server dropped it): its owner's I/O on the file fails until it unlocks\n",
+				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end);
+		else
+			pr_warn("%pI4 restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d): its owner's I/O on the file fails until it unlocks\n",
+				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end, h[i].err);
+		if (dropped)
+			pr_warn("%pI4: inode %lu: %u dirty folios written under that lock dropped unwritten (fsync() and close() say EIO)\n",
+				&sbi->addr.sin_addr, inode->i_ino, dropped);
+	}
+	kfree(h);
+}
+
+/*
+ * Tell the server that the mount saw that its locks were dropped, and
+ * dropped what was written under them: the server stops saying so at each
+ * SESSION, and takes its writes to those files again. From now on a
+ * SESSION that says it again is heard again (this one did not arrive).
+ */
+static void orfs_revoked_seen(struct orfs_sb *sbi)
+{
+	struct orfs_lock_rep rep;
+	int ret;
+
+	if (!sbi->sb->s_root)
+		return;
+	clear_bit(0, &sbi->revoke_told);
+	ret = orfs_lock_call_fh(sbi, &ORFS_I(d_inode(sbi->sb->s_root))->fh, 0, ORFS_LOCK_READ,
+				ORFS_LOCK_TEST | ORFS_LOCK_REVOKED_SEEN, 0, 0, &rep);
+	if (ret)
+		pr_warn("%pI4: could not tell the server that the dropped locks were seen (%d): it will say so again\n",
+			&sbi->addr.sin_addr, ret);
 }
 
 /*
  * The server restarted: take back every lock of the mount, one inode at a
  * time (the walk of the super block's inodes as drop_pagecache_sb() does it).
  * Or it said it dropped them (SESSION's ORFS_SESSION_LOCKS_REVOKED): each
- * is lost, as a reclaim refused would make it.
+ * is lost, as a reclaim refused would make it, and the server is told
+ * once that is done.
  */
 void orfs_reclaim_work(struct work_struct *work)
 {
@@ -670,4 +702,6 @@ void orfs_reclaim_work(struct work_struct *work)
 	}
 	spin_unlock(&sb->s_inode_list_lock);
 	iput(prev);
+	if (revoked)
+		orfs_revoked_seen(sbi);
 }

@@ -82,8 +82,8 @@ struct orfs_opts {
  * @reclaim_lock: orders queueing @reclaim_work with @dying, guards @revoked
  * @dying: the super block is going: no more reclaims
  * @revoked: the server dropped the mount's locks while it was cut off
- * @revoke_told: bit 0: the server's word of it was taken, and no LOCK has
- *	been sent since (the server says it at each SESSION until then)
+ * @revoke_told: bit 0: the server's word of it was taken, and the server
+ *	not yet told that it was seen (it says it at each SESSION until then)
  * @unlocks: unlocks of dead processes not yet sent (on the sessions)
  * @locked: inodes that had a lock from the server (struct orfs_inode @lock_link)
  * @locked_lock: guards @locked
@@ -267,6 +267,7 @@ void orfs_renew_work(struct work_struct *work);
 void orfs_lock_forget(struct inode *inode);
 extern const struct address_space_operations orfs_aops;
 void orfs_set_folio_size(struct inode *inode);
+unsigned int orfs_drop_dirty(struct inode *inode, loff_t start, loff_t end);
 struct folio *orfs_clear_past_eof(struct inode *inode, loff_t from, loff_t to);
 void orfs_zero_past_eof(struct inode *inode, loff_t from, loff_t to);
 
