@@ -20,6 +20,16 @@ struct lk_file {
 	struct lk_file	*next;
 };
 
+/* An owner that waits for a lock (asks again until it has it), and what it wants. */
+struct lk_wait {
+	uint64_t	client, owner;
+	uint64_t	dev, ino;
+	uint64_t	start, end;
+	uint32_t	type;
+	time_t		asked;		/* its last request */
+	struct lk_wait	*next;
+};
+
 struct lk_client {
 	uint64_t	id;
 	int		conns;		/* connections open now */
@@ -73,6 +83,12 @@ void locks_destroy(struct locks *lk)
 			lk->files[b] = f->next;
 			free_ranges(f->ranges);
 			free(f);
+		}
+		while (lk->waits[b]) {
+			struct lk_wait *wt = lk->waits[b];
+
+			lk->waits[b] = wt->next;
+			free(wt);
 		}
 		while (lk->clients[b]) {
 			struct lk_client *c = lk->clients[b];
@@ -195,6 +211,8 @@ static void revoked_make_room(struct locks *lk)
 		unrevoke(lk, oldest);
 }
 
+static void wait_forget_client(struct locks *lk, uint64_t id);
+
 /* C's locks on file F are being dropped: its writes to F are refused until it is told. */
 static void dropped_add(struct lk_client *c, const struct lk_file *f)
 {
@@ -226,6 +244,7 @@ static void expire(struct locks *lk, struct lk_client *c)
 	uint32_t b;
 
 	lk->expired++;
+	wait_forget_client(lk, id);
 	if (!c->revoked) {
 		revoked_make_room(lk);
 		c->revoked = 1;
@@ -277,6 +296,18 @@ static int touches(const struct lk_range *r, uint64_t start, uint64_t end)
 	       (end != UINT64_MAX && end + 1 == r->start);
 }
 
+/* The first lock of another owner on F in W's way. */
+static struct lk_range *in_the_way(struct lk_file *f, const struct lk_want *w)
+{
+	struct lk_range *r;
+
+	for (r = f->ranges; r; r = r->next)
+		if (!same_owner(r, w) && overlaps(r, w->start, w->end) &&
+		    (r->type != ORFS_LOCK_READ || w->type != ORFS_LOCK_READ))
+			return r;
+	return NULL;
+}
+
 /*
  * The first lock of another owner in W's way, dropping on the way the
  * locks of clients gone for longer than the lease.
@@ -284,28 +315,22 @@ static int touches(const struct lk_range *r, uint64_t start, uint64_t end)
 static struct lk_range *conflict(struct locks *lk, struct lk_file **fp, const struct lk_want *w,
 				 time_t now)
 {
+	struct lk_client *c;
 	struct lk_range *r;
 
 again:
-	if (!*fp)
+	r = *fp ? in_the_way(*fp, w) : NULL;
+	if (!r)
 		return NULL;
-	for (r = (*fp)->ranges; r; r = r->next) {
-		struct lk_client *c;
+	c = *client_slot(lk, r->client);
+	if (c && !c->conns && now - c->gone >= (time_t)lk->lease) {
+		uint64_t dev = (*fp)->dev, ino = (*fp)->ino;
 
-		if (same_owner(r, w) || !overlaps(r, w->start, w->end) ||
-		    (r->type == ORFS_LOCK_READ && w->type == ORFS_LOCK_READ))
-			continue;
-		c = *client_slot(lk, r->client);
-		if (c && !c->conns && now - c->gone >= (time_t)lk->lease) {
-			uint64_t dev = (*fp)->dev, ino = (*fp)->ino;
-
-			expire(lk, c);
-			fp = file_slot(lk, dev, ino);
-			goto again;
-		}
-		return r;
+		expire(lk, c);
+		fp = file_slot(lk, dev, ino);
+		goto again;
 	}
-	return NULL;
+	return r;
 }
 
 /*
@@ -361,10 +386,111 @@ static void answer(struct lk_want *held, const struct lk_range *r, const struct 
 	}
 }
 
+static struct lk_wait **wait_slot(struct locks *lk, uint64_t client, uint64_t owner)
+{
+	struct lk_wait **pp = &lk->waits[bucket(client, owner)];
+
+	while (*pp && ((*pp)->client != client || (*pp)->owner != owner))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* The owner (CLIENT, OWNER) waits for nothing. */
+static void wait_forget(struct locks *lk, uint64_t client, uint64_t owner)
+{
+	struct lk_wait **pp = wait_slot(lk, client, owner), *wt = *pp;
+
+	if (wt) {
+		*pp = wt->next;
+		lk->nwaits--;
+		free(wt);
+	}
+}
+
+/* Every waiter of client ID goes (its locks went). */
+static void wait_forget_client(struct locks *lk, uint64_t id)
+{
+	uint32_t b;
+
+	for (b = 0; b < LOCKS_BUCKETS; b++) {
+		struct lk_wait **pp = &lk->waits[b];
+
+		while (*pp) {
+			struct lk_wait *wt = *pp;
+
+			if (wt->client == id) {
+				*pp = wt->next;
+				lk->nwaits--;
+				free(wt);
+			} else {
+				pp = &wt->next;
+			}
+		}
+	}
+}
+
+/* W's owner waits, from NOW, for a lock of file (DEV, INO); SPARE if it is new. */
+static void wait_note(struct locks *lk, const struct lk_want *w, uint64_t dev, uint64_t ino,
+		      time_t now, struct lk_wait **spare)
+{
+	struct lk_wait **pp = wait_slot(lk, w->client, w->owner), *wt = *pp;
+
+	if (!wt) {
+		/* Unrecorded past the bound: no deadlock is found through it. */
+		if (!*spare || lk->nwaits >= LOCKS_WAITS_MAX)
+			return;
+		wt = *spare;
+		*spare = NULL;
+		wt->client = w->client;
+		wt->owner = w->owner;
+		wt->next = NULL;
+		*pp = wt;
+		lk->nwaits++;
+	}
+	wt->dev = dev;
+	wt->ino = ino;
+	wt->start = w->start;
+	wt->end = w->end;
+	wt->type = w->type;
+	wt->asked = now;
+}
+
+/*
+ * Would W's owner, waiting for R, wait for ever? Follow the owner of R to
+ * the lock it waits for (if it asked within LOCKS_WAIT_FRESH seconds),
+ * then that lock's holder, and so on: a deadlock if the chain comes back
+ * to W's owner, as the kernel's own check goes for local POSIX locks.
+ */
+static int deadlock(struct locks *lk, const struct lk_want *w, const struct lk_range *r,
+		    time_t now)
+{
+	int i;
+
+	for (i = 0; i < LOCKS_DEADLK_MAX; i++) {
+		struct lk_wait *wt = *wait_slot(lk, r->client, r->owner);
+		struct lk_want want;
+		struct lk_file *f;
+
+		if (!wt || now - wt->asked > LOCKS_WAIT_FRESH)
+			return 0;
+		f = *file_slot(lk, wt->dev, wt->ino);
+		if (!f)
+			return 0;
+		want = (struct lk_want){ wt->client, wt->owner, wt->start, wt->end, wt->type, 0 };
+		r = in_the_way(f, &want);
+		if (!r)
+			return 0;
+		if (same_owner(r, w))
+			return 1;
+	}
+	return 0;
+}
+
 int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
 		time_t now, struct lk_want *held)
 {
 	struct lk_range *spare = NULL, *add = NULL, *r;
+	struct lk_wait *wspare = NULL;
 	struct lk_file **fp, *f;
 	struct lk_client *c;
 	uint64_t start = w->start, end = w->end;
@@ -376,6 +502,8 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 	spare = malloc(sizeof(*spare));
 	if (w->type != ORFS_LOCK_UNLOCK && !(w->flags & ORFS_LOCK_TEST))
 		add = malloc(sizeof(*add));
+	if (w->flags & ORFS_LOCK_WAIT)
+		wspare = malloc(sizeof(*wspare));
 	pthread_mutex_lock(&lk->mu);
 	c = *client_slot(lk, w->client);
 	if (!c) {
@@ -386,6 +514,9 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 	/* C heard, at a SESSION, that its locks were dropped, and dealt with it. */
 	if (w->flags & ORFS_LOCK_REVOKED_SEEN)
 		unrevoke(lk, c);
+	/* Asked again if it waits (below); any other request ends a wait. */
+	if (!(w->flags & ORFS_LOCK_TEST))
+		wait_forget(lk, w->client, w->owner);
 	if (w->type != ORFS_LOCK_UNLOCK) {
 		int grace = now < lk->grace_end;
 
@@ -405,6 +536,12 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 		/* EAGAIN tells a setter; a tester reads HELD. */
 		if (r || (w->flags & ORFS_LOCK_TEST)) {
 			err = r && !(w->flags & ORFS_LOCK_TEST) ? EAGAIN : 0;
+			if (r && (w->flags & ORFS_LOCK_WAIT)) {
+				if (deadlock(lk, w, r, now))
+					err = EDEADLK;
+				else
+					wait_note(lk, w, dev, ino, now, &wspare);
+			}
 			goto out;
 		}
 		fp = file_slot(lk, dev, ino);	/* conflict() may have freed files */
@@ -475,6 +612,7 @@ out_unlocked:
 	pthread_mutex_unlock(&lk->mu);
 	free(spare);
 	free(add);
+	free(wspare);
 	return err;
 }
 

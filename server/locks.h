@@ -23,16 +23,22 @@
 #define LOCKS_CLIENT_MAX	4096
 #define LOCKS_LEASE		60	/* seconds, default */
 #define LOCKS_REVOKED_MAX	4096	/* clients remembered as told nothing yet */
+#define LOCKS_WAITS_MAX		65536	/* owners remembered as waiting */
+#define LOCKS_WAIT_FRESH	2	/* seconds a waiter is taken to wait after it asked */
+#define LOCKS_DEADLK_MAX	64	/* owners followed looking for a deadlock */
 
 struct lk_range;
 struct lk_file;
 struct lk_client;
+struct lk_wait;
 
 /* Shared by every thread: each function takes the lock. */
 struct locks {
 	pthread_mutex_t		mu;
 	struct lk_file		*files[LOCKS_BUCKETS];
 	struct lk_client	*clients[LOCKS_BUCKETS];
+	struct lk_wait		*waits[LOCKS_BUCKETS];
+	uint32_t		nwaits;
 	uint32_t		nranges;
 	unsigned int		lease;		/* seconds a client's locks outlive it */
 	time_t			grace_end;	/* until then, reclaims only */
@@ -47,7 +53,7 @@ struct lk_want {
 	uint64_t	start;
 	uint64_t	end;
 	uint32_t	type;		/* ORFS_LOCK_READ, _WRITE or _UNLOCK */
-	uint32_t	flags;		/* ORFS_LOCK_TEST, ORFS_LOCK_RECLAIM */
+	uint32_t	flags;		/* ORFS_LOCK_TEST, _RECLAIM, _REVOKED_SEEN, _WAIT */
 };
 
 /* With LEASE seconds of lease, and no grace period yet. */
@@ -75,7 +81,9 @@ void locks_detach(struct locks *lk, uint64_t client, time_t now);
  * another owner's lock conflicts (in *HELD: its range and type), EBUSY in
  * the grace period, ENOLCK past a bound, after the grace period for a
  * reclaim, or for a client that never opened a session. A TEST that finds
- * nothing returns 0 with HELD->type ORFS_LOCK_UNLOCK.
+ * nothing returns 0 with HELD->type ORFS_LOCK_UNLOCK. With ORFS_LOCK_WAIT
+ * the owner waits (it will ask again): remembered so, it may be part of
+ * a chain of waiters that EDEADLK answers when it would close on itself.
  */
 int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
 		time_t now, struct lk_want *held);

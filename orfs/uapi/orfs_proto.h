@@ -254,6 +254,12 @@ struct orfs_xattr_rep {
  * client's WRITEs to the files they were on again (EIO until then).
  */
 #define ORFS_LOCK_REVOKED_SEEN	0x4
+/*
+ * A process's fcntl() lock that its owner waits for (F_SETLKW), asking
+ * again until it has it: EDEADLK when the owner holding it waits, through
+ * a chain of such waiters, for a lock this owner holds.
+ */
+#define ORFS_LOCK_WAIT		0x8
 
 /*
  * LOCK: set, clear or test the byte-range lock of OWNER (the client's name
@@ -270,7 +276,7 @@ struct orfs_lock_req {
 	__le64		start;
 	__le64		end;		/* inclusive; ~0: to the end of the file, however long */
 	__le32		type;		/* ORFS_LOCK_READ, _WRITE, _UNLOCK */
-	__le32		flags;		/* ORFS_LOCK_TEST, _RECLAIM, _REVOKED_SEEN */
+	__le32		flags;		/* ORFS_LOCK_TEST, _RECLAIM, _REVOKED_SEEN, _WAIT */
 };
 
 /* TEST: the lock in the way, or type ORFS_LOCK_UNLOCK; else the request's. */

@@ -952,7 +952,10 @@ static void test_locks_service(void)
 	/* Malformed requests. */
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 0, 0, 0, 9, &rep), EINVAL);
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 4, 0, 0, 9, &rep), EINVAL);
-	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, 8, 0, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, 16, 0, 9, &rep), EINVAL);
+	/* WAIT alone. */
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_WAIT | ORFS_LOCK_TEST,
+				0, 9, &rep), EINVAL);
 	/* REVOKED_SEEN only with TEST. */
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_REVOKED_SEEN, 0, 9, &rep),
 			EINVAL);

@@ -182,6 +182,50 @@ static void test_locks_revoked(void)
 	locks_destroy(&lk);
 }
 
+static void test_locks_deadlock(void)
+{
+	struct locks lk;
+	const uint32_t WT = ORFS_LOCK_WAIT;
+	const time_t t = 100, fresh = LOCKS_WAIT_FRESH;
+
+	locks_init(&lk, 60);
+	locks_attach(&lk, A);
+	locks_attach(&lk, B);
+	/* A's owner 1 holds byte 0, B's owner 2 byte 1, B's owner 3 byte 2. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 0, W, 0, t, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 1, 1, W, 0, t, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 3, 2, 2, W, 0, t, NULL), 0);
+	/* A1 waits for byte 1: remembered. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 1, 1, W, WT, t, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(lk.nwaits, 1);
+	/* B2 asking for byte 0 without waiting: no deadlock, it does not wait. */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, 0, t, NULL), EAGAIN);
+	/* Waiting, it would close the chain. */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, WT, t + 1, NULL), EDEADLK);
+	/* A waiter that stopped asking is taken to wait no more... */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, WT, t + fresh + 1, NULL), EAGAIN);
+	/* ...and now B2 waits: A1 asking again closes it. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 1, 1, W, WT, t + fresh + 2, NULL), EDEADLK);
+	/* A1 lets byte 0 go: B2 waits for nothing held, no deadlock through it. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 0, U, 0, t + fresh + 2, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 1, 1, W, WT, t + fresh + 2, NULL), EAGAIN);
+	/* B2 has byte 0 now, and asks no more. */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, WT, t + fresh + 2, NULL), 0);
+	CU_ASSERT_EQUAL(lk.nwaits, 1);
+	/* A ring of three: A1 waits for B2 (byte 1), B2 for B3 (byte 2), B3 for A1. */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, U, 0, t + fresh + 2, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 0, W, 0, t + fresh + 2, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 2, 2, W, WT, t + fresh + 2, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 1, 1, W, WT, t + fresh + 2, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 3, 0, 0, R, WT, t + fresh + 2, NULL), EDEADLK);
+	CU_ASSERT_EQUAL(lk.nwaits, 2);
+	/* A client whose locks go at the end of its lease takes its waits along. */
+	locks_detach(&lk, A, t + fresh + 3);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 3, 0, 0, R, WT, t + fresh + 3 + 60, NULL), 0);
+	CU_ASSERT_EQUAL(lk.nwaits, 1);
+	locks_destroy(&lk);
+}
+
 int unit_add_locks_suite(void)
 {
 	CU_pSuite s = CU_add_suite("byte-range locks", NULL, NULL);
@@ -189,7 +233,8 @@ int unit_add_locks_suite(void)
 	if (!s || !CU_add_test(s, "POSIX semantics between owners and clients",
 			       test_locks_conflicts) ||
 	    !CU_add_test(s, "grace period, lease, bounds", test_locks_lease_grace) ||
-	    !CU_add_test(s, "a client whose locks were dropped is told", test_locks_revoked))
+	    !CU_add_test(s, "a client whose locks were dropped is told", test_locks_revoked) ||
+	    !CU_add_test(s, "a chain of waiters closing on itself: EDEADLK", test_locks_deadlock))
 		return -1;
 	return 0;
 }
