@@ -11,7 +11,10 @@
  *
  * There are no callbacks: a blocking request that finds the lock taken asks
  * again, from 10 ms apart up to half a second apart, until it gets it or a
- * signal comes (NFSv4's clients wait the same way).
+ * signal comes (NFSv4's clients wait the same way). A process's fcntl()
+ * lock asked so is flagged ORFS_LOCK_WAIT: the server remembers what each
+ * such owner waits for and answers EDEADLK to the request that would close
+ * a chain of waiters on itself, across clients.
  *
  * Taking a lock revalidates the file, so that what another client wrote
  * before it unlocked is read; unlocking writes this client's dirty pages
@@ -395,6 +398,7 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 	struct inode *inode = file_inode(file);
 	u32 type = orfs_lock_type(ORFS_FL(fl, type));
 	struct orfs_lock_rep rep;
+	u32 flags;
 	int ret, rc;
 
 	if (type == ORFS_LOCK_UNLOCK) {
@@ -422,7 +426,13 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 			return ret;
 		return ret ?: rc;
 	}
-	ret = orfs_lock_ask(inode, owner, type, 0, fl->fl_start, fl->fl_end, wait, &rep);
+	/*
+	 * A process's waiting fcntl() lock is part of the server's deadlock
+	 * check (EDEADLK), as the kernel checks local ones: not OFD or flock().
+	 */
+	flags = wait && (ORFS_FL(fl, flags) & (FL_POSIX | FL_OFDLCK)) == FL_POSIX ?
+		ORFS_LOCK_WAIT : 0;
+	ret = orfs_lock_ask(inode, owner, type, flags, fl->fl_start, fl->fl_end, wait, &rep);
 	if (ret)
 		return ret;
 	ret = locks_lock_file_wait(file, fl);

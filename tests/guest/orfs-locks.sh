@@ -99,6 +99,17 @@ if hold and os.environ.get("LK_DIRTY"):	# a buffered write under the lock, left 
     os.pwrite(fd, os.environ["LK_DIRTY"].encode(), 1)
 if hold:
     print("held", flush=True)
+    if os.environ.get("LK_THEN"):	# at HOLD_FILE.then, wait for START:LEN too
+        while not os.path.exists(hold + ".then"):
+            time.sleep(0.05)
+        s, n = os.environ["LK_THEN"].split(":")
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLKW, struct.pack("hhqqi", fcntl.F_WRLCK, 0, int(s), int(n), 0))
+            print("then ok", flush=True)
+        except OSError as e:
+            # Python names errno 35 EDEADLOCK, its other name.
+            print("then " + ("EDEADLK" if e.errno == errno.EDEADLK else errno.errorcode[e.errno]),
+                  flush=True)
     while not os.path.exists(hold):
         time.sleep(0.05)
     if os.environ.get("LK_WRITE"):	# write, unlock, write again: each result
@@ -180,6 +191,30 @@ start=$SECONDS
 expect_eq "F_SETLKW" "$(lk /tmp/m2/f rw setlkw w 1000 1)" ok
 wait "${pids[a]}"
 ((SECONDS - start >= 2)) || fail "F_SETLKW returned before the holder let go"
+
+step "a deadlock across clients, and on one: EDEADLK to the lock that closes it"
+# Each holds a byte, then waits for the other's: the second wait would
+# never end.
+for m in /tmp/m2 /tmp/m1; do
+	rm -f /tmp/rel-a.then /tmp/rel-b.then
+	export LK_THEN=0:1
+	hold b $m/f rw setlk w 1 1
+	export LK_THEN=1:1
+	hold a /tmp/m1/f rw setlk w 0 1
+	unset LK_THEN
+	touch /tmp/rel-a.then
+	# a asks, and asks again (10 ms, then further apart) while b holds it.
+	sleep 1
+	grep -q then /tmp/out-a && fail "a did not wait for b's byte"
+	touch /tmp/rel-b.then
+	wait_until 50 grep -q then /tmp/out-b || fail "b's wait for a's byte, which waits for b's, did not end"
+	expect_eq "b's wait, $m" "$(grep then /tmp/out-b)" "then EDEADLK"
+	release b
+	# b's close let its byte go: a's wait ends with it.
+	wait_until 50 grep -q then /tmp/out-a || fail "a did not get b's byte"
+	expect_eq "a's wait, $m" "$(grep then /tmp/out-a)" "then ok"
+	release a
+done
 
 step "a holder killed: its locks go"
 hold k /tmp/m1/f rw setlk w 0 0
