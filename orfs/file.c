@@ -202,12 +202,15 @@ static bool orfs_folio_dirty_in(struct folio *folio, loff_t start, loff_t end)
  *
  * Dirty data in the lock's range was written under it (an unlock writes
  * back first): sent now, it would go over what the lock's next holder
- * wrote. Each folio whose dirty bytes touch the range leaves the page
- * cache without being written, and the file's descriptors see EIO at
- * their next fsync() or close(), as after a failed write-back.
+ * wrote. Each folio whose dirty bytes touch the range is made clean
+ * without being written, and the file's descriptors see EIO at their next
+ * fsync() or close(), as after a failed write-back. Then every clean
+ * folio of the range leaves the page cache, so that reads ask the server:
+ * those, and those whose write-back the server refused, hold bytes the
+ * next holder may have written over.
  *
  * Context: process context, no page locks held; may sleep.
- * Return: the folios dropped.
+ * Return: the dirty folios dropped.
  */
 unsigned int orfs_drop_dirty(struct inode *inode, loff_t start, loff_t end)
 {
@@ -220,26 +223,22 @@ unsigned int orfs_drop_dirty(struct inode *inode, loff_t start, loff_t end)
 	while (filemap_get_folios(mapping, &index, end >> PAGE_SHIFT, &fbatch)) {
 		for (i = 0; i < folio_batch_count(&fbatch); i++) {
 			struct folio *folio = fbatch.folios[i];
-			pgoff_t first = folio->index, last = folio_next_index(folio) - 1;
-			bool drop;
 
 			folio_lock(folio);
 			folio_wait_writeback(folio);
-			drop = folio->mapping == mapping && orfs_folio_dirty_in(folio, start, end);
-			if (drop)
+			if (folio->mapping == mapping && orfs_folio_dirty_in(folio, start, end)) {
 				folio_cancel_dirty(folio);
+				dropped++;
+			}
 			folio_unlock(folio);
-			if (!drop)
-				continue;
-			/* Clean now: out of the cache, so that a read asks the server. */
-			invalidate_inode_pages2_range(mapping, first, last);
-			dropped++;
 		}
 		folio_batch_release(&fbatch);
 		cond_resched();
 	}
 	if (dropped)
 		mapping_set_error(mapping, -EIO);
+	/* -EBUSY: a folio dirtied again meanwhile by another owner, which stays. */
+	invalidate_inode_pages2_range(mapping, start >> PAGE_SHIFT, end >> PAGE_SHIFT);
 	return dropped;
 }
 

@@ -424,6 +424,7 @@ release c
 expect_eq "the cut holder's write, then its write after its unlock" "$(grep write /tmp/out-c | tr '\n' ' ')" "write EIO write ok "
 expect_eq "the cut holder's fsync()" "$(grep fsync /tmp/out-c)" "fsync EIO"
 expect_eq "the server's first two bytes: the cut holder's after its unlock, the new holder's" "$(head -c 2 "$exp/f")" wD
+expect_eq "the same, read on the client that was cut" "$(head -c 2 /tmp/m3/f)" wD
 release d
 expect_eq "the lock, free again, from the client that was cut" "$(lk /tmp/m3/f rw setlk w 0 1)" ok
 expect_eq "times the client was told" "$(dmesg | grep -c "cut off for longer than the server's lease")" 1
