@@ -30,13 +30,18 @@ struct lk_wait {
 	struct lk_wait	*next;
 };
 
+/* A file (device and inode of the export's file system). */
+struct lk_fileid {
+	uint64_t	dev, ino;
+};
+
 struct lk_client {
 	uint64_t	id;
 	int		conns;		/* connections open now */
 	time_t		gone;		/* when the last one closed */
 	uint32_t	nranges;
 	int		revoked;	/* its locks expired; not seen by it yet */
-	uint64_t	*dropped;	/* then: dev, ino of each file it had locks on */
+	struct lk_fileid *dropped;	/* then: each file it had locks on */
 	uint32_t	ndropped, dropped_cap;
 	int		dropped_all;	/* no memory for @dropped: every file */
 	struct lk_client *next;
@@ -211,16 +216,57 @@ static void revoked_make_room(struct locks *lk)
 		unrevoke(lk, oldest);
 }
 
-static void wait_forget_client(struct locks *lk, uint64_t id);
+static struct lk_wait **wait_slot(struct locks *lk, uint64_t client, uint64_t owner)
+{
+	struct lk_wait **pp = &lk->waits[bucket(client, owner)];
 
-/* C's locks on file F are being dropped: its writes to F are refused until it is told. */
+	while (*pp && ((*pp)->client != client || (*pp)->owner != owner))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* The owner (CLIENT, OWNER) waits for nothing. */
+static void wait_forget(struct locks *lk, uint64_t client, uint64_t owner)
+{
+	struct lk_wait **pp = wait_slot(lk, client, owner), *wt = *pp;
+
+	if (wt) {
+		*pp = wt->next;
+		lk->nwaits--;
+		free(wt);
+	}
+}
+
+/* Every waiter of client ID goes (its locks went). */
+static void wait_forget_client(struct locks *lk, uint64_t id)
+{
+	uint32_t b;
+
+	for (b = 0; b < LOCKS_BUCKETS; b++) {
+		struct lk_wait **pp = &lk->waits[b];
+
+		while (*pp) {
+			struct lk_wait *wt = *pp;
+
+			if (wt->client == id) {
+				*pp = wt->next;
+				lk->nwaits--;
+				free(wt);
+			} else {
+				pp = &wt->next;
+			}
+		}
+	}
+}
+
+/* C's locks on file F are being dropped: its writes to F are refused until it saw it. */
 static void dropped_add(struct lk_client *c, const struct lk_file *f)
 {
 	if (c->dropped_all)
 		return;
 	if (c->ndropped == c->dropped_cap) {
 		uint32_t cap = c->dropped_cap ? 2 * c->dropped_cap : 8;
-		uint64_t *d = realloc(c->dropped, 2 * sizeof(*d) * cap);
+		struct lk_fileid *d = realloc(c->dropped, sizeof(*d) * cap);
 
 		if (!d) {
 			c->dropped_all = 1;
@@ -229,9 +275,7 @@ static void dropped_add(struct lk_client *c, const struct lk_file *f)
 		c->dropped = d;
 		c->dropped_cap = cap;
 	}
-	c->dropped[2 * c->ndropped] = f->dev;
-	c->dropped[2 * c->ndropped + 1] = f->ino;
-	c->ndropped++;
+	c->dropped[c->ndropped++] = (struct lk_fileid){ f->dev, f->ino };
 }
 
 /*
@@ -383,49 +427,6 @@ static void answer(struct lk_want *held, const struct lk_range *r, const struct 
 		held->type = r->type;
 	} else if (w->flags & ORFS_LOCK_TEST) {
 		held->type = ORFS_LOCK_UNLOCK;
-	}
-}
-
-static struct lk_wait **wait_slot(struct locks *lk, uint64_t client, uint64_t owner)
-{
-	struct lk_wait **pp = &lk->waits[bucket(client, owner)];
-
-	while (*pp && ((*pp)->client != client || (*pp)->owner != owner))
-		pp = &(*pp)->next;
-	return pp;
-}
-
-/* The owner (CLIENT, OWNER) waits for nothing. */
-static void wait_forget(struct locks *lk, uint64_t client, uint64_t owner)
-{
-	struct lk_wait **pp = wait_slot(lk, client, owner), *wt = *pp;
-
-	if (wt) {
-		*pp = wt->next;
-		lk->nwaits--;
-		free(wt);
-	}
-}
-
-/* Every waiter of client ID goes (its locks went). */
-static void wait_forget_client(struct locks *lk, uint64_t id)
-{
-	uint32_t b;
-
-	for (b = 0; b < LOCKS_BUCKETS; b++) {
-		struct lk_wait **pp = &lk->waits[b];
-
-		while (*pp) {
-			struct lk_wait *wt = *pp;
-
-			if (wt->client == id) {
-				*pp = wt->next;
-				lk->nwaits--;
-				free(wt);
-			} else {
-				pp = &wt->next;
-			}
-		}
 	}
 }
 
@@ -627,7 +628,7 @@ int locks_write_refused(struct locks *lk, uint64_t client, uint64_t dev, uint64_
 	if (c && c->revoked) {
 		refused = c->dropped_all;
 		for (i = 0; i < c->ndropped && !refused; i++)
-			refused = c->dropped[2 * i] == dev && c->dropped[2 * i + 1] == ino;
+			refused = c->dropped[i].dev == dev && c->dropped[i].ino == ino;
 	}
 	pthread_mutex_unlock(&lk->mu);
 	return refused;
