@@ -210,6 +210,12 @@ void knet_mq_destroy(struct knet_mq *mq);
  * @retries: tries of a call on a soft session
  * @timeout: jiffies one try may take (and the wait for a credit)
  * @setup: the upper layer's handshake on each new endpoint, or NULL
+ * @admit: or NULL: asked under @lock, before each send of a request, the
+ *	first and each one after a reconnect: 0 sends it, a negative errno
+ *	ends it with that error, -EAGAIN holds it (the upper layer is taking
+ *	its state back from a server that restarted): then @admit_wait is
+ *	called without @lock, and @admit asked again. Must not sleep.
+ * @admit_wait: sleeps until @admit may say otherwise; 0 or -EINTR
  * @priv: the caller's
  * @lock: private: held for reading to use @ep, for writing to replace it
  * @ep: private: the current endpoint, or NULL
@@ -225,6 +231,8 @@ struct knet_session {
 	unsigned int		retries;
 	unsigned long		timeout;
 	int			(*setup)(struct knet_session *s, struct knet_ep *ep);
+	int			(*admit)(struct knet_session *s, const struct knet_request *rq);
+	int			(*admit_wait)(struct knet_session *s);
 	void			*priv;
 	struct rw_semaphore	lock;
 	struct knet_ep		*ep;

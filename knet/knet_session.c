@@ -8,6 +8,9 @@
  * one, then EIO. Requests sent asynchronously get the same choice: one
  * that failed on the transport is sent again from a workqueue (with its
  * submitter's mm when its memory is user memory) before it is reported.
+ * The upper layer may hold a request back before each send (@admit): a
+ * file system that takes its locks back from a restarted server keeps
+ * its writes until it knows which of them it still may send.
  *
  * The endpoint is used under the session's rwsem for reading and replaced
  * under it for writing; every wait is killable.
@@ -144,6 +147,12 @@ int knet_sleep_killable(unsigned int ms)
 }
 EXPORT_SYMBOL_GPL(knet_sleep_killable);
 
+/* Under s->lock: may RQ be sent now (0), not yet (-EAGAIN), or never? */
+static int knet_session_admit(struct knet_session *s, const struct knet_request *rq)
+{
+	return s->admit ? s->admit(s, rq) : 0;
+}
+
 /**
  * knet_session_call() - knet_call() that survives the connection
  * @s: the session
@@ -151,14 +160,15 @@ EXPORT_SYMBOL_GPL(knet_sleep_killable);
  *
  * Context: process context (the owner's, for user memory); killable.
  * Return: 0 when the server answered (@rq->status is its answer); -EIO when
- * a soft session ran out of tries or the session was aborted; -EINTR; or
- * a non-transport error of knet_call().
+ * a soft session ran out of tries or the session was aborted; -EINTR; the
+ * error of @s->admit that refused it; or a non-transport error of
+ * knet_call().
  */
 int knet_session_call(struct knet_session *s, struct knet_request *rq)
 {
 	unsigned int tries = 0, backoff = KNET_BACKOFF_MIN_MS;
 	struct knet_ep *ep;
-	int ret;
+	int admit, ret;
 
 	for (;;) {
 		if (READ_ONCE(s->shutdown))
@@ -166,8 +176,20 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 		if (down_read_killable(&s->lock))
 			return -EINTR;
 		ep = s->ep;
-		ret = ep ? knet_call(ep, rq, s->timeout) : -ENOTCONN;
+		admit = ep ? knet_session_admit(s, rq) : 0;
+		ret = admit;
+		if (!admit)
+			ret = ep ? knet_call(ep, rq, s->timeout) : -ENOTCONN;
 		up_read(&s->lock);
+		if (admit == -EAGAIN) {
+			/* The upper layer holds it back: wait, then ask again. */
+			ret = s->admit_wait(s);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (admit)
+			return admit;
 		if (ret && READ_ONCE(s->shutdown))
 			return -EIO;
 		if (!ret || !knet_session_retryable(ret))
@@ -283,6 +305,11 @@ void knet_session_submit(struct knet_session *s, struct knet_srq *srq)
 	srq->rq.priv = srq;
 	if (!READ_ONCE(s->shutdown) && !down_read_killable(&s->lock)) {
 		if (s->ep)
+			ret = knet_session_admit(s, &srq->rq);
+		/* Held: the worker waits until it may go. */
+		if (ret == -EAGAIN)
+			ret = -ENOTCONN;
+		else if (!ret)
 			ret = knet_submit_wait(s->ep, &srq->rq, s->timeout);
 		up_read(&s->lock);
 	}
