@@ -573,83 +573,235 @@ static unsigned int orfs_held_copy(struct orfs_sb *sbi, struct list_head *head,
 }
 
 /*
- * Ask the server again for every lock held on INODE (a referenced inode),
- * or with REVOKED (the server dropped them all) mark each one lost.
+ * An inode whose locks a reclaim asked back. One with a lock found @lost
+ * is kept until the next reclaim: a WRITE made before that reclaim was
+ * asked (its xid up to @xid), or before what was written under those
+ * locks was dropped (@dropping), is not sent where it meets one of them
+ * (orfs_admit()). Write-back that was under way when the server went away
+ * is sent again on reconnection: to a restarted server, which knows
+ * nothing of the lock, it would land over what the lock's next holder
+ * wrote.
  */
-static void orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode, bool revoked)
+struct orfs_reclaimed {
+	struct list_head	link;
+	struct inode		*inode;		/* held until @dropping ends, or NULL */
+	unsigned long		ino;
+	struct orfs_fh		fh;
+	u64			xid;
+	bool			lost;
+	bool			dropping;
+	unsigned int		n;
+	struct orfs_held	h[];
+};
+
+/* Let go of the files that REC's first MAX locks were copied with. */
+static void orfs_held_put(struct orfs_reclaimed *rec, unsigned int max)
+{
+	unsigned int i;
+
+	for (i = 0; i < max; i++)
+		if (rec->h[i].file)
+			fput(rec->h[i].file);
+}
+
+/*
+ * Ask the server again for every lock held on INODE, or with REVOKED (the
+ * server dropped them all) mark each one lost. Returns the inode's record,
+ * which takes over the caller's reference to it, or NULL (no memory).
+ */
+static struct orfs_reclaimed *orfs_reclaim_inode(struct orfs_sb *sbi, struct inode *inode,
+						 bool revoked, u64 xid)
 {
 	struct file_lock_context *ctx = locks_inode_context(inode);
-	unsigned int i, n, max = 0;
-	struct orfs_held *h = NULL;
+	struct orfs_reclaimed *rec;
+	unsigned int i, n = 0, max = 4;
 	struct orfs_lock_rep rep;
-	bool lost = false;
 
-	if (!ctx)
-		return;
 	for (;;) {
+		rec = kzalloc(struct_size(rec, h, max), GFP_KERNEL);
+		if (!rec)
+			return NULL;
+		if (!ctx)
+			break;
 		spin_lock(&ctx->flc_lock);
-		n = orfs_held_copy(sbi, &ctx->flc_posix, h, 0, max);
-		n = orfs_held_copy(sbi, &ctx->flc_flock, h, n, max);
+		n = orfs_held_copy(sbi, &ctx->flc_posix, rec->h, 0, max);
+		n = orfs_held_copy(sbi, &ctx->flc_flock, rec->h, n, max);
 		spin_unlock(&ctx->flc_lock);
 		if (n <= max)
 			break;
 		/* More than room for: let go of what was copied, and count again. */
-		for (i = 0; i < max; i++)
-			if (h[i].file)
-				fput(h[i].file);
-		kfree(h);
+		orfs_held_put(rec, max);
+		kfree(rec);
 		max = n + 4;
-		h = kcalloc(max, sizeof(*h), GFP_KERNEL);
-		if (!h) {
-			pr_warn("no memory to take back the locks of inode %lu\n", inode->i_ino);
-			return;
-		}
 	}
 	for (i = 0; i < n; i++) {
+		struct orfs_held *h = &rec->h[i];
 		const struct cred *old;
 
-		if (!h[i].file)
+		if (!h->file)
 			continue;
 		if (revoked) {
-			h[i].err = -ENOLCK;
+			h->err = -ENOLCK;
 		} else {
-			old = override_creds(h[i].file->f_cred);
-			h[i].err = orfs_lock_call(inode, h[i].owner, h[i].type, ORFS_LOCK_RECLAIM,
-						  h[i].start, h[i].end, &rep);
+			old = override_creds(h->file->f_cred);
+			h->err = orfs_lock_call(inode, h->owner, h->type, ORFS_LOCK_RECLAIM,
+						h->start, h->end, &rep);
 			revert_creds(old);
 		}
-		if (h[i].err) {
-			orfs_lost_add(inode, h[i].owner);
-			lost = true;
+		if (h->err) {
+			orfs_lost_add(inode, h->owner);
+			rec->lost = true;
 		}
-		fput(h[i].file);
+		fput(h->file);
+		h->file = NULL;
 	}
+	rec->inode = inode;
+	rec->ino = inode->i_ino;
+	rec->fh = ORFS_I(inode)->fh;
+	rec->xid = xid;
+	rec->dropping = rec->lost;
+	rec->n = n;
+	return rec;
+}
+
+/*
+ * What was written under REC's lost locks leaves the page cache unwritten,
+ * and the log says which locks are lost. Then WRITEs made from now on go
+ * to the inode again, and the record lets go of it.
+ */
+static void orfs_reclaim_drop(struct orfs_sb *sbi, struct orfs_reclaimed *rec, bool revoked)
+{
+	struct inode *inode = rec->inode;
+	unsigned int i;
+
 	/*
 	 * A page an owner made writable before would take its stores without
 	 * a fault: unmapped, every next store faults into page_mkwrite, which
 	 * refuses the owners of lost locks. Others fault the pages back in.
-	 * Then what was written under the lost locks is dropped, before the
-	 * log says they are lost.
 	 */
-	if (lost)
-		unmap_mapping_range(inode->i_mapping, 0, 0, 0);
-	for (i = 0; i < n; i++) {
+	unmap_mapping_range(inode->i_mapping, 0, 0, 0);
+	for (i = 0; i < rec->n; i++) {
+		struct orfs_held *h = &rec->h[i];
 		unsigned int dropped;
 
-		if (!h[i].err)
+		if (!h->err)
 			continue;
-		dropped = orfs_drop_dirty(inode, h[i].start, h[i].end);
+		dropped = orfs_drop_dirty(inode, h->start, h->end);
 		if (revoked)
 			pr_warn("%pI4: a lock on inode %lu, bytes %lld-%lld, is lost (the server dropped it): its owner's I/O on the file fails until it unlocks\n",
-				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end);
+				&sbi->addr.sin_addr, inode->i_ino, h->start, h->end);
 		else
 			pr_warn("%pI4 restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d): its owner's I/O on the file fails until it unlocks\n",
-				&sbi->addr.sin_addr, inode->i_ino, h[i].start, h[i].end, h[i].err);
+				&sbi->addr.sin_addr, inode->i_ino, h->start, h->end, h->err);
 		if (dropped)
 			pr_warn("%pI4: inode %lu: %u dirty folios written under that lock dropped unwritten (fsync() and close() say EIO)\n",
 				&sbi->addr.sin_addr, inode->i_ino, dropped);
 	}
-	kfree(h);
+	spin_lock(&sbi->reclaim_lock);
+	rec->dropping = false;
+	rec->inode = NULL;
+	spin_unlock(&sbi->reclaim_lock);
+	iput(inode);
+}
+
+/**
+ * orfs_admit() - may a request be sent now? (knet_session @admit)
+ * @s: one of the mount's sessions
+ * @rq: the request, about to be sent, the first time or again
+ *
+ * From the moment a session sees that the server restarted (or says it
+ * dropped the mount's locks) until every lock was asked back, WRITEs wait:
+ * one made before may be under a lock about to be found lost. Then a
+ * WRITE that meets a lost lock's range fails with EIO if it was made
+ * before the reclaim was asked, or before what was written under the lock
+ * was dropped. Other requests always go: the reclaim's own are among them.
+ *
+ * Context: under the session's lock; does not sleep.
+ * Return: 0, -EAGAIN (wait: orfs_admit_wait()), or -EIO.
+ */
+int orfs_admit(struct knet_session *s, const struct knet_request *rq)
+{
+	struct orfs_sb *sbi = s->priv;
+	const struct orfs_req *r = rq->body;
+	const struct orfs_io_req *io = rq->body + sizeof(*r);
+	struct orfs_reclaimed *rec;
+	loff_t start, end;
+	unsigned int i;
+	u64 xid;
+	int ret = 0;
+
+	if (rq->opcode != ORFS_OP_WRITE)
+		return 0;
+	if (READ_ONCE(sbi->reclaimed_seq) != READ_ONCE(sbi->reclaim_seq))
+		return -EAGAIN;
+	if (list_empty_careful(&sbi->reclaimed) || rq->body_len < sizeof(*r) + sizeof(*io) ||
+	    !io->length)
+		return 0;
+	xid = le64_to_cpu(r->xid);
+	start = le64_to_cpu(io->offset);
+	end = start + le32_to_cpu(io->length) - 1;
+	spin_lock(&sbi->reclaim_lock);
+	list_for_each_entry(rec, &sbi->reclaimed, link) {
+		if ((xid > rec->xid && !rec->dropping) ||
+		    memcmp(&rec->fh, &io->fh, sizeof(io->fh)))
+			continue;
+		for (i = 0; i < rec->n && !ret; i++)
+			if (rec->h[i].err && rec->h[i].start <= end && start <= rec->h[i].end)
+				ret = -EIO;
+		if (ret) {
+			pr_warn_ratelimited("%pI4: a write of inode %lu, bytes %lld-%lld, made under a lock found lost, not sent (EIO)\n",
+					    &sbi->addr.sin_addr, rec->ino, start, end);
+			break;
+		}
+	}
+	spin_unlock(&sbi->reclaim_lock);
+	return ret;
+}
+
+/**
+ * orfs_admit_wait() - wait until the mount's locks were asked back
+ * @s: one of the mount's sessions
+ *
+ * Context: process context (a submitter, or knet's workqueue); killable.
+ * Return: 0, or -EINTR on a fatal signal.
+ */
+int orfs_admit_wait(struct knet_session *s)
+{
+	struct orfs_sb *sbi = s->priv;
+
+	if (wait_event_killable(sbi->reclaim_wq,
+				READ_ONCE(sbi->reclaimed_seq) == READ_ONCE(sbi->reclaim_seq)))
+		return -EINTR;
+	return 0;
+}
+
+/* Free the records of the reclaim before: none holds an inode any more. */
+static void orfs_reclaimed_free(struct list_head *list)
+{
+	struct orfs_reclaimed *rec, *next;
+
+	list_for_each_entry_safe(rec, next, list, link) {
+		list_del(&rec->link);
+		kfree(rec);
+	}
+}
+
+/**
+ * orfs_reclaim_end() - the mount goes: no reclaim is waited for any more
+ * @sbi: the mount, its reclaim_work over and none to come
+ *
+ * Context: process context.
+ */
+void orfs_reclaim_end(struct orfs_sb *sbi)
+{
+	LIST_HEAD(old);
+
+	spin_lock(&sbi->reclaim_lock);
+	WRITE_ONCE(sbi->reclaimed_seq, sbi->reclaim_seq);
+	list_splice_init(&sbi->reclaimed, &old);
+	spin_unlock(&sbi->reclaim_lock);
+	wake_up_all(&sbi->reclaim_wq);
+	orfs_reclaimed_free(&old);
 }
 
 /*
@@ -678,20 +830,37 @@ static void orfs_revoked_seen(struct orfs_sb *sbi)
  * time (the walk of the super block's inodes as drop_pagecache_sb() does it).
  * Or it said it dropped them (SESSION's ORFS_SESSION_LOCKS_REVOKED): each
  * is lost, as a reclaim refused would make it, and the server is told
- * once that is done.
+ * once that is done. WRITEs wait meanwhile (orfs_admit()); they go once
+ * every lock was asked back, before what was written under the lost ones
+ * is dropped: dropping waits for the write-back under way, which ends
+ * then (refused where it met a lost lock).
  */
 void orfs_reclaim_work(struct work_struct *work)
 {
 	struct orfs_sb *sbi = container_of(work, struct orfs_sb, reclaim_work);
 	struct super_block *sb = sbi->sb;
 	struct inode *inode, *prev = NULL;
+	struct orfs_reclaimed *rec, *next;
+	LIST_HEAD(kept);
+	LIST_HEAD(lost);
+	LIST_HEAD(old);
+	unsigned int seq;
 	bool revoked;
+	u64 xid;
 
 	spin_lock(&sbi->reclaim_lock);
 	revoked = sbi->revoked;
 	sbi->revoked = false;
+	seq = sbi->reclaim_seq;
+	xid = sbi->reclaim_xid;
+	list_splice_init(&sbi->reclaimed, &old);
 	spin_unlock(&sbi->reclaim_lock);
+	orfs_reclaimed_free(&old);
 
+	/*
+	 * Each inode stays held until the WRITEs go: a last iput() now could
+	 * wait for write-back held until then.
+	 */
 	spin_lock(&sb->s_inode_list_lock);
 	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
 		if (!orfs_inode_has_locks(inode))
@@ -705,13 +874,32 @@ void orfs_reclaim_work(struct work_struct *work)
 		spin_unlock(&inode->i_lock);
 		spin_unlock(&sb->s_inode_list_lock);
 		iput(prev);
-		orfs_reclaim_inode(sbi, inode, revoked);
-		prev = inode;
+		rec = orfs_reclaim_inode(sbi, inode, revoked, xid);
+		if (rec)
+			list_add_tail(&rec->link, rec->lost ? &lost : &kept);
+		else
+			pr_warn("no memory to take back the locks of inode %lu\n", inode->i_ino);
+		prev = rec ? NULL : inode;
 		cond_resched();
 		spin_lock(&sb->s_inode_list_lock);
 	}
 	spin_unlock(&sb->s_inode_list_lock);
+
+	/* The WRITEs held go, each checked against the locks found lost. */
+	spin_lock(&sbi->reclaim_lock);
+	list_splice(&lost, &sbi->reclaimed);
+	WRITE_ONCE(sbi->reclaimed_seq, seq);
+	spin_unlock(&sbi->reclaim_lock);
+	wake_up_all(&sbi->reclaim_wq);
+
 	iput(prev);
+	list_for_each_entry_safe(rec, next, &kept, link) {
+		iput(rec->inode);
+		kfree(rec);
+	}
+	/* Only this work changes the list (or the mount's end, after it). */
+	list_for_each_entry(rec, &sbi->reclaimed, link)
+		orfs_reclaim_drop(sbi, rec, revoked);
 	if (revoked)
 		orfs_revoked_seen(sbi);
 }

@@ -12,6 +12,7 @@
 #include <linux/rwsem.h>
 #include <linux/siphash.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "knet.h"
@@ -79,9 +80,19 @@ struct orfs_opts {
  * @lock_key: keys the lock owners' names sent to the server
  * @reclaim_work: takes the locks back from a server that restarted, or
  *	marks them lost when the server says it dropped them (@revoked)
- * @reclaim_lock: orders queueing @reclaim_work with @dying, guards @revoked
+ * @reclaim_lock: orders queueing @reclaim_work with @dying, guards @revoked,
+ *	@server_boot's change, the reclaim counts and @reclaimed
  * @dying: the super block is going: no more reclaims
  * @revoked: the server dropped the mount's locks while it was cut off
+ * @reclaim_seq: reclaims asked (a restart, or the server's word that it
+ *	dropped the locks)
+ * @reclaimed_seq: the last of them whose locks were all asked back: while
+ *	it lags, WRITEs wait (orfs_admit())
+ * @reclaim_xid: the last xid given before the last reclaim was asked: a
+ *	request up to it was made before
+ * @reclaim_wq: WRITEs waiting for @reclaimed_seq
+ * @reclaimed: the inodes of the last reclaim with locks found lost (struct
+ *	orfs_reclaimed), the ranges the WRITEs made before must not write
  * @revoke_told: bit 0: the server's word of it was taken, and the server
  *	not yet told that it was seen (it says it at each SESSION until then)
  * @unlocks: unlocks of dead processes not yet sent (on the sessions)
@@ -108,6 +119,11 @@ struct orfs_sb {
 	spinlock_t		reclaim_lock;	/* orders reclaims with @dying */
 	bool			dying;
 	bool			revoked;
+	unsigned int		reclaim_seq;
+	unsigned int		reclaimed_seq;
+	u64			reclaim_xid;
+	wait_queue_head_t	reclaim_wq;
+	struct list_head	reclaimed;
 	unsigned long		revoke_told;
 	atomic_t		unlocks;
 	struct list_head	locked;
@@ -261,6 +277,9 @@ extern const struct file_operations orfs_file_fops;
 int orfs_lock(struct file *file, int cmd, struct file_lock *fl);
 int orfs_flock(struct file *file, int cmd, struct file_lock *fl);
 void orfs_reclaim_work(struct work_struct *work);
+void orfs_reclaim_end(struct orfs_sb *sbi);
+int orfs_admit(struct knet_session *s, const struct knet_request *rq);
+int orfs_admit_wait(struct knet_session *s);
 void orfs_unlocks_end(struct orfs_sb *sbi);
 bool orfs_lock_lost(struct file *file);
 void orfs_renew_work(struct work_struct *work);

@@ -165,25 +165,31 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 		return -EPROTO;
 	if (rq.reply_len < sizeof(rep))
 		rep.flags = 0;
-	/* The first of the mount's sessions to see a restart takes the locks back. */
-	boot = xchg(&sbi->server_boot, le64_to_cpu(rep.server_boot));
-	restarted = boot && boot != le64_to_cpu(rep.server_boot);
-	/* Each of the mount's sessions hears it: the first acts. */
+	/*
+	 * The first of the mount's sessions to see a restart takes the locks
+	 * back; each hears the server's word that it dropped them, the first
+	 * acts. From then until the locks were asked back, no session sends
+	 * a WRITE (orfs_admit()): one made before might be under a lock lost.
+	 */
+	spin_lock(&sbi->reclaim_lock);
+	boot = sbi->server_boot;
+	sbi->server_boot = le64_to_cpu(rep.server_boot);
+	restarted = boot && boot != sbi->server_boot;
 	revoked = !restarted && (le32_to_cpu(rep.flags) & ORFS_SESSION_LOCKS_REVOKED) &&
 		  !test_and_set_bit(0, &sbi->revoke_told);
+	if (revoked)
+		sbi->revoked = true;
+	if ((restarted || revoked) && !sbi->dying && !sbi->opts.local_locks) {
+		sbi->reclaim_seq++;
+		sbi->reclaim_xid = atomic64_read(&sbi->xid);
+		queue_work(system_long_wq, &sbi->reclaim_work);
+	}
+	spin_unlock(&sbi->reclaim_lock);
 	if (restarted)
 		pr_info("server %pI4 restarted\n", &sbi->addr.sin_addr);
 	if (revoked)
 		pr_warn("%pI4: this client was cut off for longer than the server's lease, and its locks were given to others\n",
 			&sbi->addr.sin_addr);
-	if (restarted || revoked) {
-		spin_lock(&sbi->reclaim_lock);
-		if (revoked)
-			sbi->revoked = true;
-		if (!sbi->dying && !sbi->opts.local_locks)
-			queue_work(system_long_wq, &sbi->reclaim_work);
-		spin_unlock(&sbi->reclaim_lock);
-	}
 	knet_ep_limits(ep, &lim);
 	sbi->inline_max = lim.inline_max;
 	sbi->rsize = min_not_zero(min_not_zero(sbi->opts.rsize, lim.max_io),
@@ -255,6 +261,8 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 	sess->retries = sbi->opts.retrans;
 	sess->timeout = orfs_timeout(sbi);
 	sess->setup = orfs_session_on;
+	sess->admit = orfs_admit;
+	sess->admit_wait = orfs_admit_wait;
 	sess->priv = sbi;
 	ret = knet_session_open(sess, &reason);
 	if (ret == -ECONNREFUSED && reason)

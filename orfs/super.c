@@ -403,6 +403,8 @@ static int orfs_get_tree(struct fs_context *fc)
 	get_random_bytes(&sbi->lock_key, sizeof(sbi->lock_key));
 	INIT_WORK(&sbi->reclaim_work, orfs_reclaim_work);
 	spin_lock_init(&sbi->reclaim_lock);
+	init_waitqueue_head(&sbi->reclaim_wq);
+	INIT_LIST_HEAD(&sbi->reclaimed);
 	INIT_LIST_HEAD(&sbi->locked);
 	spin_lock_init(&sbi->locked_lock);
 	INIT_DELAYED_WORK(&sbi->renew_work, orfs_renew_work);
@@ -465,6 +467,8 @@ static void orfs_kill_sb(struct super_block *sb)
 		spin_unlock(&sbi->reclaim_lock);
 		cancel_delayed_work_sync(&sbi->renew_work);
 		cancel_work_sync(&sbi->reclaim_work);
+		/* Writes held for a reclaim that will not run go now. */
+		orfs_reclaim_end(sbi);
 	}
 	kill_anon_super(sb);
 	if (sbi)

@@ -10,7 +10,9 @@
 # owner's write() and stores through a mapping fail until it unlocks), a
 # holder killed while the server is away (it does not wait for it), and a
 # client cut off for longer than the lease while another took its lock
-# (told when it comes back: its owner's I/O fails until it unlocks).
+# (told when it comes back: its owner's I/O fails until it unlocks), and
+# a write-back under a lock under way when the server went away, the lock
+# lost in the restart (not sent again over the next holder's data).
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 exp=/tmp/lkexp
@@ -360,8 +362,8 @@ release b
 # store faults too.
 expect_eq "stores by the flock() holder's children: the first's second, a new one's, one after the unlock" "$(grep store /tmp/out-b | tr '\n' ' ')" "early store SIGBUS store SIGBUS store ok "
 # Its store before the restart ('e') is dropped if it was still dirty when
-# the lock was found lost; a write-back of it that was under way when the
-# server went away is sent again first (orfs.md, "Not yet").
+# the lock was found lost, and a write-back of it under way when the
+# server went away is not sent again; one that was over before stays.
 grep -qx "M[ae]pped" /tmp/m1/g || fail "what the stores left: $(cat /tmp/m1/g)"
 expect_eq "what the stores left, on the server" "$(cat "$exp/g")" "$(cat /tmp/m1/g)"
 rm /tmp/m1/g
@@ -428,6 +430,61 @@ expect_eq "the same, read on the client that was cut" "$(head -c 2 /tmp/m3/f)" w
 release d
 expect_eq "the lock, free again, from the client that was cut" "$(lk /tmp/m3/f rw setlk w 0 1)" ok
 expect_eq "times the client was told" "$(dmesg | grep -c "cut off for longer than the server's lease")" 1
+umount /tmp/m3
+
+step "a write-back under a lock, under way when the server went away, its reclaim refused: not sent again over the next holder's byte"
+# The holder's client (from the second address) writes a byte back under
+# its lock to a server that stops answering, then dies. The server comes
+# back without a grace period and lets that client in only once another
+# took the lock and wrote the byte. No periodic write-back meanwhile: the
+# byte must still be dirty when the server stops.
+wbc=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+on_exit "echo $wbc > /proc/sys/vm/dirty_writeback_centisecs"
+echo 0 > /proc/sys/vm/dirty_writeback_centisecs
+mnt "srcaddr=$addr2" /tmp/m3
+export LK_WRITE=1 LK_DIRTY=F
+hold e /tmp/m3/f rw setlk w 0 2
+unset LK_WRITE LK_DIRTY
+# Another process opens the file now, and at /tmp/sync-go writes it back.
+rm -f /tmp/sync-go
+python3 -c '
+import errno, os, time
+fd = os.open("/tmp/m3/f", os.O_RDONLY)
+print("open", flush=True)
+while not os.path.exists("/tmp/sync-go"):
+    time.sleep(0.05)
+try:
+    os.fsync(fd); print("fsync ok")
+except OSError as e:
+    print("fsync " + errno.errorcode[e.errno])' > /tmp/out-sync 2>&1 &
+syncer=$!
+wait_until 100 grep -q open /tmp/out-sync || fail "the file does not open: $(cat /tmp/out-sync)"
+refused=$(dmesg | grep -c "made under a lock found lost, not sent" || true)
+kill -STOP "$ORFS_SERVER_PID"
+touch /tmp/sync-go
+sleep 1
+ended $syncer && fail "the write-back did not wait for the stopped server: $(cat /tmp/out-sync)"
+kill_server
+echo "allow $ORFS_ADDR/32" > $conf
+start_server -s $state -L 3 -G 0 -c $conf -e data=$exp
+lost=$(dmesg | grep -c "restarted: a lock on inode" || true)
+hold g /tmp/m2/f rw setlk w 0 2
+printf G | dd of=/tmp/m2/f bs=1 seek=1 conv=notrunc,fsync status=none
+echo "allow ${ORFS_ADDR%.*}.0/24" > $conf
+kill -HUP "$ORFS_SERVER_PID"
+wait_until 150 sh -c "[ \$(dmesg | grep -c 'restarted: a lock on inode') -gt $lost ]" ||
+	fail "the client let back in did not find its lock lost"
+wait_until 100 ended $syncer || fail "the write-back held for the reclaim does not end"
+wait $syncer
+echo "$wbc" > /proc/sys/vm/dirty_writeback_centisecs
+expect_eq "the fsync() that sent the write-back" "$(grep fsync /tmp/out-sync)" "fsync EIO"
+expect_eq "write-backs not sent again" "$(dmesg | grep -c "made under a lock found lost, not sent")" $((refused + 1))
+release e
+expect_eq "the holder's write, then its write after its unlock" "$(grep write /tmp/out-e | tr '\n' ' ')" "write EIO write ok "
+expect_eq "the holder's fsync()" "$(grep fsync /tmp/out-e)" "fsync EIO"
+expect_eq "the server's first two bytes: the holder's after its unlock, the new holder's" "$(head -c 2 "$exp/f")" wG
+expect_eq "the same, read on the client whose write-back was refused" "$(head -c 2 /tmp/m3/f)" wG
+release g
 umount /tmp/m3
 
 step "figures (printed, not checked): a lock and an unlock, and the same on tmpfs"
