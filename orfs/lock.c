@@ -14,7 +14,8 @@
  * signal comes (NFSv4's clients wait the same way). A process's fcntl()
  * lock asked so is flagged ORFS_LOCK_WAIT: the server remembers what each
  * such owner waits for and answers EDEADLK to the request that would close
- * a chain of waiters on itself, across clients.
+ * a chain of waiters on itself, across clients; a waiter that a signal
+ * stops says so (ORFS_LOCK_WAIT | ORFS_LOCK_TEST).
  *
  * Taking a lock revalidates the file, so that what another client wrote
  * before it unlocked is read; unlocking writes this client's dirty pages
@@ -132,8 +133,18 @@ static int orfs_lock_ask(struct inode *inode, u64 owner, u32 type, u32 flags, lo
 			return ret;
 		if (ret == -EBUSY && sbi->opts.soft && time_after(jiffies, give_up))
 			return -ENOLCK;
-		if (msleep_interruptible(ms) || signal_pending(current))
+		if (msleep_interruptible(ms) || signal_pending(current)) {
+			/*
+			 * The server counts a waiter in its deadlock check for a
+			 * while after its last try: say that this one stopped.
+			 * Not with a fatal signal, which would cut the call (and
+			 * the connection): that wait lapses on the server.
+			 */
+			if ((flags & ORFS_LOCK_WAIT) && !fatal_signal_pending(current))
+				orfs_lock_call(inode, owner, type, ORFS_LOCK_WAIT | ORFS_LOCK_TEST,
+					       start, end, rep);
 			return -ERESTARTSYS;
+		}
 		ms = min(ms * 2, ORFS_LOCK_WAIT_MAX);
 	}
 }

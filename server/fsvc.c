@@ -572,7 +572,8 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 			     (flags & ~(uint32_t)(ORFS_LOCK_TEST | ORFS_LOCK_RECLAIM |
 						  ORFS_LOCK_REVOKED_SEEN | ORFS_LOCK_WAIT)) ||
 			     ((flags & ORFS_LOCK_REVOKED_SEEN) && !(flags & ORFS_LOCK_TEST)) ||
-			     ((flags & ORFS_LOCK_WAIT) && flags != ORFS_LOCK_WAIT) ||
+			     ((flags & ORFS_LOCK_WAIT) &&
+			      (flags & ~(uint32_t)ORFS_LOCK_TEST) != ORFS_LOCK_WAIT) ||
 			     (type == ORFS_LOCK_UNLOCK && flags) ||
 			     le64toh(rq->u.lock.start) > le64toh(rq->u.lock.end)))
 			err = EINVAL;

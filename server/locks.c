@@ -503,7 +503,7 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 	spare = malloc(sizeof(*spare));
 	if (w->type != ORFS_LOCK_UNLOCK && !(w->flags & ORFS_LOCK_TEST))
 		add = malloc(sizeof(*add));
-	if (w->flags & ORFS_LOCK_WAIT)
+	if (w->flags == ORFS_LOCK_WAIT)
 		wspare = malloc(sizeof(*wspare));
 	pthread_mutex_lock(&lk->mu);
 	c = *client_slot(lk, w->client);
@@ -515,8 +515,11 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 	/* C heard, at a SESSION, that its locks were dropped, and dealt with it. */
 	if (w->flags & ORFS_LOCK_REVOKED_SEEN)
 		unrevoke(lk, c);
-	/* Asked again if it waits (below); any other request ends a wait. */
-	if (!(w->flags & ORFS_LOCK_TEST))
+	/*
+	 * Asked again if it waits (below); any other request but a test ends
+	 * a wait, and so does the test of an owner that stopped waiting.
+	 */
+	if (!(w->flags & ORFS_LOCK_TEST) || (w->flags & ORFS_LOCK_WAIT))
 		wait_forget(lk, w->client, w->owner);
 	if (w->type != ORFS_LOCK_UNLOCK) {
 		int grace = now < lk->grace_end;
@@ -537,7 +540,7 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 		/* EAGAIN tells a setter; a tester reads HELD. */
 		if (r || (w->flags & ORFS_LOCK_TEST)) {
 			err = r && !(w->flags & ORFS_LOCK_TEST) ? EAGAIN : 0;
-			if (r && (w->flags & ORFS_LOCK_WAIT)) {
+			if (r && w->flags == ORFS_LOCK_WAIT) {
 				if (deadlock(lk, w, r, now))
 					err = EDEADLK;
 				else

@@ -257,7 +257,8 @@ struct orfs_xattr_rep {
 /*
  * A process's fcntl() lock that its owner waits for (F_SETLKW), asking
  * again until it has it: EDEADLK when the owner holding it waits, through
- * a chain of such waiters, for a lock this owner holds.
+ * a chain of such waiters, for a lock this owner holds. With TEST: the
+ * owner stopped waiting (a signal); the server forgets its wait at once.
  */
 #define ORFS_LOCK_WAIT		0x8
 

@@ -105,9 +105,17 @@ if hold:
         while not os.path.exists(hold + ".then"):
             time.sleep(0.05)
         s, n = os.environ["LK_THEN"].split(":")
+        if os.environ.get("LK_THEN_ALARM"):	# a signal stops that wait after so many seconds
+            import signal
+            def alarm(signum, frame):
+                raise TimeoutError()
+            signal.signal(signal.SIGALRM, alarm)
+            signal.alarm(int(os.environ["LK_THEN_ALARM"]))
         try:
             fcntl.fcntl(fd, fcntl.F_SETLKW, struct.pack("hhqqi", fcntl.F_WRLCK, 0, int(s), int(n), 0))
             print("then ok", flush=True)
+        except TimeoutError:
+            print("then gave up", flush=True)
         except OSError as e:
             # Python names errno 35 EDEADLOCK, its other name.
             print("then " + ("EDEADLK" if e.errno == errno.EDEADLK else errno.errorcode[e.errno]),
@@ -217,6 +225,24 @@ for m in /tmp/m2 /tmp/m1; do
 	expect_eq "a's wait, $m" "$(grep then /tmp/out-a)" "then ok"
 	release a
 done
+# A waiter that a signal stops says so: the lock that would have closed a
+# chain through it is waited for (before, EDEADLK for the next 2 s).
+rm -f /tmp/rel-a.then /tmp/rel-b.then
+export LK_THEN=0:1
+hold b /tmp/m2/f rw setlk w 1 1
+export LK_THEN=1:1 LK_THEN_ALARM=1
+hold a /tmp/m1/f rw setlk w 0 1
+unset LK_THEN LK_THEN_ALARM
+touch /tmp/rel-a.then
+wait_until 50 grep -q then /tmp/out-a || fail "a's wait was not cut short by its signal"
+expect_eq "a's wait, stopped by a signal" "$(grep then /tmp/out-a)" "then gave up"
+touch /tmp/rel-b.then
+sleep 0.5
+grep -q then /tmp/out-b && fail "b's wait for a's byte ended at once: $(grep then /tmp/out-b)"
+release a
+wait_until 50 grep -q then /tmp/out-b || fail "b did not get a's byte once a let go"
+expect_eq "b's wait, once a let go" "$(grep then /tmp/out-b)" "then ok"
+release b
 
 step "a holder killed: its locks go"
 hold k /tmp/m1/f rw setlk w 0 0

@@ -953,9 +953,14 @@ static void test_locks_service(void)
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 0, 0, 0, 9, &rep), EINVAL);
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 4, 0, 0, 9, &rep), EINVAL);
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, 16, 0, 9, &rep), EINVAL);
-	/* WAIT alone. */
-	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_WAIT | ORFS_LOCK_TEST,
+	/* WAIT alone, or with TEST (the owner stopped waiting). */
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_WAIT | ORFS_LOCK_RECLAIM,
 				0, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ,
+				ORFS_LOCK_WAIT | ORFS_LOCK_TEST | ORFS_LOCK_REVOKED_SEEN, 0, 9, &rep),
+			EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_WAIT | ORFS_LOCK_TEST,
+				0, 9, &rep), 0);
 	/* REVOKED_SEEN only with TEST. */
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_REVOKED_SEEN, 0, 9, &rep),
 			EINVAL);

@@ -202,6 +202,11 @@ static void test_locks_deadlock(void)
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, 0, t, NULL), EAGAIN);
 	/* Waiting, it would close the chain. */
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, WT, t + 1, NULL), EDEADLK);
+	/* A1 gives up (a signal) and says so: B2's wait closes no chain now. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 1, 1, W, WT | ORFS_LOCK_TEST, t + 1, NULL), 0);
+	CU_ASSERT_EQUAL(lk.nwaits, 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, WT, t + 1, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(lk.nwaits, 1);
 	/* A waiter that stopped asking is taken to wait no more... */
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, WT, t + fresh + 1, NULL), EAGAIN);
 	/* ...and now B2 waits: A1 asking again closes it. */
