@@ -37,17 +37,70 @@ static void orfs_bvec_folio(struct bio_vec *bv, struct folio *folio, size_t off,
  * What write-back sends: a write() into a folio, small or large, records
  * which bytes it dirtied (struct orfs_folio, the folio's private data), a
  * store through a shared mapping the page it went to (orfs_page_mkwrite(),
- * a page at a time), and write-back sends those, from the first byte to
- * the last, not the whole folio: bytes this client did not write do not go
- * back over what another client wrote since, in another page of the folio
- * or in the same page. A folio dirtied any other way (pinned pages), or
+ * a page at a time), and write-back sends those, not the whole folio:
+ * bytes this client did not write do not go back over what another client
+ * wrote since, in another page of the folio or in the same page. Up to
+ * ORFS_SPANS runs of dirty bytes apart are kept apart, each sent as a
+ * WRITE of its own; past that, the two closest are joined, and the bytes
+ * between them go too. A folio dirtied any other way (pinned pages), or
  * with no memory for its record, goes back whole.
  */
-struct orfs_folio {
-	spinlock_t	lock;		/* dirtying without the folio lock (pins) */
-	unsigned int	first;		/* dirty bytes [first, end); none when equal */
+#define ORFS_SPANS	4
+
+/* Bytes [first, end) of a folio. */
+struct orfs_span {
+	unsigned int	first;
 	unsigned int	end;
 };
+
+struct orfs_folio {
+	spinlock_t	lock;		/* dirtying without the folio lock (pins) */
+	unsigned int	n;		/* spans; none: a dirty folio goes back whole */
+	struct orfs_span span[ORFS_SPANS];	/* in order, apart */
+	atomic_t	wb_left;	/* spans under write-back not yet over, when several */
+};
+
+/* Add bytes [FIRST, END) to OF's spans; under of->lock. */
+static void orfs_span_add(struct orfs_folio *of, unsigned int first, unsigned int end)
+{
+	struct orfs_span s[ORFS_SPANS + 1];
+	unsigned int i, j, n = 0;
+
+	/* The spans it overlaps or touches join it; the others stay. */
+	for (i = 0; i < of->n; i++) {
+		if (of->span[i].end < first || of->span[i].first > end) {
+			s[n++] = of->span[i];
+			continue;
+		}
+		first = min(first, of->span[i].first);
+		end = max(end, of->span[i].end);
+	}
+	for (i = n; i > 0 && s[i - 1].first > first; i--)
+		s[i] = s[i - 1];
+	s[i].first = first;
+	s[i].end = end;
+	n++;
+	if (n > ORFS_SPANS) {
+		/* One too many: the two with the fewest bytes between them join. */
+		for (j = 0, i = 1; i + 1 < n; i++)
+			if (s[i + 1].first - s[i].end < s[j + 1].first - s[j].end)
+				j = i;
+		s[j].end = s[j + 1].end;
+		for (i = j + 1; i + 1 < n; i++)
+			s[i] = s[i + 1];
+		n--;
+	}
+	memcpy(of->span, s, n * sizeof(s[0]));
+	of->n = n;
+}
+
+/* OF records the whole of FOLIO; under of->lock. */
+static void orfs_span_whole(struct orfs_folio *of, struct folio *folio)
+{
+	of->n = 1;
+	of->span[0].first = 0;
+	of->span[0].end = folio_size(folio);
+}
 
 /**
  * orfs_set_folio_size() - let a new regular file's page cache hold large folios
@@ -77,27 +130,20 @@ static void orfs_folio_dirtied(struct address_space *mapping, struct folio *foli
 
 	if (!of && !folio_test_dirty(folio)) {
 		/* Without a record (no memory), the folio goes back whole. */
-		of = kmalloc(sizeof(*of), GFP_NOFS);
+		of = kzalloc(sizeof(*of), GFP_NOFS);
 		if (of) {
 			spin_lock_init(&of->lock);
-			of->first = 0;
-			of->end = 0;
 			folio_attach_private(folio, of);
 		}
 	}
 	if (of) {
 		spin_lock_irqsave(&of->lock, flags);
-		if (!folio_test_dirty(folio)) {
-			of->first = first;
-			of->end = end;
-		} else if (of->first >= of->end) {
+		if (!folio_test_dirty(folio))
+			of->n = 0;
+		else if (!of->n)
 			/* Dirty with no record goes back whole: it stays so. */
-			of->first = 0;
-			of->end = folio_size(folio);
-		} else {
-			of->first = min(of->first, first);
-			of->end = max(of->end, end);
-		}
+			orfs_span_whole(of, folio);
+		orfs_span_add(of, first, end);
 		spin_unlock_irqrestore(&of->lock, flags);
 	}
 	/* Not folio_mark_dirty(): orfs_dirty_folio() would record the whole folio. */
@@ -119,8 +165,7 @@ static bool orfs_dirty_folio(struct address_space *mapping, struct folio *folio)
 
 	if (of && (!folio_test_dirty(folio) || folio_maybe_dma_pinned(folio))) {
 		spin_lock_irqsave(&of->lock, flags);
-		of->first = 0;
-		of->end = folio_size(folio);
+		orfs_span_whole(of, folio);
 		spin_unlock_irqrestore(&of->lock, flags);
 	}
 	return filemap_dirty_folio(mapping, folio);
@@ -128,34 +173,63 @@ static bool orfs_dirty_folio(struct address_space *mapping, struct folio *folio)
 
 /*
  * What write-back sends of FOLIO (locked, its dirty bit just cleared), up
- * to the end of the file: false, the folio unlocked, when nothing is left.
+ * to the end of the file, into SPANS: how many; none, the folio unlocked,
+ * when nothing is left.
  */
-static bool orfs_folio_wb_range(struct folio *folio, size_t *off, size_t *len)
+static unsigned int orfs_folio_wb_spans(struct folio *folio, struct orfs_span *spans)
 {
 	struct orfs_folio *of = folio_get_private(folio);
-	loff_t pos, isize = i_size_read(folio->mapping->host);
+	loff_t isize = i_size_read(folio->mapping->host);
+	unsigned int i, n = 0, kept = 0;
 	unsigned long flags;
 
-	*off = 0;
-	*len = folio_size(folio);
 	if (of) {
 		spin_lock_irqsave(&of->lock, flags);
-		if (of->first < of->end) {
-			*off = of->first;
-			*len = of->end - of->first;
-		}
-		of->first = 0;
-		of->end = 0;
+		n = of->n;
+		memcpy(spans, of->span, n * sizeof(*spans));
+		of->n = 0;
 		spin_unlock_irqrestore(&of->lock, flags);
 	}
-	pos = folio_pos(folio) + *off;
-	if (pos >= isize) {
-		/* Past the end (truncated): nothing to write. */
-		folio_unlock(folio);
-		return false;
+	if (!n) {
+		spans[0].first = 0;
+		spans[0].end = folio_size(folio);
+		n = 1;
 	}
-	*len = min_t(loff_t, *len, isize - pos);
-	return true;
+	/* Past the end (truncated): not written. */
+	for (i = 0; i < n; i++) {
+		loff_t pos = folio_pos(folio) + spans[i].first;
+
+		if (pos >= isize)
+			break;
+		spans[i].end = min_t(loff_t, spans[i].end, spans[i].first + (isize - pos));
+		kept++;
+	}
+	if (!kept)
+		folio_unlock(folio);
+	return kept;
+}
+
+/*
+ * FOLIO (locked) goes under write-back for its N spans, each ended by
+ * orfs_folio_end_wb(): it is over with the last.
+ */
+static void orfs_folio_start_wb(struct folio *folio, unsigned int n)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+
+	if (n > 1)
+		atomic_set(&of->wb_left, n);
+	folio_start_writeback(folio);
+	folio_unlock(folio);
+}
+
+static void orfs_folio_end_wb(struct folio *folio)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+
+	/* One span (a record may have come meanwhile, uncounted), or the last. */
+	if (!of || !atomic_read(&of->wb_left) || atomic_dec_and_test(&of->wb_left))
+		folio_end_writeback(folio);
 }
 
 static bool orfs_release_folio(struct folio *folio, gfp_t gfp)
@@ -178,20 +252,22 @@ static void orfs_invalidate_folio(struct folio *folio, size_t offset, size_t len
 static bool orfs_folio_dirty_in(struct folio *folio, loff_t start, loff_t end)
 {
 	struct orfs_folio *of = folio_get_private(folio);
-	size_t first = 0, last = folio_size(folio);
+	loff_t pos = folio_pos(folio);
+	unsigned int i, n = 0;
 	unsigned long flags;
+	bool in = false;
 
 	if (!folio_test_dirty(folio))
 		return false;
 	if (of) {
 		spin_lock_irqsave(&of->lock, flags);
-		if (of->first < of->end) {
-			first = of->first;
-			last = of->end;
-		}
+		n = of->n;
+		for (i = 0; i < n && !in; i++)
+			in = pos + of->span[i].first <= end && pos + of->span[i].end > start;
 		spin_unlock_irqrestore(&of->lock, flags);
 	}
-	return folio_pos(folio) + first <= end && folio_pos(folio) + last > start;
+	/* No record: the whole folio is dirty. */
+	return n ? in : pos <= end && pos + folio_size(folio) > start;
 }
 
 /**
@@ -410,41 +486,57 @@ static void orfs_readahead(struct readahead_control *ractl)
 		orfs_batch_start(b, orfs_ra_end);
 }
 
-/* Write LEN bytes of FOLIO (locked, its dirty bit cleared) from OFF, waiting. */
-static int orfs_write_sync(struct folio *folio, size_t off, size_t len)
+/*
+ * Write span SP of FOLIO (under write-back, unlocked), waiting, with the
+ * caller's credentials; the span's write-back is over then.
+ */
+static int orfs_write_span(struct folio *folio, const struct orfs_span *sp)
 {
-	struct inode *inode = folio->mapping->host;
+	size_t len = sp->end - sp->first;
 	struct knet_mem mem = { .type = KNET_MEM_BVEC, .nr = 1, .len = len };
-	const struct cred *old, *cred;
+	struct address_space *mapping = folio->mapping;
 	struct bio_vec bv;
 	u32 count = 0;
 	int ret;
 
-	orfs_bvec_folio(&bv, folio, off, len);
+	orfs_bvec_folio(&bv, folio, sp->first, len);
 	mem.bvec = &bv;
-	folio_start_writeback(folio);
-	folio_unlock(folio);
-	cred = orfs_wb_cred(inode);
-	old = override_creds(cred);
-	ret = orfs_io(inode, ORFS_OP_WRITE, folio_pos(folio) + off, &mem, 0, &count);
-	revert_creds(old);
-	put_cred(cred);
+	ret = orfs_io(mapping->host, ORFS_OP_WRITE, folio_pos(folio) + sp->first, &mem, 0, &count);
 	if (!ret && count != mem.len)
 		ret = -EIO;
 	if (ret)
-		mapping_set_error(folio->mapping, ret);
-	folio_end_writeback(folio);
+		mapping_set_error(mapping, ret);
+	orfs_folio_end_wb(folio);
+	return ret;
+}
+
+/* Write the N SPANS of FOLIO (locked, its dirty bit cleared), waiting. */
+static int orfs_write_sync(struct folio *folio, const struct orfs_span *spans, unsigned int n)
+{
+	const struct cred *old, *cred;
+	unsigned int i;
+	int ret = 0, err;
+
+	cred = orfs_wb_cred(folio->mapping->host);
+	orfs_folio_start_wb(folio, n);
+	old = override_creds(cred);
+	for (i = 0; i < n; i++) {
+		err = orfs_write_span(folio, &spans[i]);
+		ret = ret ?: err;
+	}
+	revert_creds(old);
+	put_cred(cred);
 	return ret;
 }
 
 static int orfs_writepage(struct page *page, struct writeback_control *wbc)
 {
 	struct folio *folio = page_folio(page);
-	size_t off, len;
+	struct orfs_span spans[ORFS_SPANS];
+	unsigned int n;
 
-	if (!orfs_folio_wb_range(folio, &off, &len))
-		return 0;
-	return orfs_write_sync(folio, off, len);
+	n = orfs_folio_wb_spans(folio, spans);
+	return n ? orfs_write_sync(folio, spans, n) : 0;
 }
 
 /*
@@ -469,7 +561,7 @@ static void orfs_wb_end(struct orfs_areq *a, int err, u32 count)
 	if (err)
 		mapping_set_error(a->inode->i_mapping, err);
 	for (i = 0; i < b->n; i++)
-		folio_end_writeback(b->folios[i]);
+		orfs_folio_end_wb(b->folios[i]);
 	kfree(b);
 }
 
@@ -482,31 +574,39 @@ static void orfs_wb_send(struct orfs_wb *wb)
 
 static int orfs_wb_add(struct folio *folio, struct writeback_control *wbc, void *data)
 {
+	struct orfs_span spans[ORFS_SPANS];
 	struct orfs_wb *wb = data;
-	struct orfs_batch *b = wb->b;
-	size_t off, len;
-	loff_t pos;
+	unsigned int i, n;
+	int ret = 0, err;
 
-	if (!orfs_folio_wb_range(folio, &off, &len))
+	n = orfs_folio_wb_spans(folio, spans);
+	if (!n)
 		return 0;
-	pos = folio_pos(folio) + off;
-	/*
-	 * One request registers its pages as one memory region: what it holds
-	 * must end where this starts, on a page boundary.
-	 */
-	if (b && (pos != b->a.pos + b->len || b->n == wb->max ||
-		  b->len + len > ORFS_SB(wb->inode->i_sb)->wsize || !PAGE_ALIGNED(pos)))
-		orfs_wb_send(wb);
-	if (!wb->b) {
-		wb->b = orfs_batch_alloc(wb->inode, ORFS_OP_WRITE, wb->max, GFP_NOFS);
-		if (!wb->b)
-			/* Short of memory: this folio alone, waiting for it. */
-			return orfs_write_sync(folio, off, len);
+	orfs_folio_start_wb(folio, n);
+	for (i = 0; i < n; i++) {
+		size_t off = spans[i].first, len = spans[i].end - spans[i].first;
+		loff_t pos = folio_pos(folio) + off;
+		struct orfs_batch *b = wb->b;
+
+		/*
+		 * One request registers its pages as one memory region: what
+		 * it holds must end where this starts, on a page boundary.
+		 */
+		if (b && (pos != b->a.pos + b->len || b->n == wb->max ||
+			  b->len + len > ORFS_SB(wb->inode->i_sb)->wsize || !PAGE_ALIGNED(pos)))
+			orfs_wb_send(wb);
+		if (!wb->b) {
+			wb->b = orfs_batch_alloc(wb->inode, ORFS_OP_WRITE, wb->max, GFP_NOFS);
+			if (!wb->b) {
+				/* Short of memory: this span alone, waiting for it. */
+				err = orfs_write_span(folio, &spans[i]);
+				ret = ret ?: err;
+				continue;
+			}
+		}
+		orfs_batch_add(wb->b, folio, off, len);
 	}
-	folio_start_writeback(folio);
-	folio_unlock(folio);
-	orfs_batch_add(wb->b, folio, off, len);
-	return 0;
+	return ret;
 }
 
 #ifdef ORFS_WRITEPAGE_T_FOLIO

@@ -161,32 +161,40 @@ rm /tmp/mnt/mapped
 # Two writers in one page: while this client holds a file cached, another
 # changes bytes on the server in the page this client then writes, but
 # not the bytes it writes. Write-back sends only the bytes written, so the
-# server keeps both clients' bytes: a write inside one page, and one from
-# mid-page across into the next (one request that starts mid-page).
+# server keeps both clients' bytes: a write inside one page, one from
+# mid-page across into the next (one request that starts mid-page), two
+# writes apart around the other's bytes in one page and in one large
+# folio (each sent alone), and five in one page around them (four runs
+# kept apart: the two closest join, not around the other's bytes).
 python3 - /tmp/mnt $exp <<'PY'
 import os, sys
 mnt, exp = sys.argv[1:]
-cases = (('shared1', 4096, (2000,), b'C' * 100, 0),
-         ('shared2', 12288, (100, 6000), b'D' * 2000, 3000))
+cases = (('shared1', 4096, (2000,), ((0, b'C' * 100),)),
+         ('shared2', 12288, (100, 6000), ((3000, b'D' * 2000),)),
+         ('shared3', 4096, (2000,), ((0, b'E' * 100), (3000, b'E' * 100))),
+         ('shared4', 65536, (20000,), ((100, b'F' * 100), (40000, b'F' * 5000))),
+         ('shared5', 4096, (2000,), tuple((at, b'G' * 100) for at in (0, 500, 1000, 1500, 2500))))
 fds = []
-for name, size, theirs, ours, at in cases:
+for name, size, theirs, ours in cases:
     with open(os.path.join(exp, name), 'wb') as f:
         f.write(b'A' * size)
     fd = os.open(os.path.join(mnt, name), os.O_RDWR)
     assert os.pread(fd, size, 0) == b'A' * size, 'the file as first read'
     fds.append(fd)
-for (name, size, theirs, ours, at), fd in zip(cases, fds):
+for (name, size, theirs, ours), fd in zip(cases, fds):
     with open(os.path.join(exp, name), 'r+b') as f:
         for off in theirs:
             f.seek(off)
             f.write(b'B' * 100)
-    os.pwrite(fd, ours, at)
+    for at, data in ours:
+        os.pwrite(fd, data, at)
     os.fsync(fd)
     os.close(fd)
     want = bytearray(b'A' * size)
     for off in theirs:
         want[off:off + 100] = b'B' * 100
-    want[at:at + len(ours)] = ours
+    for at, data in ours:
+        want[at:at + len(data)] = data
     with open(os.path.join(exp, name), 'rb') as f:
         got = f.read()
     bad = [i for i in range(size) if got[i] != want[i]]
@@ -194,7 +202,7 @@ for (name, size, theirs, ours, at), fd in zip(cases, fds):
         name, len(bad), bad[0], got[bad[0]:bad[0] + 8])
 print('two writers in one page: ok')
 PY
-rm /tmp/mnt/shared1 /tmp/mnt/shared2
+rm /tmp/mnt/shared1 /tmp/mnt/shared2 /tmp/mnt/shared3 /tmp/mnt/shared4 /tmp/mnt/shared5
 # Bytes a mapping stored past the end of a file (not part of it, never
 # sent) must not show when another client grows the file, nor go to the
 # server: it has zeroes there. Once with the page written back before,
