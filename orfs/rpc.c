@@ -180,7 +180,7 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	if (revoked)
 		sbi->revoked = true;
 	if ((restarted || revoked) && !sbi->dying && !sbi->opts.local_locks) {
-		sbi->reclaim_seq++;
+		WRITE_ONCE(sbi->reclaim_seq, sbi->reclaim_seq + 1);
 		sbi->reclaim_xid = atomic64_read(&sbi->xid);
 		queue_work(system_long_wq, &sbi->reclaim_work);
 	}
