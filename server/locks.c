@@ -225,16 +225,23 @@ static struct lk_wait **wait_slot(struct locks *lk, uint64_t client, uint64_t ow
 	return pp;
 }
 
+/* The wait at *PP goes out of its chain. */
+static void wait_drop(struct locks *lk, struct lk_wait **pp)
+{
+	struct lk_wait *wt = *pp;
+
+	*pp = wt->next;
+	lk->nwaits--;
+	free(wt);
+}
+
 /* The owner (CLIENT, OWNER) waits for nothing. */
 static void wait_forget(struct locks *lk, uint64_t client, uint64_t owner)
 {
-	struct lk_wait **pp = wait_slot(lk, client, owner), *wt = *pp;
+	struct lk_wait **pp = wait_slot(lk, client, owner);
 
-	if (wt) {
-		*pp = wt->next;
-		lk->nwaits--;
-		free(wt);
-	}
+	if (*pp)
+		wait_drop(lk, pp);
 }
 
 /* Every waiter of client ID goes (its locks went). */
@@ -246,15 +253,10 @@ static void wait_forget_client(struct locks *lk, uint64_t id)
 		struct lk_wait **pp = &lk->waits[b];
 
 		while (*pp) {
-			struct lk_wait *wt = *pp;
-
-			if (wt->client == id) {
-				*pp = wt->next;
-				lk->nwaits--;
-				free(wt);
-			} else {
-				pp = &wt->next;
-			}
+			if ((*pp)->client == id)
+				wait_drop(lk, pp);
+			else
+				pp = &(*pp)->next;
 		}
 	}
 }
