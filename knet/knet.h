@@ -252,6 +252,7 @@ struct knet_session {
  *	over without a failure of the connection ends straight from its
  *	completion, without a workqueue's wake-up
  * @s: private
+ * @refused: private: the session's @admit ended it: reported as it is
  * @mm: private: the submitter's, for user memory sent again
  * @work: private
  */
@@ -260,6 +261,7 @@ struct knet_srq {
 	void			(*done)(struct knet_srq *srq);
 	bool			softirq_done;
 	struct knet_session	*s;
+	bool			refused;
 	struct mm_struct	*mm;
 	struct work_struct	work;
 };

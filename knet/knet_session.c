@@ -230,7 +230,7 @@ static void knet_srq_work(struct work_struct *w)
 	struct knet_srq *srq = container_of(w, struct knet_srq, work);
 	int err = srq->rq.error;
 
-	if (knet_session_retryable(err)) {
+	if (!srq->refused && knet_session_retryable(err)) {
 		/* Sent again the waiting way, as the submitter would have. */
 		if (srq->mm && !mmget_not_zero(srq->mm)) {
 			srq->rq.error = -EIO;	/* the process is gone */
@@ -292,10 +292,11 @@ static void knet_srq_done(struct knet_request *rq)
  */
 void knet_session_submit(struct knet_session *s, struct knet_srq *srq)
 {
-	int ret = -ENOTCONN;
+	int admit = 0, ret = -ENOTCONN;
 
 	INIT_WORK(&srq->work, knet_srq_work);
 	srq->s = s;
+	srq->refused = false;
 	srq->mm = NULL;
 	if (srq->rq.mem && srq->rq.mem->type == KNET_MEM_UVEC) {
 		srq->mm = current->mm;
@@ -304,17 +305,20 @@ void knet_session_submit(struct knet_session *s, struct knet_srq *srq)
 	srq->rq.done = knet_srq_done;
 	srq->rq.priv = srq;
 	if (!READ_ONCE(s->shutdown) && !down_read_killable(&s->lock)) {
-		if (s->ep)
-			ret = knet_session_admit(s, &srq->rq);
-		/* Held: the worker waits until it may go. */
-		if (ret == -EAGAIN)
-			ret = -ENOTCONN;
-		else if (!ret)
+		admit = s->ep ? knet_session_admit(s, &srq->rq) : 0;
+		if (s->ep && !admit)
 			ret = knet_submit_wait(s->ep, &srq->rq, s->timeout);
+		else if (admit)
+			/* Held (the worker waits until it may go), or refused. */
+			ret = admit == -EAGAIN ? -ENOTCONN : admit;
 		up_read(&s->lock);
 	}
 	if (ret) {
-		/* Not sent: the worker tries the waiting way, or reports it. */
+		/*
+		 * Not sent: the worker tries the waiting way, or reports it
+		 * (one @admit refused as it is, without asking again).
+		 */
+		srq->refused = admit && admit != -EAGAIN;
 		srq->rq.error = ret;
 		queue_work(knet_session_wq, &srq->work);
 	}
