@@ -922,6 +922,7 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 	if (fr->op == ORFS_OP_LOCK && (le32toh(fr->u.lock.flags) & ORFS_LOCK_REVOKED_SEEN))
 		c->revoked = 0;
 	fr->locks = &c->s->locks;
+	fr->chg = &c->s->chg;
 	fr->client_id = c->client_id;
 	fr->revoked = c->revoked;
 	if (c->client_id && fsvc_op_nonidempotent(fr->op)) {

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -614,7 +615,25 @@ static void put_time(struct orfs_time *t, const struct statx_timestamp *s)
 	t->reserved = 0;
 }
 
-static int get_attr(int fd, struct orfs_attr *a)
+/* ST's count in CHG, one more first when CHANGED (a change was just made). */
+static uint32_t chg_count(struct fsvc_chg *chg, const struct statx *st, int changed)
+{
+	uint64_t h;
+	_Atomic uint32_t *n;
+
+	if (!chg)
+		return 0;
+	h = (st->stx_ino ^ ((uint64_t)st->stx_dev_major << 40) ^
+	     ((uint64_t)st->stx_dev_minor << 20)) * 0x9e3779b97f4a7c15ULL;
+	n = &chg->n[(h >> 32) % FSVC_CHG_SLOTS];
+	return changed ? atomic_fetch_add(n, 1) + 1 : atomic_load(n);
+}
+
+/*
+ * FD's attributes into A. CHANGED: the request changed the file (before
+ * these attributes are read), which CHG counts.
+ */
+static int get_attr(struct fsvc_chg *chg, int fd, struct orfs_attr *a, int changed)
 {
 	struct statx st;
 
@@ -626,7 +645,9 @@ static int get_attr(int fd, struct orfs_attr *a)
 	a->size = htole64(st.stx_size);
 	a->blocks = htole64(st.stx_blocks);
 	a->rdev = htole64(((uint64_t)st.stx_rdev_major << 32) | st.stx_rdev_minor);
-	a->change = htole64((uint64_t)st.stx_ctime.tv_sec * 1000000000ULL + st.stx_ctime.tv_nsec);
+	/* Never the same after a change through here: ctime and the count only grow. */
+	a->change = htole64((uint64_t)st.stx_ctime.tv_sec * 1000000000ULL + st.stx_ctime.tv_nsec +
+			    chg_count(chg, &st, changed));
 	a->mode = htole32(st.stx_mode);
 	a->nlink = htole32(st.stx_nlink);
 	a->uid = htole32(st.stx_uid);
@@ -704,7 +725,8 @@ static int put(struct out *o, const void *src, size_t n)
 }
 
 /* The reply of an operation that made or found DIRFD/NAME. */
-static int entry_reply(const struct fsvc_export *fx, int dirfd, const char *name, struct out *o)
+static int entry_reply(const struct fsvc_export *fx, struct fsvc_chg *chg, int dirfd,
+		       const char *name, struct out *o)
 {
 	struct orfs_entry_rep rep;
 	int fd, err;
@@ -714,7 +736,7 @@ static int entry_reply(const struct fsvc_export *fx, int dirfd, const char *name
 		return err;
 	err = fsvc_make_fh(fx, fd, "", &rep.fh);
 	if (!err)
-		err = get_attr(fd, &rep.attr);
+		err = get_attr(chg, fd, &rep.attr, 0);
 	close(fd);
 	return err ? err : put(o, &rep, sizeof(rep));
 }
@@ -1013,7 +1035,7 @@ int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body,
 	if (cap < sizeof(rep))
 		return EOVERFLOW;
 	memset(&rep, 0, sizeof(rep));
-	err = get_attr(fd, &rep.attr);
+	err = get_attr(rq->chg, fd, &rep.attr, rq->op == ORFS_OP_WRITE && count);
 	if (err)
 		return err;
 	if (fstat(fd, &st))
@@ -1058,7 +1080,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 
 		err = fsvc_make_fh(fx, fx->root_fd, "", &rep.fh);
 		if (!err)
-			err = get_attr(fx->root_fd, &rep.attr);
+			err = get_attr(rq->chg, fx->root_fd, &rep.attr, 0);
 		if (!err)
 			err = put(&o, &rep, sizeof(rep));
 		goto done;
@@ -1097,17 +1119,17 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	proc_path(fd, path, sizeof(path));
 	switch (rq->op) {
 	case ORFS_OP_LOOKUP:
-		err = entry_reply(fx, fd, name, &o);
+		err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
 	case ORFS_OP_GETATTR:
-		err = get_attr(fd, &attr);
+		err = get_attr(rq->chg, fd, &attr, 0);
 		if (!err)
 			err = put(&o, &attr, sizeof(attr));
 		break;
 	case ORFS_OP_SETATTR:
 		err = do_setattr(&rq->u.setattr, fd);
 		if (!err)
-			err = get_attr(fd, &attr);
+			err = get_attr(rq->chg, fd, &attr, 1);
 		if (!err)
 			err = put(&o, &attr, sizeof(attr));
 		break;
@@ -1122,12 +1144,12 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 			}
 		}
 		if (!err)
-			err = entry_reply(fx, fd, name, &o);
+			err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
 	case ORFS_OP_MKDIR:
 		err = mkdirat(fd, name, le32toh(rq->u.create.mode) & 07777) ? errno : 0;
 		if (!err)
-			err = entry_reply(fx, fd, name, &o);
+			err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
 	case ORFS_OP_MKNOD: {
 		uint32_t mode = le32toh(rq->u.create.mode);
@@ -1139,13 +1161,13 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		}
 		err = mknodat(fd, name, mode & (S_IFMT | 07777), 0) ? errno : 0;
 		if (!err)
-			err = entry_reply(fx, fd, name, &o);
+			err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
 	}
 	case ORFS_OP_SYMLINK:
 		err = symlinkat(name2, fd, name) ? errno : 0;
 		if (!err)
-			err = entry_reply(fx, fd, name, &o);
+			err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
 	case ORFS_OP_LINK:
 		if (fd_type(fd) == S_IFLNK || fd_type(fd) == S_IFDIR) {
@@ -1154,7 +1176,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		}
 		err = linkat(AT_FDCWD, path, fd2, name, AT_SYMLINK_FOLLOW) ? errno : 0;
 		if (!err)
-			err = get_attr(fd, &attr);
+			err = get_attr(rq->chg, fd, &attr, 1);
 		if (!err)
 			err = put(&o, &attr, sizeof(attr));
 		break;

@@ -32,6 +32,21 @@ struct fsvc_export {
 	uint64_t	boot;		/* server start, for SESSION */
 };
 
+/*
+ * Changes made through this server, a count for each of FSVC_CHG_SLOTS
+ * slots of files (by device and inode), added to the change attribute: a
+ * file system's ctime moves only once a clock tick (4 ms at HZ=250), so
+ * two writes of two clients within one tick would otherwise leave the
+ * attribute as it was, and the first client's cached pages taken for
+ * current. Files that share a slot see each other's changes (a cache
+ * dropped for nothing, never one kept wrongly).
+ */
+#define FSVC_CHG_SLOTS	65536
+
+struct fsvc_chg {
+	_Atomic uint32_t	n[FSVC_CHG_SLOTS];
+};
+
 /* Credentials a request runs with (see fsvc_execute()). */
 struct fsvc_cred {
 	uint32_t	uid, gid;
@@ -84,6 +99,8 @@ struct fsvc_req {
 	struct locks		*locks;
 	uint64_t		client_id;
 	int			revoked;
+	/* The change counts (NULL: the change attribute is the ctime alone). */
+	struct fsvc_chg		*chg;
 	/* And for SESSION: ORFS_SESSION_* flags for the reply. */
 	uint32_t		session_flags;
 };

@@ -230,6 +230,7 @@ struct srv {
 	uint64_t		boot;		/* this start's identity */
 	struct replay		replay;		/* answers to non-idempotent file operations */
 	struct locks		locks;		/* byte-range locks of the file service */
+	struct fsvc_chg		chg;		/* changes made through the file service */
 	struct fdcache		fdc;		/* files open for READ and WRITE */
 	int			fault;		/* ORFS_SERVER_FAULT, tests only */
 	uint64_t		fault_seed;	/* the shards' "fs-random" start */

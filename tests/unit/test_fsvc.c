@@ -93,6 +93,9 @@ static void rb_inline(struct rb *b, const void *p, uint32_t n)
  * reply body lands in OUT. The thread stays in the request's credentials,
  * as a worker does. Returns the errno.
  */
+/* The change counts the requests see (NULL: none, the ctime alone). */
+static struct fsvc_chg *test_chg;
+
 static int exec_fd(const struct fsvc_export *x, struct rb *b, int *fd, void *out,
 		   uint32_t *out_len)
 {
@@ -108,6 +111,7 @@ static int exec_fd(const struct fsvc_export *x, struct rb *b, int *fd, void *out
 	err = fsvc_decode(x, b->buf, b->len, 4096, &rq);
 	if (err)
 		return err;
+	rq.chg = test_chg;
 	return fsvc_execute(x, &rq, fd, out ? out : scratch, 4352, out_len ? out_len : &n);
 }
 
@@ -419,6 +423,57 @@ static void test_attrs_and_io(void)
 		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), ENODATA);
 	}
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "io"), 0);
+}
+
+/* The change attribute moves at each change through the server, within a clock tick too. */
+static void test_change_counts(void)
+{
+	static struct fsvc_chg chg;
+	struct orfs_fh r = rootfh(&fx);
+	uint64_t c[5];
+	struct orfs_entry_rep f;
+	struct orfs_setattr_req sa;
+	struct orfs_io_req io;
+	struct orfs_attr attr;
+	struct rb b;
+	uint8_t out[4352];
+	uint32_t n;
+	int i;
+
+	test_chg = &chg;
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "chg", 0644, 0, &f), 0);
+	memset(&io, 0, sizeof(io));
+	io.fh = f.fh;
+	io.length = htole32(1);
+	for (i = 0; i < 3; i++) {
+		rb_start(&b, ORFS_OP_WRITE, 0, 0);
+		rb_put(&b, &io, sizeof(io));
+		rb_inline(&b, "x", 1);
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+		c[i] = le64toh(((struct orfs_io_rep *)out)->attr.change);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.fh = f.fh;
+	sa.valid = htole32(ORFS_SET_MODE);
+	sa.mode = htole32(0600);
+	rb_start(&b, ORFS_OP_SETATTR, 0, 0);
+	rb_put(&b, &sa, sizeof(sa));
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	c[3] = le64toh(((struct orfs_attr *)out)->change);
+	/* Reading it changes nothing. */
+	rb_start(&b, ORFS_OP_GETATTR, 0, 0);
+	rb_put(&b, &(struct orfs_fhop_req){ .fh = f.fh }, sizeof(struct orfs_fhop_req));
+	CU_ASSERT_EQUAL(run(&fx, &b, &attr, &n), 0);
+	c[4] = le64toh(attr.change);
+	CU_ASSERT(c[0] < c[1] && c[1] < c[2] && c[2] < c[3]);
+	CU_ASSERT_EQUAL(c[4], c[3]);
+	io.length = htole32(8);
+	rb_start(&b, ORFS_OP_READ, 0, 0);
+	rb_put(&b, &io, sizeof(io));
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	CU_ASSERT_EQUAL(le64toh(((struct orfs_io_rep *)out)->attr.change), c[3]);
+	test_chg = NULL;
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "chg"), 0);
 }
 
 static void test_readdir(void)
@@ -1003,6 +1058,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "containment: components only, symlinks never followed", test_containment) ||
 	    !CU_add_test(s, "namespace: create, mkdir, mknod, symlink, link, rename, remove", test_namespace_ops) ||
 	    !CU_add_test(s, "attributes, inline I/O, xattrs", test_attrs_and_io) ||
+	    !CU_add_test(s, "the change attribute moves at each change, within a tick too",
+			 test_change_counts) ||
 	    !CU_add_test(s, "readdir resumes with cookies over 300 entries", test_readdir) ||
 	    !CU_add_test(s, "credentials per request, root squash", test_credentials) ||
 	    !CU_add_test(s, "credentials kept between requests, directories kept open",
