@@ -47,6 +47,9 @@ enum knet_mem_type {
 	KNET_MEM_UVEC,		/* user-virtual, of the submitting process */
 };
 
+/* How long knet_call() still waits for an answer once its caller is killed. */
+#define KNET_KILLED_WAIT_MS	1000
+
 /* knet_mem flags */
 #define KNET_MEM_NOCACHE	0x1	/* user memory: pin for this request only */
 

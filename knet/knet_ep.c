@@ -1588,12 +1588,19 @@ EXPORT_SYMBOL_GPL(knet_submit_wait);
  * @rq: the request; its out fields are filled in; @done and @priv are used
  * @timeout: in jiffies, for a slot and for the answer
  *
- * Context: process context, may sleep; killable.
+ * A caller that a fatal signal stops once the request is sent still waits
+ * up to %KNET_KILLED_WAIT_MS for the answer, which normally comes within a
+ * round trip: the connection, which other requests share, is cut only if
+ * it does not come by then.
+ *
+ * Context: process context, may sleep; killable (within
+ * %KNET_KILLED_WAIT_MS once sent).
  * Return: 0 when the server answered (its answer in @rq->status), or an
  * error: -ETIMEDOUT, -EINTR (fatal signal), -ECONNRESET or -ENOTCONN (the
  * connection is gone), -EPROTO (the server lied), and knet_submit()'s.
- * After a time-out or a signal the endpoint is disconnected, and this
- * returns only once the server cannot reach @rq's memory any more.
+ * After a time-out or a signal without an answer the endpoint is
+ * disconnected, and this returns only once the server cannot reach @rq's
+ * memory any more.
  */
 int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout)
 {
@@ -1627,6 +1634,9 @@ int knet_call(struct knet_ep *ep, struct knet_request *rq, unsigned long timeout
 	if (ret)
 		goto out;
 	left = wait_for_completion_killable_timeout(&sync.done, timeout);
+	if (left < 0 &&
+	    wait_for_completion_timeout(&sync.done, msecs_to_jiffies(KNET_KILLED_WAIT_MS)))
+		left = 1;	/* killed, but answered: the connection stays */
 	if (left <= 0) {
 		pr_warn("request %u timed out or was killed: disconnecting\n", rq->opcode);
 		knet_ep_fail(ep, left ? -EINTR : -ETIMEDOUT);
