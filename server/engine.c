@@ -918,6 +918,8 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		if (c->revoked)
 			fr->session_flags |= ORFS_SESSION_LOCKS_REVOKED;
 	}
+	if (fr->op == ORFS_OP_SESSION && c->s->locks.hold_max)
+		fr->session_flags |= ORFS_SESSION_LOCK_HOLD;
 	/* The client's word that it saw it, on whatever connection (locks_apply()). */
 	if (fr->op == ORFS_OP_LOCK && (le32toh(fr->u.lock.flags) & ORFS_LOCK_REVOKED_SEEN))
 		c->revoked = 0;

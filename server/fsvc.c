@@ -571,10 +571,14 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 		flags = le32toh(rq->u.lock.flags);
 		if (!err && (type < ORFS_LOCK_READ || type > ORFS_LOCK_UNLOCK ||
 			     (flags & ~(uint32_t)(ORFS_LOCK_TEST | ORFS_LOCK_RECLAIM |
-						  ORFS_LOCK_REVOKED_SEEN | ORFS_LOCK_WAIT)) ||
+						  ORFS_LOCK_REVOKED_SEEN | ORFS_LOCK_WAIT |
+						  ORFS_LOCK_HOLD)) ||
 			     ((flags & ORFS_LOCK_REVOKED_SEEN) && !(flags & ORFS_LOCK_TEST)) ||
-			     ((flags & ORFS_LOCK_WAIT) &&
-			      (flags & ~(uint32_t)ORFS_LOCK_TEST) != ORFS_LOCK_WAIT) ||
+			     ((flags & ORFS_LOCK_WAIT) && flags != ORFS_LOCK_WAIT &&
+			      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_TEST) &&
+			      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_HOLD)) ||
+			     ((flags & ORFS_LOCK_HOLD) && flags != ORFS_LOCK_HOLD &&
+			      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_HOLD)) ||
 			     (type == ORFS_LOCK_UNLOCK && flags) ||
 			     le64toh(rq->u.lock.start) > le64toh(rq->u.lock.end)))
 			err = EINVAL;
@@ -917,8 +921,17 @@ static int do_lock(const struct fsvc_req *rq, int fd, struct out *o)
 		close(rfd);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	err = locks_apply(rq->locks, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &w, ts.tv_sec,
-			  &held);
+	if ((w.flags & ORFS_LOCK_HOLD) && thread_cred.fixed) {
+		/* The progress thread holds nothing: a worker waits, if need be. */
+		w.flags &= ~(uint32_t)ORFS_LOCK_HOLD;
+		err = locks_apply(rq->locks, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &w,
+				  ts.tv_sec, &held);
+		if (err == EAGAIN)
+			return FSVC_ELSEWHERE;
+	} else {
+		err = locks_apply_wait(rq->locks, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &w,
+				       ts.tv_sec, &held, ORFS_LOCK_HOLD_MS);
+	}
 	if (err)
 		return err;
 	memset(&rep, 0, sizeof(rep));

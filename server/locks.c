@@ -56,9 +56,31 @@ static uint32_t bucket(uint64_t a, uint64_t b)
 
 void locks_init(struct locks *lk, unsigned int lease)
 {
+	pthread_condattr_t ca;
+
 	memset(lk, 0, sizeof(*lk));
 	pthread_mutex_init(&lk->mu, NULL);
+	/* Neither fails on Linux with these attributes. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&lk->changed, &ca);
+	pthread_condattr_destroy(&ca);
 	lk->lease = lease;
+}
+
+void locks_hold_max(struct locks *lk, uint32_t max)
+{
+	pthread_mutex_lock(&lk->mu);
+	lk->hold_max = max;
+	pthread_mutex_unlock(&lk->mu);
+}
+
+/* Something that may free a lock happened (under LK->mu): held requests look again. */
+static void changed(struct locks *lk)
+{
+	lk->gen++;
+	if (lk->holding)
+		pthread_cond_broadcast(&lk->changed);
 }
 
 void locks_grace(struct locks *lk, unsigned int grace, time_t now)
@@ -103,6 +125,7 @@ void locks_destroy(struct locks *lk)
 			free(c);
 		}
 	}
+	pthread_cond_destroy(&lk->changed);
 	pthread_mutex_destroy(&lk->mu);
 }
 
@@ -225,7 +248,7 @@ static struct lk_wait **wait_slot(struct locks *lk, uint64_t client, uint64_t ow
 	return pp;
 }
 
-/* The wait at *PP goes out of its chain. */
+/* The wait at *PP goes out of its chain (and a request of its owner held for it ends). */
 static void wait_drop(struct locks *lk, struct lk_wait **pp)
 {
 	struct lk_wait *wt = *pp;
@@ -233,6 +256,7 @@ static void wait_drop(struct locks *lk, struct lk_wait **pp)
 	*pp = wt->next;
 	lk->nwaits--;
 	free(wt);
+	changed(lk);
 }
 
 /* The owner (CLIENT, OWNER) waits for nothing. */
@@ -290,6 +314,7 @@ static void expire(struct locks *lk, struct lk_client *c)
 	uint32_t b;
 
 	lk->expired++;
+	changed(lk);
 	wait_forget_client(lk, id);
 	if (!c->revoked) {
 		revoked_make_room(lk);
@@ -381,12 +406,14 @@ again:
 
 /*
  * Take [START, END] out of W's owner's ranges on F, splitting one that
- * covers both sides with SPARE (set to NULL when used).
+ * covers both sides with SPARE (set to NULL when used). Returns 1 when
+ * anything was taken out.
  */
-static void cut(struct locks *lk, struct lk_file *f, const struct lk_want *w,
-		struct lk_client *c, uint64_t start, uint64_t end, struct lk_range **spare)
+static int cut(struct locks *lk, struct lk_file *f, const struct lk_want *w,
+	       struct lk_client *c, uint64_t start, uint64_t end, struct lk_range **spare)
 {
 	struct lk_range **rp = &f->ranges;
+	int any = 0;
 
 	while (*rp) {
 		struct lk_range *r = *rp;
@@ -395,6 +422,7 @@ static void cut(struct locks *lk, struct lk_file *f, const struct lk_want *w,
 			rp = &r->next;
 			continue;
 		}
+		any = 1;
 		if (r->start < start && r->end > end) {
 			struct lk_range *tail = *spare;
 
@@ -405,7 +433,7 @@ static void cut(struct locks *lk, struct lk_file *f, const struct lk_want *w,
 			r->next = tail;
 			lk->nranges++;
 			c->nranges++;
-			return;		/* nothing else of the owner overlaps */
+			return 1;	/* nothing else of the owner overlaps */
 		}
 		if (r->start < start) {
 			r->end = start - 1;
@@ -418,6 +446,7 @@ static void cut(struct locks *lk, struct lk_file *f, const struct lk_want *w,
 		}
 		rp = &r->next;
 	}
+	return any;
 }
 
 static void answer(struct lk_want *held, const struct lk_range *r, const struct lk_want *w)
@@ -432,16 +461,19 @@ static void answer(struct lk_want *held, const struct lk_range *r, const struct 
 	}
 }
 
-/* W's owner waits, from NOW, for a lock of file (DEV, INO); SPARE if it is new. */
-static void wait_note(struct locks *lk, const struct lk_want *w, uint64_t dev, uint64_t ino,
-		      time_t now, struct lk_wait **spare)
+/*
+ * W's owner waits, from NOW, for a lock of file (DEV, INO); SPARE if it is
+ * new. Returns 1 when recorded.
+ */
+static int wait_note(struct locks *lk, const struct lk_want *w, uint64_t dev, uint64_t ino,
+		     time_t now, struct lk_wait **spare)
 {
 	struct lk_wait **pp = wait_slot(lk, w->client, w->owner), *wt = *pp;
 
 	if (!wt) {
 		/* Unrecorded past the bound: no deadlock is found through it. */
 		if (!*spare || lk->nwaits >= LOCKS_WAITS_MAX)
-			return;
+			return 0;
 		wt = *spare;
 		*spare = NULL;
 		wt->client = w->client;
@@ -449,6 +481,9 @@ static void wait_note(struct locks *lk, const struct lk_want *w, uint64_t dev, u
 		wt->next = NULL;
 		*pp = wt;
 		lk->nwaits++;
+	} else if (wt->dev != dev || wt->ino != ino || wt->start != w->start ||
+		   wt->end != w->end || wt->type != w->type) {
+		changed(lk);	/* the owner's wait for something else ends */
 	}
 	wt->dev = dev;
 	wt->ino = ino;
@@ -456,6 +491,7 @@ static void wait_note(struct locks *lk, const struct lk_want *w, uint64_t dev, u
 	wt->end = w->end;
 	wt->type = w->type;
 	wt->asked = now;
+	return 1;
 }
 
 /*
@@ -489,15 +525,16 @@ static int deadlock(struct locks *lk, const struct lk_want *w, const struct lk_r
 	return 0;
 }
 
-int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
-		time_t now, struct lk_want *held)
+/* locks_apply(); *GEN (if not NULL): LK->gen as the request left it. */
+static int apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
+		 time_t now, struct lk_want *held, uint64_t *gen)
 {
 	struct lk_range *spare = NULL, *add = NULL, *r;
 	struct lk_wait *wspare = NULL;
 	struct lk_file **fp, *f;
 	struct lk_client *c;
 	uint64_t start = w->start, end = w->end;
-	int err = 0;
+	int err = 0, noted = 0;
 
 	if (w->start > w->end || w->type < ORFS_LOCK_READ || w->type > ORFS_LOCK_UNLOCK)
 		return EINVAL;
@@ -518,10 +555,12 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 	if (w->flags & ORFS_LOCK_REVOKED_SEEN)
 		unrevoke(lk, c);
 	/*
-	 * Asked again if it waits (below); any other request but a test ends
-	 * a wait, and so does the test of an owner that stopped waiting.
+	 * Any request but a test ends a wait, and so does the test of an
+	 * owner that stopped waiting; a wait asked again stays (or ends,
+	 * below), so that a request held for it is not woken for nothing.
 	 */
-	if (!(w->flags & ORFS_LOCK_TEST) || (w->flags & ORFS_LOCK_WAIT))
+	if ((!(w->flags & ORFS_LOCK_TEST) || (w->flags & ORFS_LOCK_WAIT)) &&
+	    w->flags != ORFS_LOCK_WAIT)
 		wait_forget(lk, w->client, w->owner);
 	if (w->type != ORFS_LOCK_UNLOCK) {
 		int grace = now < lk->grace_end;
@@ -546,7 +585,7 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 				if (deadlock(lk, w, r, now))
 					err = EDEADLK;
 				else
-					wait_note(lk, w, dev, ino, now, &wspare);
+					noted = wait_note(lk, w, dev, ino, now, &wspare);
 			}
 			goto out;
 		}
@@ -591,7 +630,8 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 			rp = &r->next;
 		}
 	}
-	cut(lk, f, w, c, start, end, &spare);
+	if (cut(lk, f, w, c, start, end, &spare) || w->type == ORFS_LOCK_UNLOCK)
+		changed(lk);
 	if (add) {
 		add->client = w->client;
 		add->owner = w->owner;
@@ -612,13 +652,88 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 		free(f);
 	}
 out:
+	if (w->flags == ORFS_LOCK_WAIT && !noted)
+		wait_forget(lk, w->client, w->owner);
 	c->conns--;
 	client_maybe_free(lk, c);
 out_unlocked:
+	if (gen)
+		*gen = lk->gen;
 	pthread_mutex_unlock(&lk->mu);
 	free(spare);
 	free(add);
 	free(wspare);
+	return err;
+}
+
+int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
+		time_t now, struct lk_want *held)
+{
+	return apply(lk, dev, ino, w, now, held, NULL);
+}
+
+/*
+ * Does W's owner still wait for what W asks (under LK->mu)? Only an
+ * ORFS_LOCK_WAIT is recorded; another (OFD, flock()) waits until answered.
+ */
+static int still_waits(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w)
+{
+	const struct lk_wait *wt;
+
+	if (w->flags != ORFS_LOCK_WAIT)
+		return 1;
+	wt = *wait_slot(lk, w->client, w->owner);
+	return wt && wt->dev == dev && wt->ino == ino && wt->start == w->start &&
+	       wt->end == w->end && wt->type == w->type;
+}
+
+static time_t mono_now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	return ts->tv_sec;
+}
+
+int locks_apply_wait(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
+		     time_t now, struct lk_want *held, unsigned int hold_ms)
+{
+	struct lk_want ww = *w;
+	struct timespec until, ts;
+	uint64_t gen;
+	int err, timed_out = 0;
+
+	if (!(w->flags & ORFS_LOCK_HOLD) || w->type == ORFS_LOCK_UNLOCK ||
+	    (w->flags & ~(uint32_t)(ORFS_LOCK_WAIT | ORFS_LOCK_HOLD)))
+		return locks_apply(lk, dev, ino, w, now, held);
+	ww.flags &= ~(uint32_t)ORFS_LOCK_HOLD;
+	err = apply(lk, dev, ino, &ww, now, held, &gen);
+	if (err != EAGAIN || !hold_ms)
+		return err;
+	mono_now(&until);
+	until.tv_sec += hold_ms / 1000;
+	until.tv_nsec += (long)(hold_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&lk->mu);
+	if (lk->holding >= lk->hold_max || !still_waits(lk, dev, ino, &ww)) {
+		pthread_mutex_unlock(&lk->mu);
+		return err;
+	}
+	lk->holding++;
+	for (;;) {
+		while (lk->gen == gen && !timed_out)
+			timed_out = pthread_cond_timedwait(&lk->changed, &lk->mu, &until) != 0;
+		if (lk->gen == gen || !still_waits(lk, dev, ino, &ww))
+			break;		/* time is up, or the owner asked something else */
+		pthread_mutex_unlock(&lk->mu);
+		err = apply(lk, dev, ino, &ww, mono_now(&ts), held, &gen);
+		pthread_mutex_lock(&lk->mu);
+		if (err != EAGAIN || timed_out)
+			break;
+	}
+	lk->holding--;
+	pthread_mutex_unlock(&lk->mu);
 	return err;
 }
 

@@ -35,6 +35,10 @@ struct lk_wait;
 /* Shared by every thread: each function takes the lock. */
 struct locks {
 	pthread_mutex_t		mu;
+	pthread_cond_t		changed;	/* on CLOCK_MONOTONIC; @gen moved */
+	uint64_t		gen;		/* counts changes that may free a lock */
+	uint32_t		holding;	/* requests held now (locks_apply_wait()) */
+	uint32_t		hold_max;	/* at most; 0: none held */
 	struct lk_file		*files[LOCKS_BUCKETS];
 	struct lk_client	*clients[LOCKS_BUCKETS];
 	struct lk_wait		*waits[LOCKS_BUCKETS];
@@ -53,7 +57,7 @@ struct lk_want {
 	uint64_t	start;
 	uint64_t	end;
 	uint32_t	type;		/* ORFS_LOCK_READ, _WRITE or _UNLOCK */
-	uint32_t	flags;		/* ORFS_LOCK_TEST, _RECLAIM, _REVOKED_SEEN, _WAIT */
+	uint32_t	flags;		/* ORFS_LOCK_TEST, _RECLAIM, _REVOKED_SEEN, _WAIT, _HOLD */
 };
 
 /* With LEASE seconds of lease, and no grace period yet. */
@@ -87,6 +91,23 @@ void locks_detach(struct locks *lk, uint64_t client, time_t now);
  */
 int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
 		time_t now, struct lk_want *held);
+
+/*
+ * At most MAX requests held at once by locks_apply_wait() (0, the default:
+ * none). Each holds the thread that called it.
+ */
+void locks_hold_max(struct locks *lk, uint32_t max);
+
+/*
+ * locks_apply(), with NOW from CLOCK_MONOTONIC; a request to set a lock
+ * flagged ORFS_LOCK_HOLD (alone or with ORFS_LOCK_WAIT) that finds the
+ * lock taken is held, while fewer than the bound are, for up to HOLD_MS:
+ * it is asked again each time a lock may have been freed, and ends as
+ * soon as it gets the lock or another answer than EAGAIN, or (with WAIT)
+ * the owner's wait ends (another request of the owner).
+ */
+int locks_apply_wait(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
+		     time_t now, struct lk_want *held, unsigned int hold_ms);
 
 /*
  * 1 when CLIENT must not write file (DEV, INO) now: its locks on the file

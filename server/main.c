@@ -1489,6 +1489,8 @@ int main(int argc, char **argv)
 	}
 	replay_init(&s.replay);
 	locks_init(&s.locks, s.cfg.lease);
+	/* A waiter's LOCK held takes a worker: half of them at most. */
+	locks_hold_max(&s.locks, (uint32_t)s.nthreads / 2);
 	{
 		struct timespec ts;
 

@@ -121,6 +121,8 @@ struct orfs_session_rep {
  * reply until the client next sends a LOCK.
  */
 #define ORFS_SESSION_LOCKS_REVOKED	1U
+/* The server takes ORFS_LOCK_HOLD (its replies to a waiter's LOCK may wait). */
+#define ORFS_SESSION_LOCK_HOLD		2U
 
 /* LOOKUP, UNLINK, RMDIR: dir, then a name. */
 struct orfs_dirop_req {
@@ -261,6 +263,15 @@ struct orfs_xattr_rep {
  * owner stopped waiting (a signal); the server forgets its wait at once.
  */
 #define ORFS_LOCK_WAIT		0x8
+/*
+ * A lock the owner waits for (alone, or with WAIT), from a client whose
+ * SESSION reply said ORFS_SESSION_LOCK_HOLD: the server may hold a request
+ * that finds the lock taken, for at most ORFS_LOCK_HOLD_MS, and answers it
+ * as soon as the lock is free (or, with WAIT, the owner sends another
+ * LOCK); EAGAIN if it is still taken then.
+ */
+#define ORFS_LOCK_HOLD		0x10
+#define ORFS_LOCK_HOLD_MS	250
 
 /*
  * LOCK: set, clear or test the byte-range lock of OWNER (the client's name
@@ -277,7 +288,7 @@ struct orfs_lock_req {
 	__le64		start;
 	__le64		end;		/* inclusive; ~0: to the end of the file, however long */
 	__le32		type;		/* ORFS_LOCK_READ, _WRITE, _UNLOCK */
-	__le32		flags;		/* ORFS_LOCK_TEST, _RECLAIM, _REVOKED_SEEN, _WAIT */
+	__le32		flags;		/* ORFS_LOCK_TEST, _RECLAIM, _REVOKED_SEEN, _WAIT, _HOLD */
 };
 
 /* TEST: the lock in the way, or type ORFS_LOCK_UNLOCK; else the request's. */

@@ -1007,8 +1007,20 @@ static void test_locks_service(void)
 	/* Malformed requests. */
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 0, 0, 0, 9, &rep), EINVAL);
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 4, 0, 0, 9, &rep), EINVAL);
-	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, 16, 0, 9, &rep), EINVAL);
-	/* WAIT alone, or with TEST (the owner stopped waiting). */
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, 32, 0, 9, &rep), EINVAL);
+	/* WAIT alone, with TEST (the owner stopped waiting) or with HOLD; HOLD alone. */
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_HOLD | ORFS_LOCK_TEST,
+				0, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_UNLOCK, ORFS_LOCK_HOLD, 0, 9, &rep),
+			EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_HOLD | ORFS_LOCK_RECLAIM,
+				0, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_HOLD, 0, 9, &rep), 0);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ,
+				ORFS_LOCK_WAIT | ORFS_LOCK_HOLD | ORFS_LOCK_TEST, 0, 9, &rep), EINVAL);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_WAIT | ORFS_LOCK_HOLD,
+				0, 9, &rep), 0);
+	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_UNLOCK, 0, 0, 9, &rep), 0);
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ, ORFS_LOCK_WAIT | ORFS_LOCK_RECLAIM,
 				0, 9, &rep), EINVAL);
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, ORFS_LOCK_READ,

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Unit tests of the server's byte-range locks across clients (server/locks.c). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "orfs/uapi/orfs_proto.h"
 #include "server/locks.h"
@@ -231,6 +233,141 @@ static void test_locks_deadlock(void)
 	locks_destroy(&lk);
 }
 
+/*
+ * A request held by locks_apply_wait() on a thread of its own: a
+ * process's (WAIT | HOLD), or for owners from 100 on an OFD or flock()
+ * lock's (HOLD).
+ */
+struct held_call {
+	struct locks	*lk;
+	struct lk_want	w;
+	unsigned int	hold_ms;
+	int		err;
+	double		secs;	/* how long it took */
+};
+
+static double mono_secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *held_run(void *arg)
+{
+	struct held_call *hc = arg;
+	struct timespec ts;
+	struct lk_want h;
+	double t0 = mono_secs();
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	hc->err = locks_apply_wait(hc->lk, 1, 42, &hc->w, ts.tv_sec, &h, hc->hold_ms);
+	hc->secs = mono_secs() - t0;
+	return NULL;
+}
+
+static int held_start(pthread_t *t, struct held_call *hc, struct locks *lk, uint64_t client,
+		      uint64_t owner, uint64_t start, uint64_t end, unsigned int hold_ms)
+{
+	*hc = (struct held_call){ .lk = lk, .hold_ms = hold_ms,
+				  .w = { client, owner, start, end, W,
+					 owner >= 100 ? ORFS_LOCK_HOLD :
+					 ORFS_LOCK_WAIT | ORFS_LOCK_HOLD } };
+	return pthread_create(t, NULL, held_run, hc);
+}
+
+/* Until N requests are held (or 10 s went by): 1 when they are. */
+static int holding(struct locks *lk, uint32_t n)
+{
+	double t0 = mono_secs();
+	uint32_t now;
+
+	do {
+		pthread_mutex_lock(&lk->mu);
+		now = lk->holding;
+		pthread_mutex_unlock(&lk->mu);
+		if (now == n)
+			return 1;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	} while (mono_secs() - t0 < 10);
+	return 0;
+}
+
+static void test_locks_hold(void)
+{
+	const uint32_t WH = ORFS_LOCK_WAIT | ORFS_LOCK_HOLD;
+	struct held_call hc, hc2;
+	struct timespec ts;
+	struct locks lk;
+	pthread_t t, t2;
+	time_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec;
+	locks_init(&lk, 60);
+	locks_attach(&lk, A);
+	locks_attach(&lk, B);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, W, 0, now, NULL), 0);
+	/* No request is held by default: EAGAIN at once. */
+	CU_ASSERT_EQUAL(held_start(&t, &hc, &lk, B, 1, 5, 5, 60000), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(hc.err, EAGAIN);
+	CU_ASSERT(hc.secs < 30);
+	CU_ASSERT_EQUAL(lk.nwaits, 1);	/* it waits all the same */
+	locks_hold_max(&lk, 1);
+	/* Held, it gets the lock when A lets it go, long before its time is up. */
+	CU_ASSERT_EQUAL(held_start(&t, &hc, &lk, B, 1, 5, 5, 60000), 0);
+	CU_ASSERT(holding(&lk, 1));
+	/* One at most: a second waiter is answered at once. */
+	CU_ASSERT_EQUAL(held_start(&t2, &hc2, &lk, B, 2, 0, 0, 60000), 0);
+	pthread_join(t2, NULL);
+	CU_ASSERT_EQUAL(hc2.err, EAGAIN);
+	CU_ASSERT(hc2.secs < 30);
+	/* A lock elsewhere, and a lock set, wake it for nothing: it stays. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 100, 100, W, 0, now, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 100, 100, U, 0, now, NULL), 0);
+	CU_ASSERT(holding(&lk, 1));
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, U, 0, now, NULL), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(hc.err, 0);
+	CU_ASSERT(hc.secs < 30);
+	CU_ASSERT_EQUAL(locks_count(&lk, B), 1);
+	CU_ASSERT_EQUAL(lk.nwaits, 1);	/* B2's, from the request answered at once */
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 0, 0, W, ORFS_LOCK_WAIT | ORFS_LOCK_TEST, now, NULL), 0);
+	CU_ASSERT_EQUAL(lk.nwaits, 0);
+	/* The owner's word that it stopped waiting ends the hold: EAGAIN. */
+	CU_ASSERT_EQUAL(held_start(&t, &hc, &lk, A, 1, 5, 5, 60000), 0);
+	CU_ASSERT(holding(&lk, 1));
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 5, 5, W, ORFS_LOCK_WAIT | ORFS_LOCK_TEST, now, NULL), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(hc.err, EAGAIN);
+	CU_ASSERT(hc.secs < 30);
+	CU_ASSERT_EQUAL(lk.holding, 0);
+	/* An OFD or flock() waiter is held the same, without a wait recorded. */
+	CU_ASSERT_EQUAL(held_start(&t, &hc, &lk, A, 100, 5, 5, 60000), 0);
+	CU_ASSERT(holding(&lk, 1));
+	CU_ASSERT_EQUAL(lk.nwaits, 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, END, U, 0, now, NULL), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(hc.err, 0);
+	CU_ASSERT(hc.secs < 30);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 5, 5, W, 0, now, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 100, 0, END, U, 0, now, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 5, 5, W, 0, now, NULL), 0);
+	/* Held for a wait whose time runs out: EAGAIN, the wait kept. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 0, W, 0, now, NULL), 0);
+	CU_ASSERT_EQUAL(held_start(&t, &hc, &lk, A, 1, 5, 5, 20), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(hc.err, EAGAIN);
+	CU_ASSERT_EQUAL(lk.nwaits, 1);
+	CU_ASSERT_EQUAL(lk.holding, 0);
+	/* A deadlock (B1 waits for A1, which waits for B1) is answered, not held. */
+	CU_ASSERT_EQUAL(locks_apply_wait(&lk, 1, 42, &(struct lk_want){ B, 1, 0, 0, W, WH }, now,
+					 &(struct lk_want){ 0 }, 60000), EDEADLK);
+	locks_destroy(&lk);
+}
+
 int unit_add_locks_suite(void)
 {
 	CU_pSuite s = CU_add_suite("byte-range locks", NULL, NULL);
@@ -239,7 +376,8 @@ int unit_add_locks_suite(void)
 			       test_locks_conflicts) ||
 	    !CU_add_test(s, "grace period, lease, bounds", test_locks_lease_grace) ||
 	    !CU_add_test(s, "a client whose locks were dropped is told", test_locks_revoked) ||
-	    !CU_add_test(s, "a chain of waiters closing on itself: EDEADLK", test_locks_deadlock))
+	    !CU_add_test(s, "a chain of waiters closing on itself: EDEADLK", test_locks_deadlock) ||
+	    !CU_add_test(s, "a waiter's request held until the lock is free", test_locks_hold))
 		return -1;
 	return 0;
 }
