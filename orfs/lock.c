@@ -448,8 +448,16 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 		return ret;
 	ret = locks_lock_file_wait(file, fl);
 	if (ret) {
-		/* Give the server's lock back: this owner does not hold it. */
-		orfs_lock_call(inode, owner, ORFS_LOCK_UNLOCK, 0, fl->fl_start, fl->fl_end, &rep);
+		/*
+		 * Give the server's lock back: this owner does not hold it. A
+		 * killed process (its local wait ended so) has a worker send it.
+		 */
+		rc = -EINTR;
+		if (!fatal_signal_pending(current))
+			rc = orfs_lock_call(inode, owner, ORFS_LOCK_UNLOCK, 0, fl->fl_start,
+					    fl->fl_end, &rep);
+		if (rc == -EINTR)
+			orfs_unlock_dying(inode, owner, fl->fl_start, fl->fl_end);
 		return ret;
 	}
 	orfs_lock_held(inode);
