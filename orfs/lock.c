@@ -10,12 +10,18 @@
  * file see each other.
  *
  * There are no callbacks: a blocking request that finds the lock taken asks
- * again, from 10 ms apart up to half a second apart, until it gets it or a
- * signal comes (NFSv4's clients wait the same way). A process's fcntl()
- * lock asked so is flagged ORFS_LOCK_WAIT: the server remembers what each
- * such owner waits for and answers EDEADLK to the request that would close
- * a chain of waiters on itself, across clients; a waiter that a signal
- * stops says so (ORFS_LOCK_WAIT | ORFS_LOCK_TEST).
+ * again until it gets it or a signal comes. A server that says it can
+ * (ORFS_SESSION_LOCK_HOLD) holds such a request (ORFS_LOCK_HOLD) for up to
+ * ORFS_LOCK_HOLD_MS and answers it as soon as the lock is freed: the
+ * client asks again at once after such an answer. Otherwise, or when the
+ * server answered at once (it holds a bounded number), the client asks
+ * again from 10 ms apart up to half a second apart (NFSv4's clients wait
+ * that way). A process's fcntl() lock asked so is flagged ORFS_LOCK_WAIT:
+ * the server remembers what each such owner waits for and answers EDEADLK
+ * to the request that would close a chain of waiters on itself, across
+ * clients; a waiter that a signal stops says so (ORFS_LOCK_WAIT |
+ * ORFS_LOCK_TEST). A signal is seen between two requests: after a held
+ * one, within ORFS_LOCK_HOLD_MS and a round trip.
  *
  * Taking a lock revalidates the file, so that what another client wrote
  * before it unlocked is read; unlocking writes this client's dirty pages
@@ -125,15 +131,26 @@ static int orfs_lock_ask(struct inode *inode, u64 owner, u32 type, u32 flags, lo
 	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
 	unsigned int ms = ORFS_LOCK_WAIT_MIN;
 	unsigned long give_up = jiffies + orfs_timeout(sbi) * sbi->opts.retrans;
+	unsigned long asked;
+	u32 hold;
 	int ret;
 
 	for (;;) {
-		ret = orfs_lock_call(inode, owner, type, flags, start, end, rep);
+		/* Held only where a held answer is well within one try's time. */
+		hold = wait && READ_ONCE(sbi->lock_hold) &&
+		       orfs_timeout(sbi) >= msecs_to_jiffies(4 * ORFS_LOCK_HOLD_MS) ?
+		       ORFS_LOCK_HOLD : 0;
+		asked = jiffies;
+		ret = orfs_lock_call(inode, owner, type, flags | hold, start, end, rep);
 		if (ret != -EBUSY && (ret != -EAGAIN || !wait))
 			return ret;
 		if (ret == -EBUSY && sbi->opts.soft && time_after(jiffies, give_up))
 			return -ENOLCK;
-		if (msleep_interruptible(ms) || signal_pending(current)) {
+		/* An answer the server held was the wait: ask again at once. */
+		if (ret == -EAGAIN && hold &&
+		    time_after_eq(jiffies, asked + msecs_to_jiffies(ORFS_LOCK_HOLD_MS / 2)))
+			ms = 0;
+		if ((ms && msleep_interruptible(ms)) || signal_pending(current)) {
 			/*
 			 * The server counts a waiter in its deadlock check for a
 			 * while after its last try: say that this one stopped.
@@ -145,7 +162,7 @@ static int orfs_lock_ask(struct inode *inode, u64 owner, u32 type, u32 flags, lo
 					       start, end, rep);
 			return -ERESTARTSYS;
 		}
-		ms = min(ms * 2, ORFS_LOCK_WAIT_MAX);
+		ms = clamp(ms * 2, ORFS_LOCK_WAIT_MIN, ORFS_LOCK_WAIT_MAX);
 	}
 }
 

@@ -95,6 +95,8 @@ struct orfs_opts {
  *	orfs_reclaimed), the ranges the WRITEs made before must not write
  * @revoke_told: bit 0: the server's word of it was taken, and the server
  *	not yet told that it was seen (it says it at each SESSION until then)
+ * @lock_hold: the server holds a waiter's LOCK until the lock is free
+ *	(ORFS_SESSION_LOCK_HOLD), as its last SESSION reply said
  * @unlocks: unlocks of dead processes not yet sent (on the sessions)
  * @locked: inodes that had a lock from the server (struct orfs_inode @lock_link)
  * @locked_lock: guards @locked
@@ -125,6 +127,7 @@ struct orfs_sb {
 	wait_queue_head_t	reclaim_wq;
 	struct list_head	reclaimed;
 	unsigned long		revoke_told;
+	bool			lock_hold;
 	atomic_t		unlocks;
 	struct list_head	locked;
 	spinlock_t		locked_lock;	/* guards @locked */

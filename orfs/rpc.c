@@ -185,6 +185,7 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 		queue_work(system_long_wq, &sbi->reclaim_work);
 	}
 	spin_unlock(&sbi->reclaim_lock);
+	WRITE_ONCE(sbi->lock_hold, !!(le32_to_cpu(rep.flags) & ORFS_SESSION_LOCK_HOLD));
 	if (restarted)
 		pr_info("server %pI4 restarted\n", &sbi->addr.sin_addr);
 	if (revoked)

@@ -3,7 +3,8 @@
 # ORFS locks across clients: two mounts of one export are two clients to
 # the server. fcntl() locks (POSIX and OFD) and flock() of one are seen by
 # the other: conflicts, F_GETLK, a blocked F_SETLKW that gets the lock when
-# the holder lets go, release on close and on a killed holder, a lock as a
+# the holder lets go (within a round trip or so, fcntl() and flock(): the
+# server holds the waiter's request), release on close and on a killed holder, a lock as a
 # page-cache coherence point, locks=local, a client that vanishes (its
 # locks go after the server's lease), and a server restart (the locks are
 # taken back in the grace period; with none, one is lost, said so, and its
@@ -201,6 +202,56 @@ start=$SECONDS
 expect_eq "F_SETLKW" "$(lk /tmp/m2/f rw setlkw w 1000 1)" ok
 wait "${pids[a]}"
 ((SECONDS - start >= 2)) || fail "F_SETLKW returned before the holder let go"
+
+step "a waiter has a freed lock at once: the server holds its request"
+# Each time another client holds the lock for 2 s while this one waits
+# (by then a polling waiter asks only every 0.5 s); the time from the
+# holder's unlock to the waiter's lock is printed, and must be short.
+# fcntl() locks four times, then flock() (which the server holds without
+# a deadlock check) three times.
+cat > /tmp/handoff.py <<'EOF2'
+import fcntl, os, struct, sys, time
+a, b, n, how = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+def lock(fd, on):
+    if how == "flock":
+        fcntl.flock(fd, fcntl.LOCK_EX if on else fcntl.LOCK_UN)
+    else:
+        fcntl.fcntl(fd, fcntl.F_SETLKW if on else fcntl.F_SETLK,
+                    struct.pack("hhqqi", fcntl.F_WRLCK if on else fcntl.F_UNLCK, 0, 0, 1, 0))
+r1, w1 = os.pipe()
+r2, w2 = os.pipe()
+if os.fork() == 0:	# the holder, on the first mount
+    fd = os.open(a, os.O_RDWR)
+    for i in range(n):
+        lock(fd, True)
+        os.write(w1, b"h")
+        time.sleep(2)
+        t = time.monotonic()
+        lock(fd, False)
+        os.write(w1, struct.pack("d", t))
+        os.read(r2, 1)
+    os._exit(0)
+fd = os.open(b, os.O_RDWR)
+out = []
+for i in range(n):
+    os.read(r1, 1)
+    lock(fd, True)
+    got = time.monotonic()
+    t = struct.unpack("d", os.read(r1, 8))[0]
+    out.append("%d" % ((got - t) * 1000))
+    lock(fd, False)
+    os.write(w2, b"n")
+os.wait()
+print(" ".join(out))
+EOF2
+for how in fcntl:4 flock:3; do
+	ms=$(timeout 60 python3 /tmp/handoff.py /tmp/m1/f /tmp/m2/f ${how#*:} ${how%:*}) ||
+		fail "the ${how%:*} handoffs did not end"
+	echo "${how%:*}: ms from the unlock to the waiter's lock: $ms"
+	for m in $ms; do
+		((m < 250)) || fail "a ${how%:*} waiter had the lock $m ms after it was freed: $ms"
+	done
+done
 
 step "a deadlock across clients, and on one: EDEADLK to the lock that closes it"
 # Each holds a byte, then waits for the other's: the second wait would
