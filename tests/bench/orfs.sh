@@ -5,7 +5,9 @@
 # read and write at depth 16, 4 KiB random read and write at depth 1
 # (mean and p99 latency), a buffered sequential write then read of a large file,
 # create/stat/unlink of 1000 files (time per operation; as root, then as
-# a user), and ORFS's O_DIRECT
+# a user), ORFS's time from an unlock to another client's waiting
+# process's lock (against a server that holds no waiter's request, whose
+# clients poll: NFS here runs without its lock manager), and ORFS's O_DIRECT
 # 64 KiB reads with the registration cache on and off. Each system runs with
 # its defaults; the bandwidth jobs also run on NFS with as many connections
 # as ORFS (nconnect=). Each figure is the median of BENCH_ROUNDS runs
@@ -41,6 +43,21 @@ echo "rdma 20049" > /proc/fs/nfsd/portlist
 nfsmnt() { mount -t nfs -o "vers=3,nolock,proto=rdma,port=20049$1" "$ORFS_ADDR:/tmp/nexp" /tmp/nmnt; }
 nfsmnt ""
 on_exit "umount /tmp/nmnt"
+# For the lock hand-off: a second ORFS client; and, as its peer, two
+# clients of a second server with one worker, which holds no waiter's
+# request (half its workers may), so they poll as clients did before.
+mkdir -p /tmp/omnt2 /tmp/pmnt1 /tmp/pmnt2 /tmp/srv2
+mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt2
+on_exit "umount /tmp/omnt2"
+"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -p 20078 -t 1 -s /tmp/srv2 -e data=/tmp/oexp \
+	> /tmp/srv2.log 2>&1 &
+srv2=$!
+on_exit "kill $srv2; wait $srv2 || true"
+wait_until 100 grep -q 'listening on' /tmp/srv2.log || fail "the second server did not start"
+for m in 1 2; do
+	mount -t orfs -o port=20078 "$ORFS_ADDR:/data" /tmp/pmnt$m
+	on_exit "umount /tmp/pmnt$m"
+done
 grep -E ' /tmp/(o|n)mnt ' /proc/mounts
 # Each at its defaults: ORFS opens a connection per CPU (four at most), NFS
 # one. NFS's nconnect= also runs the bandwidth jobs with as many as ORFS's.
@@ -186,6 +203,16 @@ for ((round = 1; round <= rounds; round++)); do
 	done
 	umount /tmp/omnt
 	mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt
+	# Lock hand-off: 5 times, one process holds a lock for 1 s while
+	# another waits for it; the median time from the unlock to the lock.
+	for x in $(turns $round o p); do
+		if [ $x = o ]; then set -- /tmp/omnt/lk /tmp/omnt2/lk; else set -- /tmp/pmnt1/lk /tmp/pmnt2/lk; fi
+		: > "$1"
+		ms=$(timeout 120 python3 "$(dirname "$0")/../guest/lock-handoff.py" "$1" "$2" 5 fcntl 1) ||
+			fail "$x: the lock hand-offs did not end"
+		echo "round $round $x lock hand-offs (ms): $ms"
+		keep $x lock_handoff_ms "$(median $ms)"
+	done
 done
 for m in dio_seqread_1M_qd16_MBps dio_seqwrite_1M_qd16_MBps dio_randread_4k_qd1_lat_us \
 	 dio_randread_4k_qd1_p99_us dio_randwrite_4k_qd1_lat_us dio_randwrite_4k_qd1_p99_us \
@@ -206,6 +233,7 @@ if [ "$lf" = on ]; then
 		    "$(median ${fig[o-${m}_largefolio_off_MBps]})" MBps
 	done
 fi
+row lock_handoff_ms "$(median ${fig[o-lock_handoff_ms]})" "$(median ${fig[p-lock_handoff_ms]})" ms
 row dio_64k_regcache_on_MBps "$(median ${fig[o-dio_64k_regcache_on_MBps]})" \
     "$(median ${fig[o-dio_64k_regcache_off_MBps]})" MBps
 cat "/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"
