@@ -13,7 +13,8 @@
 # client cut off for longer than the lease while another took its lock
 # (told when it comes back: its owner's I/O fails until it unlocks), and
 # a write-back under a lock under way when the server went away, the lock
-# lost in the restart (not sent again over the next holder's data).
+# lost in the restart (not sent again over the next holder's data), and a
+# waiter killed in its request the server holds (the connection stays).
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 exp=/tmp/lkexp
@@ -269,6 +270,25 @@ wait "${pids[k]}" 2>/dev/null || true
 # A dying process's unlock is sent by a worker: soon, not at once.
 free_now() { [ "$(lk /tmp/m2/f rw setlk w 5 5)" = ok ]; }
 wait_until 50 free_now || fail "the lock of a killed holder is still held"
+
+step "a waiter killed in its request the server holds: the connection stays"
+# Nearly all of a waiter's time is spent in a LOCK the server holds. Killed
+# there, it waits the answer out (a fraction of a second) rather than cut
+# the connection its mount's other requests share; nothing of it stays
+# locked. Three times, a second apart from its start.
+hold k /tmp/m1/f rw setlk w 0 0
+cut=$(dmesg | grep -c "timed out or was killed: disconnecting" || true)
+for i in 1 2 3; do
+	python3 /tmp/lk.py /tmp/m2/f rw setlkw w 0 1 > /tmp/out-kw 2>&1 &
+	kw=$!
+	sleep 1
+	kill -9 $kw
+	wait $kw 2>/dev/null || true
+done
+expect_eq "connections cut by the killed waiters" \
+	"$(dmesg | grep -c "timed out or was killed: disconnecting" || true)" "$cut"
+release k
+expect_eq "the lock, after its holder and the killed waiters" "$(lk /tmp/m1/f rw setlk w 0 1)" ok
 
 step "OFD locks and flock() across clients, and as a user"
 hold o /tmp/m1/f rw ofd w 0 10
