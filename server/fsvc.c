@@ -1042,7 +1042,6 @@ int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body,
 		  uint32_t *body_len)
 {
 	struct orfs_io_rep rep;
-	struct stat st;
 	int err;
 
 	if (cap < sizeof(rep))
@@ -1051,11 +1050,10 @@ int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body,
 	err = get_attr(rq->chg, fd, &rep.attr, rq->op == ORFS_OP_WRITE && count);
 	if (err)
 		return err;
-	if (fstat(fd, &st))
-		return errno;
 	rep.count = htole32(count);
+	/* The size the attributes just read say. */
 	rep.eof = htole32(rq->op == ORFS_OP_READ &&
-			  le64toh(rq->u.io.offset) + count >= (uint64_t)st.st_size);
+			  le64toh(rq->u.io.offset) + count >= le64toh(rep.attr.size));
 	memcpy(body, &rep, sizeof(rep));
 	*body_len = sizeof(rep);
 	return 0;
