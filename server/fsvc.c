@@ -634,6 +634,21 @@ static uint32_t chg_count(struct fsvc_chg *chg, const struct statx *st, int chan
 }
 
 /*
+ * The request changed what FD names, and what its attributes say comes
+ * later: count the change now, as get_attr() does for CHANGED. Used for
+ * directories, whose entries a client trusts while their change
+ * attribute stays (negative dentries): their ctime moves once a coarse
+ * clock tick.
+ */
+static void chg_note(struct fsvc_chg *chg, int fd)
+{
+	struct statx st;
+
+	if (chg && !statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO, &st))
+		chg_count(chg, &st, 1);
+}
+
+/*
  * FD's attributes into A. CHANGED: the request changed the file (before
  * these attributes are read), which CHG counts.
  */
@@ -866,10 +881,15 @@ static int do_xattr(const struct fsvc_req *rq, int fd, struct out *o)
 		size = room;
 	switch (rq->op) {
 	case ORFS_OP_SETXATTR:
-		return setxattr(path, name, rq->str2, rq->str2_len, (int)le32toh(rq->u.fhop.flags)) ?
-			errno : 0;
+		if (setxattr(path, name, rq->str2, rq->str2_len, (int)le32toh(rq->u.fhop.flags)))
+			return errno;
+		chg_note(rq->chg, fd);
+		return 0;
 	case ORFS_OP_REMOVEXATTR:
-		return removexattr(path, name) ? errno : 0;
+		if (removexattr(path, name))
+			return errno;
+		chg_note(rq->chg, fd);
+		return 0;
 	case ORFS_OP_GETXATTR:
 		n = getxattr(path, name, size ? o->p + o->len + sizeof(rep) : NULL, size);
 		break;
@@ -1153,12 +1173,16 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 				err = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) ? errno :
 				      S_ISREG(st.st_mode) ? 0 : EEXIST;
 			}
+		} else {
+			chg_note(rq->chg, fd);
 		}
 		if (!err)
 			err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
 	case ORFS_OP_MKDIR:
 		err = mkdirat(fd, name, le32toh(rq->u.create.mode) & 07777) ? errno : 0;
+		if (!err)
+			chg_note(rq->chg, fd);
 		if (!err)
 			err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
@@ -1172,11 +1196,15 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		}
 		err = mknodat(fd, name, mode & (S_IFMT | 07777), 0) ? errno : 0;
 		if (!err)
+			chg_note(rq->chg, fd);
+		if (!err)
 			err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
 	}
 	case ORFS_OP_SYMLINK:
 		err = symlinkat(name2, fd, name) ? errno : 0;
+		if (!err)
+			chg_note(rq->chg, fd);
 		if (!err)
 			err = entry_reply(fx, rq->chg, fd, name, &o);
 		break;
@@ -1187,6 +1215,8 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		}
 		err = linkat(AT_FDCWD, path, fd2, name, AT_SYMLINK_FOLLOW) ? errno : 0;
 		if (!err)
+			chg_note(rq->chg, fd2);
+		if (!err)
 			err = get_attr(rq->chg, fd, &attr, 1);
 		if (!err)
 			err = put(&o, &attr, sizeof(attr));
@@ -1196,9 +1226,13 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 			err = FSVC_ELSEWHERE;
 		else
 			err = unlinkat(fd, name, 0) ? errno : 0;
+		if (!err)
+			chg_note(rq->chg, fd);
 		break;
 	case ORFS_OP_RMDIR:
 		err = unlinkat(fd, name, AT_REMOVEDIR) ? errno : 0;
+		if (!err)
+			chg_note(rq->chg, fd);
 		break;
 	case ORFS_OP_RENAME:
 		if (!(le32toh(rq->u.rename.flags) & (ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE)) &&
@@ -1210,6 +1244,11 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 			      (le32toh(rq->u.rename.flags) & ORFS_RENAME_NOREPLACE ? RENAME_NOREPLACE : 0) |
 			      (le32toh(rq->u.rename.flags) & ORFS_RENAME_EXCHANGE ? RENAME_EXCHANGE : 0)) ?
 			errno : 0;
+		if (!err) {
+			chg_note(rq->chg, fd);
+			if (fd2 != fd)
+				chg_note(rq->chg, fd2);
+		}
 		break;
 	case ORFS_OP_READLINK: {
 		char target[ORFS_PATH_MAX + 1];

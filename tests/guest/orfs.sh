@@ -375,6 +375,38 @@ sleep 1.5
 stat /tmp/mnt/late > /dev/null || fail "a name created on the server stayed invisible"
 umnt
 
+step "two clients: a name one creates is seen by the other at its next walk (noac)"
+# /tmp/mnt asks the server at each walk (noac); /tmp/mnt2 is a second
+# client. Each round: the second client changes the directory, the first
+# finds a name absent (with the directory's attributes just fetched), the
+# second creates it, and the first must see it. The directory's ctime
+# moves once a clock tick (4 ms); the server adds a count of its changes
+# so that a create within the tick moves the attribute too (the unit test
+# checks the count: here the three round trips take longer than a tick,
+# which the count of same ctimes printed shows).
+mnt -o noac
+mkdir -p /tmp/mnt2 /tmp/mnt/nd
+mount -t orfs "$ORFS_ADDR:/data" /tmp/mnt2
+EXP=$exp python3 - <<'PY' || fail "a name created by another client stayed absent"
+import os
+exp = os.environ["EXP"] + "/nd"
+stale = same = 0
+for i in range(100):
+    os.close(os.open(f"/tmp/mnt2/nd/a{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    if os.path.lexists(f"/tmp/mnt/nd/x{i}"):
+        raise SystemExit(f"x{i} exists before its create")
+    os.close(os.open(f"/tmp/mnt2/nd/x{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    if not os.path.lexists(f"/tmp/mnt/nd/x{i}"):
+        stale += 1
+for i in range(100):
+    same += os.stat(f"{exp}/a{i}").st_ctime_ns == os.stat(f"{exp}/x{i}").st_ctime_ns
+print(f"{stale} of 100 names stayed absent; {same} created in the ctime tick of the one before")
+raise SystemExit(stale > 0)
+PY
+umount /tmp/mnt2
+rm -r /tmp/mnt/nd
+umnt
+
 step "cached names, present and absent, are answered without asking the server"
 mnt -o actimeo=60
 touch /tmp/mnt/cached

@@ -426,11 +426,23 @@ static void test_attrs_and_io(void)
 }
 
 /* The change attribute moves at each change through the server, within a clock tick too. */
+/*
+ * What the server adds to A's ctime in its change attribute: a kernel
+ * with fine-grained ctimes (multigrain, 6.13 on) moves the ctime at each
+ * change, 6.1 and 6.12 once a clock tick, so the count is what a test
+ * can tell apart on any kernel.
+ */
+static uint64_t attr_count(const struct orfs_attr *a)
+{
+	return le64toh(a->change) - (le64toh(a->ctime.sec) * 1000000000ULL +
+				     le32toh(a->ctime.nsec));
+}
+
 static void test_change_counts(void)
 {
 	static struct fsvc_chg chg;
 	struct orfs_fh r = rootfh(&fx);
-	uint64_t c[5];
+	uint64_t c[5], k[4];
 	struct orfs_entry_rep f;
 	struct orfs_setattr_req sa;
 	struct orfs_io_req io;
@@ -451,6 +463,7 @@ static void test_change_counts(void)
 		rb_inline(&b, "x", 1);
 		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
 		c[i] = le64toh(((struct orfs_io_rep *)out)->attr.change);
+		k[i] = attr_count(&((struct orfs_io_rep *)out)->attr);
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.fh = f.fh;
@@ -460,6 +473,7 @@ static void test_change_counts(void)
 	rb_put(&b, &sa, sizeof(sa));
 	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
 	c[3] = le64toh(((struct orfs_attr *)out)->change);
+	k[3] = attr_count((struct orfs_attr *)out);
 	/* Reading it changes nothing. */
 	rb_start(&b, ORFS_OP_GETATTR, 0, 0);
 	rb_put(&b, &(struct orfs_fhop_req){ .fh = f.fh }, sizeof(struct orfs_fhop_req));
@@ -467,6 +481,8 @@ static void test_change_counts(void)
 	c[4] = le64toh(attr.change);
 	CU_ASSERT(c[0] < c[1] && c[1] < c[2] && c[2] < c[3]);
 	CU_ASSERT_EQUAL(c[4], c[3]);
+	/* The count alone, whatever the ctime's grain. */
+	CU_ASSERT(k[1] == k[0] + 1 && k[2] == k[1] + 1 && k[3] == k[2] + 1);
 	io.length = htole32(8);
 	rb_start(&b, ORFS_OP_READ, 0, 0);
 	rb_put(&b, &io, sizeof(io));
@@ -474,6 +490,94 @@ static void test_change_counts(void)
 	CU_ASSERT_EQUAL(le64toh(((struct orfs_io_rep *)out)->attr.change), c[3]);
 	test_chg = NULL;
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "chg"), 0);
+}
+
+/* DIR's change attribute as a client's GETATTR sees it, into *CHANGE, and its count. */
+static uint64_t dir_count(const struct orfs_fh *dir, uint64_t *change)
+{
+	struct orfs_attr attr;
+	struct rb b;
+	uint32_t n;
+
+	rb_start(&b, ORFS_OP_GETATTR, 0, 0);
+	rb_put(&b, &(struct orfs_fhop_req){ .fh = *dir }, sizeof(struct orfs_fhop_req));
+	CU_ASSERT_EQUAL(run(&fx, &b, &attr, &n), 0);
+	*change = le64toh(attr.change);
+	return attr_count(&attr);
+}
+
+/*
+ * Each change of a directory's entries moves its change attribute, also
+ * within one clock tick of its ctime (a client keeps negative entries
+ * while it stays): the count goes one up. A failed change and a lookup
+ * leave it.
+ */
+static void test_dir_change_counts(void)
+{
+	static struct fsvc_chg chg;
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep d, e, f;
+	struct orfs_rename_req rn;
+	struct orfs_link_req lk;
+	uint64_t c, c2, k, k2, d0, dk;
+	struct rb b;
+	uint8_t out[4352];
+	uint32_t n;
+
+	test_chg = &chg;
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_MKDIR, &r, "cd", 0755, 0, &d), 0);
+	k = dir_count(&d.fh, &c);
+#define MOVES(call) do {						\
+		CU_ASSERT_EQUAL(call, 0);				\
+		k2 = dir_count(&d.fh, &c2);				\
+		CU_ASSERT_EQUAL(k2, k + 1);				\
+		CU_ASSERT(c2 > c);					\
+		c = c2;							\
+		k = k2;							\
+	} while (0)
+	MOVES(create(&fx, ORFS_OP_CREATE, &d.fh, "f", 0644, 0, &f));
+	MOVES(create(&fx, ORFS_OP_MKDIR, &d.fh, "sub", 0755, 0, &e));
+	MOVES(create(&fx, ORFS_OP_MKNOD, &d.fh, "fifo", S_IFIFO | 0600, 0, &e));
+	MOVES(create(&fx, ORFS_OP_SYMLINK, &d.fh, "ln", 0777, 0, &e));
+	lk.fh = f.fh;
+	lk.dir = d.fh;
+	rb_start(&b, ORFS_OP_LINK, 0, 0);
+	rb_put(&b, &lk, sizeof(lk));
+	rb_name(&b, "f2");
+	MOVES(run(&fx, &b, out, &n));
+	memset(&rn, 0, sizeof(rn));
+	rn.olddir = d.fh;
+	rn.newdir = d.fh;
+	rb_start(&b, ORFS_OP_RENAME, 0, 0);
+	rb_put(&b, &rn, sizeof(rn));
+	rb_name(&b, "f2");
+	rb_name(&b, "f3");
+	MOVES(run(&fx, &b, NULL, NULL));
+	MOVES(dirop(ORFS_OP_UNLINK, &d.fh, "f3"));
+	MOVES(dirop(ORFS_OP_UNLINK, &d.fh, "fifo"));
+	MOVES(dirop(ORFS_OP_RMDIR, &d.fh, "sub"));
+	/* A rename between directories moves both. */
+	dk = dir_count(&r, &d0);
+	rn.newdir = r;
+	rb_start(&b, ORFS_OP_RENAME, 0, 0);
+	rb_put(&b, &rn, sizeof(rn));
+	rb_name(&b, "ln");
+	rb_name(&b, "cd-ln");
+	MOVES(run(&fx, &b, NULL, NULL));
+	CU_ASSERT_EQUAL(dir_count(&r, &c2), dk + 1);
+	CU_ASSERT(c2 > d0);
+#undef MOVES
+	/* Failing, reading or not creating leave it. */
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKDIR, &d.fh, "f", 0755, 0, &e), EEXIST);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &d.fh, "f", 0644, 0, &e), 0);
+	CU_ASSERT_EQUAL(lookup(&fx, &d.fh, "f", 0, &e), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &d.fh, "nothing"), ENOENT);
+	CU_ASSERT_EQUAL(dir_count(&d.fh, &c2), k);
+	CU_ASSERT_EQUAL(c2, c);
+	test_chg = NULL;
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "cd-ln"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &d.fh, "f"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "cd"), 0);
 }
 
 static void test_readdir(void)
@@ -1072,6 +1176,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "attributes, inline I/O, xattrs", test_attrs_and_io) ||
 	    !CU_add_test(s, "the change attribute moves at each change, within a tick too",
 			 test_change_counts) ||
+	    !CU_add_test(s, "a directory's change attribute moves at each change of its entries",
+			 test_dir_change_counts) ||
 	    !CU_add_test(s, "readdir resumes with cookies over 300 entries", test_readdir) ||
 	    !CU_add_test(s, "credentials per request, root squash", test_credentials) ||
 	    !CU_add_test(s, "credentials kept between requests, directories kept open",
