@@ -766,7 +766,8 @@ static int do_setattr(const struct orfs_setattr_req *sa, int fd)
 	char path[32];
 
 	proc_path(fd, path, sizeof(path));
-	if (fd_type(fd) == S_IFLNK && (valid & ~(uint32_t)(ORFS_SET_UID | ORFS_SET_GID)))
+	/* A symlink has no mode of its own, and no size to set. */
+	if (fd_type(fd) == S_IFLNK && (valid & (ORFS_SET_MODE | ORFS_SET_SIZE)))
 		return EOPNOTSUPP;
 	if ((valid & ORFS_SET_MODE) && chmod(path, le32toh(sa->mode) & 07777))
 		return errno;
@@ -791,7 +792,8 @@ static int do_setattr(const struct orfs_setattr_req *sa, int fd)
 			ts[1].tv_nsec = UTIME_NOW;
 		else if (!(valid & ORFS_SET_MTIME))
 			ts[1].tv_nsec = UTIME_OMIT;
-		if (utimensat(AT_FDCWD, path, ts, 0))
+		/* On FD itself: a symlink's own times, not its target's. */
+		if (utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
 			return errno;
 	}
 	return 0;

@@ -221,6 +221,7 @@ static int t_readdir(struct ctx *c)
 
 static int t_links(struct ctx *c)
 {
+	struct timespec ts[2] = { { 1000000000, 0 }, { 1100000000, 0 } };
 	struct stat a, b;
 	char buf[256];
 	ssize_t n;
@@ -231,6 +232,9 @@ static int t_links(struct ctx *c)
 	CHECK(c, n == 6 && !memcmp(buf, "target", 6), "readlink");
 	CHECK(c, !lstat(P(c, "sym"), &a) && S_ISLNK(a.st_mode), "lstat symlink");
 	CHECK(c, !stat(P(c, "sym"), &a) && S_ISREG(a.st_mode) && a.st_size == 4, "stat follows");
+	CHECK(c, !utimensat(AT_FDCWD, P(c, "sym"), ts, AT_SYMLINK_NOFOLLOW) &&
+	      !lstat(P(c, "sym"), &a) && a.st_mtime == ts[1].tv_sec && a.st_atime == ts[0].tv_sec &&
+	      !stat(P(c, "target"), &b) && b.st_mtime != ts[1].tv_sec, "a symlink's own times");
 	CHECK(c, !symlink("/etc/passwd", P(c, "abs")), "absolute symlink");
 	n = readlink(P(c, "abs"), buf, sizeof(buf));
 	CHECK(c, n == 11 && !memcmp(buf, "/etc/passwd", 11), "absolute readlink");

@@ -304,6 +304,34 @@ static void test_namespace_ops(void)
 	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
 	CU_ASSERT_EQUAL(n, 4 + 4);
 	CU_ASSERT_EQUAL(memcmp(out + 4, "/etc", 4), 0);
+	/* A symlink's own times are set (touch -h), never its target's; it has no mode. */
+	{
+		struct orfs_setattr_req sa;
+		struct stat st, etc;
+		char p[64];
+
+		CU_ASSERT_EQUAL_FATAL(stat("/etc", &etc), 0);
+		memset(&sa, 0, sizeof(sa));
+		sa.fh = l.fh;
+		sa.valid = htole32(ORFS_SET_MTIME | ORFS_SET_ATIME);
+		sa.mtime.sec = htole64(1000000000);
+		sa.atime.sec = htole64(1000000001);
+		rb_start(&b, ORFS_OP_SETATTR, 0, 0);
+		rb_put(&b, &sa, sizeof(sa));
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+		CU_ASSERT_EQUAL(le64toh(((struct orfs_attr *)out)->mtime.sec), 1000000000);
+		snprintf(p, sizeof(p), "%s/dir/ln", root);
+		CU_ASSERT_EQUAL(lstat(p, &st), 0);
+		CU_ASSERT_EQUAL(st.st_mtime, 1000000000);
+		CU_ASSERT_EQUAL(st.st_atime, 1000000001);
+		CU_ASSERT_EQUAL(stat("/etc", &st), 0);
+		CU_ASSERT_EQUAL(st.st_mtime, etc.st_mtime);
+		sa.valid = htole32(ORFS_SET_MODE);
+		sa.mode = htole32(0600);
+		rb_start(&b, ORFS_OP_SETATTR, 0, 0);
+		rb_put(&b, &sa, sizeof(sa));
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), EOPNOTSUPP);
+	}
 
 	/* Hard link: nlink goes to 2. */
 	lk.fh = f.fh;
