@@ -121,6 +121,83 @@ static int orfs_lock_call(struct inode *inode, u64 owner, u32 type, u32 flags, l
 }
 
 /*
+ * A lock call sent by a worker for a process that dies: the unlock of its
+ * close, the give-back of a lock it was granted but did not take, the end
+ * of its wait (see orfs_lock_dying()). It holds no inode: the mount may go
+ * meanwhile, and then ends it (orfs_unlocks_end()). Two references: the
+ * worker's, and that of the process, which waits a while for it.
+ */
+struct orfs_dying_call {
+	struct work_struct	work;
+	struct completion	done;
+	refcount_t		ref;
+	struct orfs_sb		*sbi;
+	struct orfs_fh		fh;
+	u64			owner;
+	u32			type, flags;
+	loff_t			start, end;
+};
+
+static void orfs_dying_put(struct orfs_dying_call *u)
+{
+	if (refcount_dec_and_test(&u->ref))
+		kfree(u);
+}
+
+static void orfs_dying_work(struct work_struct *work)
+{
+	struct orfs_dying_call *u = container_of(work, struct orfs_dying_call, work);
+	struct orfs_sb *sbi = u->sbi;
+	struct orfs_lock_rep rep;
+	int ret;
+
+	ret = orfs_lock_call_fh(sbi, &u->fh, u->owner, u->type, u->flags, u->start, u->end, &rep);
+	if (ret && u->type == ORFS_LOCK_UNLOCK)
+		pr_warn_ratelimited("%pI4: unlock of a dead process's lock failed (%d)\n",
+				    &sbi->addr.sin_addr, ret);
+	complete(&u->done);
+	orfs_dying_put(u);
+	if (atomic_dec_and_test(&sbi->unlocks))
+		wake_up_var(&sbi->unlocks);
+}
+
+/*
+ * The lock call of a process that exits or was killed. Nothing can cut a
+ * wait short in exit(), where a close lets go of the locks, so a call to a
+ * server that is away would hold the dying process (a hard mount) until
+ * it came back; and a killed process's own calls fail at once. A worker
+ * sends it instead; the process waits for it for one try's time at most
+ * (the server that answers is as quick as before; a killed process does
+ * not wait), and leaves it to the worker after that.
+ */
+static int orfs_lock_dying(struct inode *inode, u64 owner, u32 type, u32 flags, loff_t start,
+			   loff_t end)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_dying_call *u;
+
+	u = kmalloc(sizeof(*u), GFP_KERNEL);
+	if (!u)
+		return -ENOMEM;
+	INIT_WORK(&u->work, orfs_dying_work);
+	init_completion(&u->done);
+	refcount_set(&u->ref, 2);
+	u->sbi = sbi;
+	u->fh = ORFS_I(inode)->fh;
+	u->owner = owner;
+	u->type = type;
+	u->flags = flags;
+	u->start = start;
+	u->end = end;
+	atomic_inc(&sbi->unlocks);
+	queue_work(system_long_wq, &u->work);
+	/* Killable: in exit() nothing wakes it early, and no hung-task report. */
+	wait_for_completion_killable_timeout(&u->done, orfs_timeout(sbi));
+	orfs_dying_put(u);
+	return 0;
+}
+
+/*
  * Ask the server for a lock until it answers: a taken lock is tried again
  * when WAIT, and the server's grace period after a restart is waited out
  * (a soft mount gives up with ENOLCK after timeo x retrans).
@@ -154,12 +231,15 @@ static int orfs_lock_ask(struct inode *inode, u64 owner, u32 type, u32 flags, lo
 			/*
 			 * The server counts a waiter in its deadlock check for a
 			 * while after its last try: say that this one stopped.
-			 * Not with a fatal signal, which would cut the call (and
-			 * the connection): that wait lapses on the server.
+			 * A killed process's calls fail at once: a worker says it.
 			 */
-			if ((flags & ORFS_LOCK_WAIT) && !fatal_signal_pending(current))
-				orfs_lock_call(inode, owner, type, ORFS_LOCK_WAIT | ORFS_LOCK_TEST,
-					       start, end, rep);
+			if (!(flags & ORFS_LOCK_WAIT))
+				return -ERESTARTSYS;
+			flags = ORFS_LOCK_WAIT | ORFS_LOCK_TEST;
+			if (fatal_signal_pending(current))
+				orfs_lock_dying(inode, owner, type, flags, start, end);
+			else
+				orfs_lock_call(inode, owner, type, flags, start, end, rep);
 			return -ERESTARTSYS;
 		}
 		ms = clamp(ms * 2, ORFS_LOCK_WAIT_MIN, ORFS_LOCK_WAIT_MAX);
@@ -328,80 +408,8 @@ void orfs_renew_work(struct work_struct *work)
 	queue_delayed_work(system_long_wq, &sbi->renew_work, orfs_renew_period(sbi));
 }
 
-/*
- * An unlock sent by a worker, for a process that dies (see
- * orfs_lock_set()). It holds no inode: the mount may go meanwhile, and
- * then ends it (orfs_unlocks_end()). Two references: the worker's, and
- * that of the process, which waits a while for it.
- */
-struct orfs_unlock {
-	struct work_struct	work;
-	struct completion	done;
-	refcount_t		ref;
-	struct orfs_sb		*sbi;
-	struct orfs_fh		fh;
-	u64			owner;
-	loff_t			start, end;
-};
-
-static void orfs_unlock_put(struct orfs_unlock *u)
-{
-	if (refcount_dec_and_test(&u->ref))
-		kfree(u);
-}
-
-static void orfs_unlock_work(struct work_struct *work)
-{
-	struct orfs_unlock *u = container_of(work, struct orfs_unlock, work);
-	struct orfs_sb *sbi = u->sbi;
-	struct orfs_lock_rep rep;
-	int ret;
-
-	ret = orfs_lock_call_fh(sbi, &u->fh, u->owner, ORFS_LOCK_UNLOCK, 0, u->start, u->end,
-				&rep);
-	if (ret)
-		pr_warn_ratelimited("%pI4: unlock of a dead process's lock failed (%d)\n",
-				    &sbi->addr.sin_addr, ret);
-	complete(&u->done);
-	orfs_unlock_put(u);
-	if (atomic_dec_and_test(&sbi->unlocks))
-		wake_up_var(&sbi->unlocks);
-}
-
-/*
- * The unlock of a process that exits or was killed. Nothing can cut a wait
- * short in exit(), where a close lets go of the locks, so a call to a
- * server that is away would hold the dying process (a hard mount) until
- * it came back. A worker sends the unlock instead; the process waits for
- * it for one try's time at most (the server that answers is as quick as
- * before), and leaves it to the worker after that.
- */
-static int orfs_unlock_dying(struct inode *inode, u64 owner, loff_t start, loff_t end)
-{
-	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
-	struct orfs_unlock *u;
-
-	u = kmalloc(sizeof(*u), GFP_KERNEL);
-	if (!u)
-		return -ENOMEM;
-	INIT_WORK(&u->work, orfs_unlock_work);
-	init_completion(&u->done);
-	refcount_set(&u->ref, 2);
-	u->sbi = sbi;
-	u->fh = ORFS_I(inode)->fh;
-	u->owner = owner;
-	u->start = start;
-	u->end = end;
-	atomic_inc(&sbi->unlocks);
-	queue_work(system_long_wq, &u->work);
-	/* Killable: in exit() nothing wakes it early, and no hung-task report. */
-	wait_for_completion_killable_timeout(&u->done, orfs_timeout(sbi));
-	orfs_unlock_put(u);
-	return 0;
-}
-
 /**
- * orfs_unlocks_end() - the mount goes: the unlocks of dead processes end
+ * orfs_unlocks_end() - the mount goes: the lock calls of dead processes end
  * @sbi: the mount; its files are closed, its sessions still open
  *
  * They get a few seconds to reach the server. One that still waits for a
@@ -447,7 +455,8 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 		rc = -EINTR;
 		if (!fatal_signal_pending(current) && !(current->flags & PF_EXITING))
 			rc = orfs_lock_call(inode, owner, type, 0, fl->fl_start, fl->fl_end, &rep);
-		if (rc == -EINTR && !orfs_unlock_dying(inode, owner, fl->fl_start, fl->fl_end))
+		if (rc == -EINTR &&
+		    !orfs_lock_dying(inode, owner, type, 0, fl->fl_start, fl->fl_end))
 			rc = 0;
 		/* A close lets go of its locks whatever the server says. */
 		if (ORFS_FL(fl, flags) & FL_CLOSE)
@@ -474,7 +483,8 @@ static int orfs_lock_set(struct file *file, struct file_lock *fl, u64 owner, boo
 			rc = orfs_lock_call(inode, owner, ORFS_LOCK_UNLOCK, 0, fl->fl_start,
 					    fl->fl_end, &rep);
 		if (rc == -EINTR)
-			orfs_unlock_dying(inode, owner, fl->fl_start, fl->fl_end);
+			orfs_lock_dying(inode, owner, ORFS_LOCK_UNLOCK, 0, fl->fl_start,
+					fl->fl_end);
 		return ret;
 	}
 	orfs_lock_held(inode);

@@ -97,7 +97,7 @@ struct orfs_opts {
  *	not yet told that it was seen (it says it at each SESSION until then)
  * @lock_hold: the server holds a waiter's LOCK until the lock is free
  *	(ORFS_SESSION_LOCK_HOLD), as its last SESSION reply said
- * @unlocks: unlocks of dead processes not yet sent (on the sessions)
+ * @unlocks: lock calls of dead processes (unlocks, ends of waits) not yet sent
  * @locked: inodes that had a lock from the server (struct orfs_inode @lock_link)
  * @locked_lock: guards @locked
  * @renew_work: while @locked holds a lock, checks the connection (see lock.c)

@@ -13,8 +13,9 @@
 # client cut off for longer than the lease while another took its lock
 # (told when it comes back: its owner's I/O fails until it unlocks), and
 # a write-back under a lock under way when the server went away, the lock
-# lost in the restart (not sent again over the next holder's data), and a
-# waiter killed in its request the server holds (the connection stays).
+# lost in the restart (not sent again over the next holder's data), a
+# waiter killed in its request the server holds (the connection stays),
+# and a killed waiter whose owner lives on (its wait ends: no EDEADLK).
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 exp=/tmp/lkexp
@@ -103,7 +104,18 @@ if hold and os.environ.get("LK_DIRTY"):	# a buffered write under the lock, left 
     os.pwrite(fd, os.environ["LK_DIRTY"].encode(), 1)
 if hold:
     print("held", flush=True)
-    if os.environ.get("LK_THEN"):	# at HOLD_FILE.then, wait for START:LEN too
+    waiter = 0
+    if os.environ.get("LK_THEN_CLONE"):	# the wait below is a child's sharing the fd table
+        import ctypes
+        # clone(CLONE_FILES | SIGCHLD): another process, the same lock owner.
+        waiter = ctypes.CDLL(None, use_errno=True).syscall(56, 0x400 | 17, None, None, None, None)
+        if waiter < 0:
+            raise OSError(ctypes.get_errno(), "clone")
+        if waiter:
+            print("waiter %d" % waiter, flush=True)
+            os.waitpid(waiter, 0)
+            print("waiter gone", flush=True)
+    if os.environ.get("LK_THEN") and not waiter:	# at HOLD_FILE.then, wait for START:LEN too
         while not os.path.exists(hold + ".then"):
             time.sleep(0.05)
         s, n = os.environ["LK_THEN"].split(":")
@@ -122,6 +134,8 @@ if hold:
             # Python names errno 35 EDEADLOCK, its other name.
             print("then " + ("EDEADLK" if e.errno == errno.EDEADLK else errno.errorcode[e.errno]),
                   flush=True)
+        if os.environ.get("LK_THEN_CLONE"):
+            os._exit(0)
     while not os.path.exists(hold):
         time.sleep(0.05)
     if os.environ.get("LK_WRITE"):	# write, unlock, write again: each result
@@ -257,6 +271,33 @@ expect_eq "a's wait, stopped by a signal" "$(grep then /tmp/out-a)" "then gave u
 touch /tmp/rel-b.then
 sleep 0.5
 grep -q then /tmp/out-b && fail "b's wait for a's byte ended at once: $(grep then /tmp/out-b)"
+release a
+wait_until 50 grep -q then /tmp/out-b || fail "b did not get a's byte once a let go"
+expect_eq "b's wait, once a let go" "$(grep then /tmp/out-b)" "then ok"
+release b
+
+# A waiter killed while it waits has a worker say so, not its own call
+# (which the kill ends): its owner may live on (here a child that shares
+# its parent's files, so its locks), and a lock that would close a chain
+# through its old wait is waited for, not EDEADLK (before, for 2 s).
+rm -f /tmp/rel-a.then /tmp/rel-b.then
+export LK_THEN=0:1
+hold b /tmp/m2/f rw setlk w 1 1
+export LK_THEN=1:1 LK_THEN_CLONE=1
+hold a /tmp/m1/f rw setlk w 0 1
+unset LK_THEN LK_THEN_CLONE
+touch /tmp/rel-a.then
+wait_until 50 grep -q "^waiter [0-9]" /tmp/out-a || fail "no waiter: $(cat /tmp/out-a)"
+waiter=$(sed -n 's/^waiter \([0-9]*\)$/\1/p' /tmp/out-a)
+[ -n "$waiter" ] || fail "no waiter: $(cat /tmp/out-a)"
+sleep 1
+grep -q "waiter gone" /tmp/out-a && fail "the waiter did not wait: $(cat /tmp/out-a)"
+kill -9 "$waiter"
+wait_until 50 grep -q "waiter gone" /tmp/out-a || fail "the killed waiter did not end"
+sleep 0.3
+touch /tmp/rel-b.then
+sleep 0.5
+grep -q then /tmp/out-b && fail "b's wait for the killed waiter's owner's byte ended at once: $(grep then /tmp/out-b)"
 release a
 wait_until 50 grep -q then /tmp/out-b || fail "b did not get a's byte once a let go"
 expect_eq "b's wait, once a let go" "$(grep then /tmp/out-b)" "then ok"
