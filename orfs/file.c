@@ -1145,6 +1145,7 @@ const struct file_operations orfs_file_fops = {
 	.flush		= orfs_file_flush,
 	.release	= orfs_file_release,
 	.fsync		= orfs_fsync,
+	.fallocate	= orfs_fallocate,
 	.lock		= orfs_lock,
 	.flock		= orfs_flock,
 	/* A lease only this client knows of would not be broken by others. */

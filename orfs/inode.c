@@ -8,6 +8,7 @@
 #define pr_fmt(fmt) "orfs: " fmt
 
 #include <linux/namei.h>
+#include <linux/falloc.h>	/* after a header with the kernel's types */
 #include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <linux/xattr.h>
@@ -417,6 +418,78 @@ int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia)
 out:
 	ret = ret ?: m.err;
 	orfs_msg_free(&m);
+	return ret;
+}
+
+/**
+ * orfs_fallocate() - fallocate(2) of an ORFS file, done by the server
+ * @file: the file, open for writing (vfs_fallocate() checked the mode's
+ *	combination, the range and the file's type)
+ * @mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+ *	or FALLOC_FL_ZERO_RANGE with or without FALLOC_FL_KEEP_SIZE
+ * @offset: the range's start
+ * @len: its length
+ *
+ * Dirty pages go to the server first, so that the server's file is ours
+ * when it changes it. A hole or zeroed range leaves our cache of it (and
+ * every mapping of it): new faults wait on the mapping's invalidate lock
+ * until the server has done it.
+ *
+ * Context: process context, may sleep.
+ * Return: 0, -EOPNOTSUPP for other modes (or where the server's file
+ * system lacks the mode), -EIO after a lost lock, or the server's error.
+ */
+long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
+{
+	struct inode *inode = file_inode(file);
+	struct address_space *mapping = inode->i_mapping;
+	bool zeroes = mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE);
+	struct orfs_fallocate_req r = {
+		.fh = ORFS_I(inode)->fh,
+		.offset = cpu_to_le64(offset),
+		.length = cpu_to_le64(len),
+	};
+	struct orfs_attr attr;
+	int ret;
+
+	switch (mode) {
+	case 0:
+	case FALLOC_FL_KEEP_SIZE:
+	case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
+	case FALLOC_FL_ZERO_RANGE:
+	case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	/* The wire's values are Linux's. */
+	r.mode = cpu_to_le32((mode & FALLOC_FL_KEEP_SIZE ? ORFS_FALLOC_KEEP_SIZE : 0) |
+			     (mode & FALLOC_FL_PUNCH_HOLE ? ORFS_FALLOC_PUNCH_HOLE : 0) |
+			     (mode & FALLOC_FL_ZERO_RANGE ? ORFS_FALLOC_ZERO_RANGE : 0));
+	if (orfs_lock_lost(file))
+		return -EIO;
+	inode_lock(inode);
+	if (zeroes)
+		filemap_invalidate_lock(mapping);
+	ret = filemap_write_and_wait(mapping);
+	if (ret)
+		goto out;
+	ret = orfs_call(ORFS_SB(inode->i_sb), ORFS_OP_FALLOCATE, &r, sizeof(r), &attr,
+			sizeof(attr));
+	if (!ret)
+		ret = orfs_check_attr(&attr);
+	if (ret)
+		goto out;
+	if (zeroes)
+		truncate_pagecache_range(inode, offset, offset + len - 1);
+	/* What a mapping stored past the end reads as zeros once the end moves. */
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && offset + len > i_size_read(inode))
+		orfs_zero_past_eof(inode, i_size_read(inode), offset + len);
+	orfs_refresh_own(inode, &attr);
+out:
+	if (zeroes)
+		filemap_invalidate_unlock(mapping);
+	inode_unlock(inode);
 	return ret;
 }
 

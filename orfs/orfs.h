@@ -231,6 +231,7 @@ int orfs_revalidate_file(struct inode *inode, bool force);
 int orfs_getattr(orfs_idmap_t *map, const struct path *path, struct kstat *st,
 		 u32 mask, unsigned int flags);
 int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia);
+long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len);
 int orfs_check_attr(const struct orfs_attr *attr);
 ssize_t orfs_listxattr(struct dentry *dentry, char *list, size_t size);
 extern const struct xattr_handler *orfs_xattr_handlers[];

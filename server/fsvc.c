@@ -405,6 +405,7 @@ int fsvc_op_mutates(uint16_t op)
 	case ORFS_OP_SETATTR: case ORFS_OP_CREATE: case ORFS_OP_MKDIR: case ORFS_OP_MKNOD:
 	case ORFS_OP_SYMLINK: case ORFS_OP_LINK: case ORFS_OP_UNLINK: case ORFS_OP_RMDIR:
 	case ORFS_OP_RENAME: case ORFS_OP_WRITE: case ORFS_OP_SETXATTR: case ORFS_OP_REMOVEXATTR:
+	case ORFS_OP_FALLOCATE:
 		return 1;
 	}
 	return 0;
@@ -416,8 +417,8 @@ int fsvc_op_nonidempotent(uint16_t op)
 	 * Repeating these would fail (EEXIST, ENOENT) or do it twice; a LOCK
 	 * repeated after an UNLOCK of the same owner would take it again.
 	 */
-	return (fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR) ||
-	       op == ORFS_OP_LOCK;
+	return (fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR &&
+		op != ORFS_OP_FALLOCATE) || op == ORFS_OP_LOCK;
 }
 
 int fsvc_op_dir_fh(uint16_t op)
@@ -581,6 +582,23 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 			      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_HOLD)) ||
 			     (type == ORFS_LOCK_UNLOCK && flags) ||
 			     le64toh(rq->u.lock.start) > le64toh(rq->u.lock.end)))
+			err = EINVAL;
+		break;
+	}
+	case ORFS_OP_FALLOCATE: {
+		uint32_t mode;
+
+		err = take(&c, &rq->u.fallocate, sizeof(rq->u.fallocate));
+		rq->fh = rq->u.fallocate.fh;
+		mode = le32toh(rq->u.fallocate.mode);
+		if (!err && rq->u.fallocate.reserved)
+			err = EINVAL;
+		/* The kernel checks the rest (lengths, combinations). */
+		if (!err && (mode & ~(uint32_t)(ORFS_FALLOC_KEEP_SIZE | ORFS_FALLOC_PUNCH_HOLE |
+						ORFS_FALLOC_ZERO_RANGE)))
+			err = EOPNOTSUPP;
+		if (!err && (le64toh(rq->u.fallocate.offset) > INT64_MAX ||
+			     le64toh(rq->u.fallocate.length) > INT64_MAX))
 			err = EINVAL;
 		break;
 	}
@@ -797,6 +815,24 @@ static int do_setattr(const struct orfs_setattr_req *sa, int fd)
 			return errno;
 	}
 	return 0;
+}
+
+/* fallocate(2) on the file FD names, opened for writing with the caller's rights. */
+static int do_fallocate(const struct orfs_fallocate_req *fa, int fd)
+{
+	mode_t type = fd_type(fd);
+	int wfd, err;
+
+	if (type != S_IFREG)
+		return type == S_IFDIR ? EISDIR : ENODEV;
+	err = reopen(fd, O_WRONLY, &wfd);
+	if (err)
+		return err;
+	if (fallocate(wfd, (int)le32toh(fa->mode), (off_t)le64toh(fa->offset),
+		      (off_t)le64toh(fa->length)))
+		err = errno;
+	close(wfd);
+	return err;
 }
 
 static int do_readdir(const struct orfs_readdir_req *rd, int fd, struct out *o)
@@ -1317,6 +1353,13 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		break;
 	case ORFS_OP_LOCK:
 		err = do_lock(rq, fd, &o);
+		break;
+	case ORFS_OP_FALLOCATE:
+		err = do_fallocate(&rq->u.fallocate, fd);
+		if (!err)
+			err = get_attr(rq->chg, fd, &attr, 1);
+		if (!err)
+			err = put(&o, &attr, sizeof(attr));
 		break;
 	default:
 		err = EOPNOTSUPP;

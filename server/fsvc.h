@@ -81,6 +81,7 @@ struct fsvc_req {
 		struct orfs_readdir_req	readdir;
 		struct orfs_io_req	io;
 		struct orfs_lock_req	lock;
+		struct orfs_fallocate_req fallocate;
 	} u;
 	const char		*name;		/* name, or old name of RENAME */
 	uint32_t		name_len;

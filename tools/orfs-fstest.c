@@ -311,6 +311,58 @@ static int t_sync_statfs(struct ctx *c)
 	return 0;
 }
 
+/*
+ * fallocate(): a hole shows through reads and a shared mapping of the
+ * file's pages, cached before; a store through the mapping just before it
+ * stays; allocation grows the file or keeps its size; a zeroed range where
+ * the file system has it (not 6.1's tmpfs).
+ */
+static int t_fallocate(struct ctx *c)
+{
+	const size_t len = 4 * 4096;
+	char *p, buf[4 * 4096];
+	struct stat st;
+	size_t i;
+	int fd;
+
+	fd = open(P(c, "fal"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	memset(buf, 'a', len);
+	CHECK(c, fd >= 0 && pwrite(fd, buf, len, 0) == (ssize_t)len, "write");
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(c, p != MAP_FAILED && p[5000] == 'a', "mmap");
+	CHECK(c, !fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096 + 100, 8192),
+	      "punch a hole");
+	CHECK(c, pread(fd, buf, len, 0) == (ssize_t)len, "read");
+	for (i = 0; i < len; i++) {
+		char want = i >= 4196 && i < 12388 ? 0 : 'a';
+
+		CHECK(c, buf[i] == want, "byte %zu read after the hole: %#x", i, buf[i]);
+		CHECK(c, p[i] == want, "byte %zu mapped after the hole: %#x", i, p[i]);
+	}
+	CHECK(c, !fstat(fd, &st) && st.st_size == (off_t)len, "size after the hole");
+	p[0] = 'b';
+	CHECK(c, !fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 1, 10),
+	      "a hole next to a store");
+	CHECK(c, pread(fd, buf, 12, 0) == 12 && buf[0] == 'b' && !buf[1] && !buf[10] &&
+	      buf[11] == 'a', "the store beside the hole");
+	munmap(p, len);
+	if (!fallocate(fd, FALLOC_FL_ZERO_RANGE, 13000, 100)) {
+		CHECK(c, pread(fd, buf, 102, 12999) == 102 && buf[0] == 'a' && !buf[1] &&
+		      !buf[100] && buf[101] == 'a', "a zeroed range");
+	} else {
+		CHECK(c, errno == EOPNOTSUPP, "zero range: %s", strerror(errno));
+	}
+	CHECK(c, !fallocate(fd, 0, 0, 1 << 20) && !fstat(fd, &st) && st.st_size == 1 << 20,
+	      "allocation grows the file");
+	CHECK(c, !fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 2 << 20) && !fstat(fd, &st) &&
+	      st.st_size == 1 << 20 && st.st_blocks >= (2 << 20) / 512,
+	      "allocation past the end (%lld blocks)", (long long)st.st_blocks);
+	CHECK(c, pread(fd, buf, 4, 4195) == 4 && buf[0] == 'a' && !buf[1] && !buf[3],
+	      "data after allocation");
+	close(fd);
+	return 0;
+}
+
 static int t_mmap(struct ctx *c)
 {
 	size_t len = 3 * 4096 + 100, i;
@@ -467,7 +519,7 @@ int main(int argc, char **argv)
 		{ "create-flags", t_create_flags }, { "unlink-open", t_unlink_open },
 		{ "dirs", t_dirs }, { "rename", t_rename }, { "readdir", t_readdir },
 		{ "links", t_links }, { "attrs", t_attrs }, { "xattr", t_xattr },
-		{ "sync-statfs", t_sync_statfs }, { "mmap", t_mmap },
+		{ "sync-statfs", t_sync_statfs }, { "fallocate", t_fallocate }, { "mmap", t_mmap },
 		{ "mmap-eof", t_mmap_eof }, { "direct", t_direct },
 	};
 	struct ctx c = { 0 };

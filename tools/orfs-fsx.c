@@ -4,7 +4,8 @@
  * directories (an ORFS mount and a local file system), with contents and
  * metadata compared after every step: buffered writes at random offsets,
  * O_DIRECT writes and reads, truncates, renames, shared mmap writes,
- * chmod and unlink, on a handful of files; and several writes near each
+ * fallocate() (allocation, holes, zeroed ranges), chmod and unlink, on a
+ * handful of files; and several writes near each
  * other before one close, some through a shared mapping, so that one
  * write-back gathers what they dirtied.
  *
@@ -104,6 +105,18 @@ static int do_dio_read(struct fsx *x, int side, int f, off_t off, size_t len)
 	n = pread(fd, x->cmp[side], len, off);
 	close(fd);
 	return n < 0 ? -1 : (int)n;
+}
+
+static int do_fallocate(struct fsx *x, int side, int f, int mode, off_t off, size_t len)
+{
+	char p[4096];
+	int fd = open(path(x, side, f, p, sizeof(p)), O_WRONLY | O_CREAT, 0644), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = fallocate(fd, mode, off, (off_t)len);
+	close(fd);
+	return ret;
 }
 
 /* Store LEN bytes of SRC at OFF in a shared mapping of MAPLEN bytes of FD from AT, synced. */
@@ -234,7 +247,11 @@ static int compare(struct fsx *x)
 
 static int one_step(struct fsx *x)
 {
-	int f = (int)(rnd(x) % NFILES), g = (int)(rnd(x) % NFILES), op = (int)(rnd(x) % 10);
+	static const int modes[] = {
+		0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+	};
+	int f = (int)(rnd(x) % NFILES), g = (int)(rnd(x) % NFILES), op = (int)(rnd(x) % 11);
 	off_t off = (off_t)(rnd(x) % MAXSIZE);
 	size_t len = 1 + rnd(x) % 65536, i;
 	char p[4096], q[4096];
@@ -299,6 +316,14 @@ static int one_step(struct fsx *x)
 					       (long long)offs[k], lens[k]);
 		}
 		BOTH(x, do_scatter(x, side, f, off, offs, lens, nw, map, moff));
+		break;
+	}
+	case 9: {
+		int mode = modes[rnd(x) % (sizeof(modes) / sizeof(modes[0]))];
+
+		snprintf(x->op, sizeof(x->op), "fallocate f%d mode %#x %lld+%zu", f,
+			 (unsigned int)mode, (long long)off, len);
+		BOTH(x, do_fallocate(x, side, f, mode, off, len));
 		break;
 	}
 	case 7:

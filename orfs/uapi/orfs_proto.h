@@ -41,7 +41,8 @@ enum orfs_opcode {
 	ORFS_OP_LISTXATTR,
 	ORFS_OP_REMOVEXATTR,
 	ORFS_OP_LOCK,
-	ORFS_OP_LAST		= ORFS_OP_LOCK,
+	ORFS_OP_FALLOCATE,
+	ORFS_OP_LAST		= ORFS_OP_FALLOCATE,
 };
 
 #define ORFS_NAME_MAX		255	/* one path component */
@@ -299,6 +300,27 @@ struct orfs_lock_rep {
 	__le32	reserved;
 };
 
+/* FALLOCATE modes: the values of Linux's FALLOC_FL_* of the same names. */
+#define ORFS_FALLOC_KEEP_SIZE	0x01	/* allocate, or zero, without growing the file */
+#define ORFS_FALLOC_PUNCH_HOLE	0x02	/* free the range (with KEEP_SIZE): it reads as zeros */
+#define ORFS_FALLOC_ZERO_RANGE	0x10	/* zero the range, allocated */
+
+/*
+ * FALLOCATE: fallocate(2) of LENGTH bytes at OFFSET of the regular file FH,
+ * with the caller's right to write it. Mode 0 allocates (and grows the
+ * file), KEEP_SIZE allocates past its end, PUNCH_HOLE | KEEP_SIZE frees,
+ * ZERO_RANGE (with or without KEEP_SIZE) zeroes. Errors as fallocate(2)'s
+ * on the server's file system (EOPNOTSUPP where it lacks the mode).
+ * Reply: struct orfs_attr, after the operation.
+ */
+struct orfs_fallocate_req {
+	struct orfs_fh	fh;
+	__le64		offset;
+	__le64		length;
+	__le32		mode;
+	__le32		reserved;
+};
+
 static_assert(sizeof(struct orfs_cred) == 76, "orfs_cred layout");
 static_assert(sizeof(struct orfs_req) == 88, "orfs_req layout");
 static_assert(sizeof(struct orfs_attr) == 128, "orfs_attr layout");
@@ -313,5 +335,6 @@ static_assert(sizeof(struct orfs_io_rep) == 136, "orfs_io_rep layout");
 static_assert(sizeof(struct orfs_statfs_rep) == 56, "orfs_statfs_rep layout");
 static_assert(sizeof(struct orfs_lock_req) == 96, "orfs_lock_req layout");
 static_assert(sizeof(struct orfs_lock_rep) == 24, "orfs_lock_rep layout");
+static_assert(sizeof(struct orfs_fallocate_req) == 88, "orfs_fallocate_req layout");
 
 #endif /* _UAPI_ORFS_PROTO_H */

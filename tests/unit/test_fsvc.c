@@ -1081,6 +1081,98 @@ static void test_fdcache(void)
 	CU_ASSERT_EQUAL(rmdir(path), 0);
 }
 
+/* FALLOCATE of FH as UID on export X; the attributes after it into *A. */
+static int falloc_op(const struct fsvc_export *x, const struct orfs_fh *fh, uint32_t uid,
+		     uint32_t mode, uint64_t off, uint64_t len, uint32_t reserved,
+		     struct orfs_attr *a)
+{
+	struct orfs_fallocate_req fa = {
+		.fh = *fh,
+		.offset = htole64(off),
+		.length = htole64(len),
+		.mode = htole32(mode),
+		.reserved = htole32(reserved),
+	};
+	struct orfs_attr scratch;
+	struct rb b;
+	uint32_t n;
+	int err;
+
+	rb_start(&b, ORFS_OP_FALLOCATE, uid, uid);
+	rb_put(&b, &fa, sizeof(fa));
+	err = run(x, &b, a ? a : &scratch, &n);
+	if (!err)
+		CU_ASSERT_EQUAL(n, sizeof(*a));
+	return err;
+}
+
+/*
+ * FALLOCATE: allocation that grows the file or keeps its size, a hole and
+ * a zeroed range that read as zeros (the bytes around them kept), the
+ * caller's right to write, modes the kernel refuses, a read-only export;
+ * each change counted in the change attribute.
+ */
+static void test_fallocate(void)
+{
+	static struct fsvc_chg chg;
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep f, d;
+	struct orfs_attr a;
+	char p[300], buf[16384];
+	uint64_t k;
+	int fd, zr, i, ok;
+
+	test_chg = &chg;
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &r, "fa", 0644, 0, &f), 0);
+	snprintf(p, sizeof(p), "%s/fa", root);
+	fd = open(p, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	memset(buf, 'a', sizeof(buf));
+	CU_ASSERT_EQUAL(pwrite(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	/* Mode 0 grows the file, allocated; KEEP_SIZE allocates past its end. */
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0, 0, 1 << 20, 0, &a), 0);
+	CU_ASSERT_EQUAL(le64toh(a.size), 1 << 20);
+	CU_ASSERT(le64toh(a.blocks) >= (1 << 20) / 512);
+	k = attr_count(&a);
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_KEEP_SIZE, 0, 2 << 20, 0, &a), 0);
+	CU_ASSERT_EQUAL(le64toh(a.size), 1 << 20);
+	CU_ASSERT(le64toh(a.blocks) >= (2 << 20) / 512);
+	CU_ASSERT_EQUAL(attr_count(&a), k + 1);
+	/* A hole: its bytes read as zeros, the others stay. */
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_PUNCH_HOLE | ORFS_FALLOC_KEEP_SIZE,
+				  4096, 8192, 0, &a), 0);
+	CU_ASSERT_EQUAL(le64toh(a.size), 1 << 20);
+	CU_ASSERT_EQUAL(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	for (i = 0, ok = 1; i < (int)sizeof(buf); i++)
+		ok &= buf[i] == (i >= 4096 && i < 12288 ? 0 : 'a');
+	CU_ASSERT(ok);
+	/* A zeroed range, where the file system has it (tmpfs has not). */
+	zr = fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, 1) ? errno : 0;
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_ZERO_RANGE, 12288, 100, 0, &a), zr);
+	if (!zr) {
+		CU_ASSERT_EQUAL(pread(fd, buf, 200, 12288), 200);
+		for (i = 0, ok = 1; i < 200; i++)
+			ok &= buf[i] == (i < 100 ? 0 : 'a');
+		CU_ASSERT(ok);
+	}
+	close(fd);
+	/* What the kernel refuses, what the wire does not know. */
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_PUNCH_HOLE, 0, 1, 0, NULL),
+			EOPNOTSUPP);
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0x8, 0, 4096, 0, NULL), EOPNOTSUPP);
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0, 0, 0, 0, NULL), EINVAL);
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0, 0, 4096, 1, NULL), EINVAL);
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0, 1ULL << 63, 4096, 0, NULL), EINVAL);
+	/* The caller's right to write it; a directory; a read-only export. */
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 1000, 0, 0, 4096, 0, NULL), EACCES);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKDIR, &r, "fa-dir", 0777, 0, &d), 0);
+	CU_ASSERT_EQUAL(falloc_op(&fx, &d.fh, 0, 0, 0, 4096, 0, NULL), EISDIR);
+	CU_ASSERT_EQUAL(falloc_op(&fx_ro, &f.fh, 0, 0, 0, 4096, 0, NULL), EROFS);
+	test_chg = NULL;
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "fa-dir"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "fa"), 0);
+}
+
 static void test_read_only(void)
 {
 	struct orfs_fh r = rootfh(&fx_ro);
@@ -1211,6 +1303,7 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "credentials kept between requests, directories kept open",
 			 test_kept_credentials) ||
 	    !CU_add_test(s, "read-only export", test_read_only) ||
+	    !CU_add_test(s, "FALLOCATE: allocate, keep the size, punch, zero; rights", test_fallocate) ||
 	    !CU_add_test(s, "a fixed thread runs only its own credentials' requests, here",
 			 test_fixed_thread) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache) ||
