@@ -257,51 +257,49 @@ for m in /tmp/m2 /tmp/m1; do
 	expect_eq "a's wait, $m" "$(grep then /tmp/out-a)" "then ok"
 	release a
 done
+# stopped_wait VAR END: a holds byte 0 and waits for b's byte 1, in a way
+# that lk.py's VAR sets up and the function END stops; then b waits for
+# a's byte 0, and must go on waiting (not EDEADLK) until a lets go.
+stopped_wait() {
+	rm -f /tmp/rel-a.then /tmp/rel-b.then
+	export LK_THEN=0:1
+	hold b /tmp/m2/f rw setlk w 1 1
+	export LK_THEN=1:1 "$1"=1
+	hold a /tmp/m1/f rw setlk w 0 1
+	unset LK_THEN "$1"
+	touch /tmp/rel-a.then
+	"$2"
+	touch /tmp/rel-b.then
+	sleep 0.5
+	grep -q then /tmp/out-b && fail "b's wait for a's byte ended at once ($2): $(grep then /tmp/out-b)"
+	release a
+	wait_until 50 grep -q then /tmp/out-b || fail "b did not get a's byte once a let go ($2)"
+	expect_eq "b's wait, once a let go ($2)" "$(grep then /tmp/out-b)" "then ok"
+	release b
+}
 # A waiter that a signal stops says so: the lock that would have closed a
 # chain through it is waited for (before, EDEADLK for the next 2 s).
-rm -f /tmp/rel-a.then /tmp/rel-b.then
-export LK_THEN=0:1
-hold b /tmp/m2/f rw setlk w 1 1
-export LK_THEN=1:1 LK_THEN_ALARM=1
-hold a /tmp/m1/f rw setlk w 0 1
-unset LK_THEN LK_THEN_ALARM
-touch /tmp/rel-a.then
-wait_until 50 grep -q then /tmp/out-a || fail "a's wait was not cut short by its signal"
-expect_eq "a's wait, stopped by a signal" "$(grep then /tmp/out-a)" "then gave up"
-touch /tmp/rel-b.then
-sleep 0.5
-grep -q then /tmp/out-b && fail "b's wait for a's byte ended at once: $(grep then /tmp/out-b)"
-release a
-wait_until 50 grep -q then /tmp/out-b || fail "b did not get a's byte once a let go"
-expect_eq "b's wait, once a let go" "$(grep then /tmp/out-b)" "then ok"
-release b
-
+signalled() {
+	wait_until 50 grep -q then /tmp/out-a || fail "a's wait was not cut short by its signal"
+	expect_eq "a's wait, stopped by a signal" "$(grep then /tmp/out-a)" "then gave up"
+}
+stopped_wait LK_THEN_ALARM signalled
 # A waiter killed while it waits has a worker say so, not its own call
 # (which the kill ends): its owner may live on (here a child that shares
 # its parent's files, so its locks), and a lock that would close a chain
 # through its old wait is waited for, not EDEADLK (before, for 2 s).
-rm -f /tmp/rel-a.then /tmp/rel-b.then
-export LK_THEN=0:1
-hold b /tmp/m2/f rw setlk w 1 1
-export LK_THEN=1:1 LK_THEN_CLONE=1
-hold a /tmp/m1/f rw setlk w 0 1
-unset LK_THEN LK_THEN_CLONE
-touch /tmp/rel-a.then
-wait_until 50 grep -q "^waiter [0-9]" /tmp/out-a || fail "no waiter: $(cat /tmp/out-a)"
-waiter=$(sed -n 's/^waiter \([0-9]*\)$/\1/p' /tmp/out-a)
-[ -n "$waiter" ] || fail "no waiter: $(cat /tmp/out-a)"
-sleep 1
-grep -q "waiter gone" /tmp/out-a && fail "the waiter did not wait: $(cat /tmp/out-a)"
-kill -9 "$waiter"
-wait_until 50 grep -q "waiter gone" /tmp/out-a || fail "the killed waiter did not end"
-sleep 0.3
-touch /tmp/rel-b.then
-sleep 0.5
-grep -q then /tmp/out-b && fail "b's wait for the killed waiter's owner's byte ended at once: $(grep then /tmp/out-b)"
-release a
-wait_until 50 grep -q then /tmp/out-b || fail "b did not get a's byte once a let go"
-expect_eq "b's wait, once a let go" "$(grep then /tmp/out-b)" "then ok"
-release b
+killed() {
+	local waiter
+
+	wait_until 50 grep -q "^waiter [0-9]" /tmp/out-a || fail "no waiter: $(cat /tmp/out-a)"
+	waiter=$(sed -n 's/^waiter \([0-9]*\)$/\1/p' /tmp/out-a)
+	sleep 1
+	grep -q "waiter gone" /tmp/out-a && fail "the waiter did not wait: $(cat /tmp/out-a)"
+	kill -9 "$waiter"
+	wait_until 50 grep -q "waiter gone" /tmp/out-a || fail "the killed waiter did not end"
+	sleep 0.3
+}
+stopped_wait LK_THEN_CLONE killed
 
 step "a holder killed: its locks go"
 hold k /tmp/m1/f rw setlk w 0 0
