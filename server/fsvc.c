@@ -602,6 +602,17 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 			err = EINVAL;
 		break;
 	}
+	case ORFS_OP_SEEK: {
+		uint32_t whence;
+
+		err = take(&c, &rq->u.seek, sizeof(rq->u.seek));
+		rq->fh = rq->u.seek.fh;
+		whence = le32toh(rq->u.seek.whence);
+		if (!err && (rq->u.seek.reserved || le64toh(rq->u.seek.offset) > INT64_MAX ||
+			     (whence != ORFS_SEEK_DATA && whence != ORFS_SEEK_HOLE)))
+			err = EINVAL;
+		break;
+	}
 	case ORFS_OP_READ:
 	case ORFS_OP_WRITE: {
 		uint32_t length, flags;
@@ -833,6 +844,28 @@ static int do_fallocate(const struct orfs_fallocate_req *fa, int fd)
 		err = errno;
 	close(wfd);
 	return err;
+}
+
+/* lseek(2) for data or a hole in the file FD names, opened with the caller's rights. */
+static int do_seek(const struct orfs_seek_req *sk, int fd, struct out *o)
+{
+	struct orfs_seek_rep rep;
+	int rfd, err;
+	off_t at;
+
+	if (fd_type(fd) != S_IFREG)
+		return fd_type(fd) == S_IFDIR ? EISDIR : EINVAL;
+	err = reopen(fd, O_RDONLY, &rfd);
+	if (err)
+		return err;
+	at = lseek(rfd, (off_t)le64toh(sk->offset),
+		   le32toh(sk->whence) == ORFS_SEEK_DATA ? SEEK_DATA : SEEK_HOLE);
+	err = at < 0 ? errno : 0;
+	close(rfd);
+	if (err)
+		return err;
+	rep.offset = htole64((uint64_t)at);
+	return put(o, &rep, sizeof(rep));
 }
 
 static int do_readdir(const struct orfs_readdir_req *rd, int fd, struct out *o)
@@ -1353,6 +1386,9 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		break;
 	case ORFS_OP_LOCK:
 		err = do_lock(rq, fd, &o);
+		break;
+	case ORFS_OP_SEEK:
+		err = do_seek(&rq->u.seek, fd, &o);
 		break;
 	case ORFS_OP_FALLOCATE:
 		err = do_fallocate(&rq->u.fallocate, fd);

@@ -82,6 +82,7 @@ struct fsvc_req {
 		struct orfs_io_req	io;
 		struct orfs_lock_req	lock;
 		struct orfs_fallocate_req fallocate;
+		struct orfs_seek_req	seek;
 	} u;
 	const char		*name;		/* name, or old name of RENAME */
 	uint32_t		name_len;

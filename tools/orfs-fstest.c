@@ -363,6 +363,37 @@ static int t_fallocate(struct ctx *c)
 	return 0;
 }
 
+/*
+ * lseek() with SEEK_DATA and SEEK_HOLE in a sparse file, as the file
+ * system finds them (in whole blocks), also of data written but not yet
+ * written back; ENXIO at the end; SEEK_END after a truncate.
+ */
+static int t_seek(struct ctx *c)
+{
+	off_t hole, data;
+	int fd;
+
+	fd = open(P(c, "sparse"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	CHECK(c, fd >= 0 && pwrite(fd, "head", 4, 0) == 4 && pwrite(fd, "tail", 4, 4 << 20) == 4,
+	      "write");
+	CHECK(c, !fsync(fd), "fsync");
+	hole = lseek(fd, 0, SEEK_HOLE);
+	CHECK(c, hole >= 4 && hole < 4 << 20, "the first hole at %lld", (long long)hole);
+	data = lseek(fd, hole, SEEK_DATA);
+	CHECK(c, data > hole && data <= 4 << 20, "data after the hole at %lld", (long long)data);
+	CHECK(c, lseek(fd, 0, SEEK_CUR) == data, "the offset is where SEEK_DATA went");
+	CHECK(c, lseek(fd, 4 << 20, SEEK_HOLE) == (4 << 20) + 4, "the end is a hole");
+	EXPECT_ERRNO(c, lseek(fd, (4 << 20) + 4, SEEK_DATA), ENXIO);
+	EXPECT_ERRNO(c, lseek(fd, 5 << 20, SEEK_HOLE), ENXIO);
+	/* Written, not yet written back: data all the same. */
+	CHECK(c, pwrite(fd, "middle", 6, 2 << 20) == 6, "write in the hole");
+	data = lseek(fd, hole, SEEK_DATA);
+	CHECK(c, data > hole && data <= 2 << 20, "new data at %lld", (long long)data);
+	CHECK(c, !ftruncate(fd, 100) && lseek(fd, 0, SEEK_END) == 100, "SEEK_END after truncate");
+	close(fd);
+	return 0;
+}
+
 static int t_mmap(struct ctx *c)
 {
 	size_t len = 3 * 4096 + 100, i;
@@ -519,7 +550,8 @@ int main(int argc, char **argv)
 		{ "create-flags", t_create_flags }, { "unlink-open", t_unlink_open },
 		{ "dirs", t_dirs }, { "rename", t_rename }, { "readdir", t_readdir },
 		{ "links", t_links }, { "attrs", t_attrs }, { "xattr", t_xattr },
-		{ "sync-statfs", t_sync_statfs }, { "fallocate", t_fallocate }, { "mmap", t_mmap },
+		{ "sync-statfs", t_sync_statfs }, { "fallocate", t_fallocate }, { "seek", t_seek },
+		{ "mmap", t_mmap },
 		{ "mmap-eof", t_mmap_eof }, { "direct", t_direct },
 	};
 	struct ctx c = { 0 };

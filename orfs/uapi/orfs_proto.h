@@ -42,7 +42,8 @@ enum orfs_opcode {
 	ORFS_OP_REMOVEXATTR,
 	ORFS_OP_LOCK,
 	ORFS_OP_FALLOCATE,
-	ORFS_OP_LAST		= ORFS_OP_FALLOCATE,
+	ORFS_OP_SEEK,
+	ORFS_OP_LAST		= ORFS_OP_SEEK,
 };
 
 #define ORFS_NAME_MAX		255	/* one path component */
@@ -321,6 +322,26 @@ struct orfs_fallocate_req {
 	__le32		reserved;
 };
 
+/* SEEK's WHENCE: the values of Linux's SEEK_* of the same names. */
+#define ORFS_SEEK_DATA		3	/* the first byte of data at or after OFFSET */
+#define ORFS_SEEK_HOLE		4	/* the first byte of a hole (or the end) at or after it */
+
+/*
+ * SEEK: lseek(2) with SEEK_DATA or SEEK_HOLE on the regular file FH, with
+ * the caller's right to read it. ENXIO: OFFSET is at or past the end of
+ * the file, or (SEEK_DATA) no data follows it. Reply: orfs_seek_rep.
+ */
+struct orfs_seek_req {
+	struct orfs_fh	fh;
+	__le64		offset;
+	__le32		whence;
+	__le32		reserved;
+};
+
+struct orfs_seek_rep {
+	__le64	offset;
+};
+
 static_assert(sizeof(struct orfs_cred) == 76, "orfs_cred layout");
 static_assert(sizeof(struct orfs_req) == 88, "orfs_req layout");
 static_assert(sizeof(struct orfs_attr) == 128, "orfs_attr layout");
@@ -336,5 +357,7 @@ static_assert(sizeof(struct orfs_statfs_rep) == 56, "orfs_statfs_rep layout");
 static_assert(sizeof(struct orfs_lock_req) == 96, "orfs_lock_req layout");
 static_assert(sizeof(struct orfs_lock_rep) == 24, "orfs_lock_rep layout");
 static_assert(sizeof(struct orfs_fallocate_req) == 88, "orfs_fallocate_req layout");
+static_assert(sizeof(struct orfs_seek_req) == 80, "orfs_seek_req layout");
+static_assert(sizeof(struct orfs_seek_rep) == 8, "orfs_seek_rep layout");
 
 #endif /* _UAPI_ORFS_PROTO_H */

@@ -1173,6 +1173,74 @@ static void test_fallocate(void)
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "fa"), 0);
 }
 
+/* SEEK of FH as UID; the place found into *AT. */
+static int seek_op(const struct orfs_fh *fh, uint32_t uid, uint32_t whence, uint64_t off,
+		   uint32_t reserved, uint64_t *at)
+{
+	struct orfs_seek_req sk = {
+		.fh = *fh,
+		.offset = htole64(off),
+		.whence = htole32(whence),
+		.reserved = htole32(reserved),
+	};
+	struct orfs_seek_rep rep;
+	struct rb b;
+	uint32_t n;
+	int err;
+
+	rb_start(&b, ORFS_OP_SEEK, uid, uid);
+	rb_put(&b, &sk, sizeof(sk));
+	err = run(&fx, &b, &rep, &n);
+	if (!err) {
+		CU_ASSERT_EQUAL(n, sizeof(rep));
+		*at = le64toh(rep.offset);
+	}
+	return err;
+}
+
+/*
+ * SEEK: data and holes of a sparse file as lseek(2) finds them on the
+ * export (the test compares with it: a file system may see a hole only
+ * in whole blocks), ENXIO at the end, the caller's right to read, what
+ * the decoder refuses.
+ */
+static void test_seek(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep f, d;
+	uint64_t at = 0;
+	char p[300];
+	int fd;
+
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &r, "sparse", 0600, 0, &f), 0);
+	snprintf(p, sizeof(p), "%s/sparse", root);
+	fd = open(p, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pwrite(fd, "head", 4, 0), 4);
+	CU_ASSERT_EQUAL(pwrite(fd, "tail", 4, 4 << 20), 4);
+	CU_ASSERT_EQUAL(fsync(fd), 0);
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 0, ORFS_SEEK_HOLE, 0, 0, &at), 0);
+	CU_ASSERT_EQUAL(at, (uint64_t)lseek(fd, 0, SEEK_HOLE));
+	CU_ASSERT(at >= 4 && at < 4 << 20);
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 0, ORFS_SEEK_DATA, at, 0, &at), 0);
+	CU_ASSERT_EQUAL(at, (uint64_t)lseek(fd, 1 << 20, SEEK_DATA));
+	CU_ASSERT(at > 4 && at <= 4 << 20);
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 0, ORFS_SEEK_HOLE, 4 << 20, 0, &at), 0);
+	CU_ASSERT_EQUAL(at, (4 << 20) + 4);
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 0, ORFS_SEEK_DATA, (4 << 20) + 4, 0, &at), ENXIO);
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 0, ORFS_SEEK_HOLE, 5 << 20, 0, &at), ENXIO);
+	close(fd);
+	/* Refused: other whences, a reserved field, a negative offset, rights, a directory. */
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 0, 2, 0, 0, &at), EINVAL);
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 0, ORFS_SEEK_DATA, 0, 1, &at), EINVAL);
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 0, ORFS_SEEK_DATA, 1ULL << 63, 0, &at), EINVAL);
+	CU_ASSERT_EQUAL(seek_op(&f.fh, 1000, ORFS_SEEK_DATA, 0, 0, &at), EACCES);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKDIR, &r, "seek-dir", 0755, 0, &d), 0);
+	CU_ASSERT_EQUAL(seek_op(&d.fh, 0, ORFS_SEEK_DATA, 0, 0, &at), EISDIR);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "seek-dir"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "sparse"), 0);
+}
+
 static void test_read_only(void)
 {
 	struct orfs_fh r = rootfh(&fx_ro);
@@ -1304,6 +1372,7 @@ int unit_add_fsvc_suite(void)
 			 test_kept_credentials) ||
 	    !CU_add_test(s, "read-only export", test_read_only) ||
 	    !CU_add_test(s, "FALLOCATE: allocate, keep the size, punch, zero; rights", test_fallocate) ||
+	    !CU_add_test(s, "SEEK: data and holes, the end, rights", test_seek) ||
 	    !CU_add_test(s, "a fixed thread runs only its own credentials' requests, here",
 			 test_fixed_thread) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache) ||
