@@ -15,6 +15,7 @@
 #include <linux/pagevec.h>
 #include <linux/rmap.h>
 #include <linux/slab.h>
+#include <linux/splice.h>
 #include <linux/uio.h>
 #include <linux/writeback.h>
 
@@ -1184,6 +1185,25 @@ static loff_t orfs_file_llseek(struct file *file, loff_t offset, int whence)
 	return generic_file_llseek(file, offset, whence);
 }
 
+/*
+ * copy_file_range(2): on the server between files of one mount; else,
+ * or where the server has no COPY, through the page cache as the kernel
+ * copies for file systems without the method (its caller does not).
+ */
+static ssize_t orfs_copy_file_range(struct file *in, loff_t pos_in, struct file *out,
+				    loff_t pos_out, size_t len, unsigned int flags)
+{
+	ssize_t ret = orfs_copy_range(in, pos_in, out, pos_out, len);
+
+	if (ret != -EOPNOTSUPP && ret != -EXDEV)
+		return ret;
+#ifdef ORFS_HAVE_SPLICE_COPY_FILE_RANGE
+	return splice_copy_file_range(in, pos_in, out, pos_out, len);
+#else
+	return generic_copy_file_range(in, pos_in, out, pos_out, len, flags);
+#endif
+}
+
 const struct file_operations orfs_file_fops = {
 	.llseek		= orfs_file_llseek,
 	.read_iter	= orfs_file_read_iter,
@@ -1204,6 +1224,7 @@ const struct file_operations orfs_file_fops = {
 	.splice_read	= generic_file_splice_read,
 #endif
 	.splice_write	= iter_file_splice_write,
+	.copy_file_range = orfs_copy_file_range,
 };
 
 const struct address_space_operations orfs_aops = {

@@ -493,6 +493,95 @@ out:
 	return ret;
 }
 
+/**
+ * orfs_copy_range() - copy_file_range(2) between two files of a mount, on the server
+ * @in: the source, open for reading
+ * @pos_in: where the copy starts in it
+ * @out: the destination, open for writing, of the same mount
+ * @pos_out: where the copy goes in it
+ * @len: bytes to copy (vfs_copy_file_range() cut it at the source's end)
+ *
+ * The data does not cross the network: COPY requests of ORFS_COPY_MAX
+ * bytes at most. Dirty pages of both ranges go to the server first; the
+ * destination's range then leaves the page cache and every mapping, in
+ * whole pages, page faults waiting on the mapping's invalidate lock until
+ * the copy is done.
+ *
+ * Context: process context, may sleep.
+ * Return: bytes copied (fewer than @len where the source ended, or a later
+ * request failed), -EXDEV for another mount, -EOPNOTSUPP from a server
+ * without COPY (the caller copies through the page cache then), or an
+ * error.
+ */
+ssize_t orfs_copy_range(struct file *in, loff_t pos_in, struct file *out, loff_t pos_out,
+			size_t len)
+{
+	struct inode *src = file_inode(in), *dst = file_inode(out);
+	struct orfs_sb *sbi = ORFS_SB(dst->i_sb);
+	struct orfs_copy_req r = {
+		.src = ORFS_I(src)->fh,
+		.dst = ORFS_I(dst)->fh,
+	};
+	struct orfs_copy_rep *rep;
+	size_t done = 0;
+	u64 n, want;
+	int ret;
+
+	if (src->i_sb != dst->i_sb)
+		return -EXDEV;
+	if (orfs_lock_lost(out))
+		return -EIO;
+	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	if (!rep)
+		return -ENOMEM;
+	ret = filemap_write_and_wait_range(in->f_mapping, pos_in, pos_in + len - 1);
+	if (ret)
+		goto free;
+	inode_lock(dst);
+	filemap_invalidate_lock(dst->i_mapping);
+	ret = filemap_write_and_wait_range(dst->i_mapping, pos_out, pos_out + len - 1);
+	while (!ret && done < len) {
+		want = min_t(u64, len - done, ORFS_COPY_MAX);
+		r.src_offset = cpu_to_le64(pos_in + done);
+		r.dst_offset = cpu_to_le64(pos_out + done);
+		r.length = cpu_to_le64(want);
+		ret = orfs_call(sbi, ORFS_OP_COPY, &r, sizeof(r), rep, sizeof(*rep));
+		if (!ret)
+			ret = orfs_check_attr(&rep->attr);
+		if (ret)
+			break;
+		n = le64_to_cpu(rep->copied);
+		if (n > want) {
+			pr_warn_ratelimited("%pI4: COPY of %llu bytes answered %llu copied\n",
+					    &sbi->addr.sin_addr, want, n);
+			ret = -EIO;
+			break;
+		}
+		/*
+		 * Our own change; what we cached of the range is stale, the
+		 * pages at its edges too (not to be zeroed, as for a hole). A
+		 * page dirtied again meanwhile stays until the next open.
+		 */
+		if (n) {
+			if (invalidate_inode_pages2_range(dst->i_mapping,
+							  (pos_out + done) >> PAGE_SHIFT,
+							  (pos_out + done + n - 1) >> PAGE_SHIFT))
+				atomic_inc(&ORFS_I(dst)->stale_gen);
+			if (pos_out + done + n > i_size_read(dst))
+				orfs_zero_past_eof(dst, i_size_read(dst), pos_out + done + n);
+		}
+		orfs_refresh_own(dst, &rep->attr);
+		done += n;
+		if (n < want)
+			break;	/* the source's end */
+	}
+	filemap_invalidate_unlock(dst->i_mapping);
+	inode_unlock(dst);
+free:
+	kfree(rep);
+	return done ? (ssize_t)done : ret;
+}
+
 /* ---- symlinks --------------------------------------------------------- */
 
 static const char *orfs_get_link(struct dentry *dentry, struct inode *inode,

@@ -405,7 +405,7 @@ int fsvc_op_mutates(uint16_t op)
 	case ORFS_OP_SETATTR: case ORFS_OP_CREATE: case ORFS_OP_MKDIR: case ORFS_OP_MKNOD:
 	case ORFS_OP_SYMLINK: case ORFS_OP_LINK: case ORFS_OP_UNLINK: case ORFS_OP_RMDIR:
 	case ORFS_OP_RENAME: case ORFS_OP_WRITE: case ORFS_OP_SETXATTR: case ORFS_OP_REMOVEXATTR:
-	case ORFS_OP_FALLOCATE:
+	case ORFS_OP_FALLOCATE: case ORFS_OP_COPY:
 		return 1;
 	}
 	return 0;
@@ -418,7 +418,7 @@ int fsvc_op_nonidempotent(uint16_t op)
 	 * repeated after an UNLOCK of the same owner would take it again.
 	 */
 	return (fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR &&
-		op != ORFS_OP_FALLOCATE) || op == ORFS_OP_LOCK;
+		op != ORFS_OP_FALLOCATE && op != ORFS_OP_COPY) || op == ORFS_OP_LOCK;
 }
 
 int fsvc_op_dir_fh(uint16_t op)
@@ -602,6 +602,16 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 			err = EINVAL;
 		break;
 	}
+	case ORFS_OP_COPY:
+		err = take(&c, &rq->u.copy, sizeof(rq->u.copy));
+		rq->fh = rq->u.copy.src;
+		rq->fh2 = rq->u.copy.dst;
+		if (!err && (rq->u.copy.flags || rq->u.copy.reserved ||
+			     le64toh(rq->u.copy.src_offset) > INT64_MAX ||
+			     le64toh(rq->u.copy.dst_offset) > INT64_MAX ||
+			     le64toh(rq->u.copy.length) > INT64_MAX))
+			err = EINVAL;
+		break;
 	case ORFS_OP_SEEK: {
 		uint32_t whence;
 
@@ -866,6 +876,46 @@ static int do_seek(const struct orfs_seek_req *sk, int fd, struct out *o)
 		return err;
 	rep.offset = htole64((uint64_t)at);
 	return put(o, &rep, sizeof(rep));
+}
+
+/*
+ * copy_file_range(2) from the file SFD names to the one DFD names, opened
+ * with the caller's rights; ORFS_COPY_MAX bytes at most, fewer where the
+ * kernel stops (the source's end).
+ */
+static int do_copy(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
+{
+	const struct orfs_copy_req *cp = &rq->u.copy;
+	loff_t off_in = (loff_t)le64toh(cp->src_offset), off_out = (loff_t)le64toh(cp->dst_offset);
+	uint64_t len = le64toh(cp->length);
+	struct orfs_copy_rep rep;
+	int in, out, err;
+	ssize_t n;
+
+	if (fd_type(sfd) != S_IFREG || fd_type(dfd) != S_IFREG)
+		return fd_type(sfd) == S_IFDIR || fd_type(dfd) == S_IFDIR ? EISDIR : EINVAL;
+	err = reopen(sfd, O_RDONLY, &in);
+	if (err)
+		return err;
+	err = reopen(dfd, O_WRONLY, &out);
+	if (err)
+		goto close_in;
+	n = copy_file_range(in, &off_in, out, &off_out, len < ORFS_COPY_MAX ? len : ORFS_COPY_MAX,
+			    0);
+	if (n < 0) {
+		err = errno;
+		goto close_out;
+	}
+	memset(&rep, 0, sizeof(rep));
+	rep.copied = htole64((uint64_t)n);
+	err = get_attr(rq->chg, dfd, &rep.attr, n > 0);
+	if (!err)
+		err = put(o, &rep, sizeof(rep));
+close_out:
+	close(out);
+close_in:
+	close(in);
+	return err;
 }
 
 static int do_readdir(const struct orfs_readdir_req *rd, int fd, struct out *o)
@@ -1203,7 +1253,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		if (fsvc_op_dir_fh(rq->op))
 			*fh_fd = fd;	/* a directory: the caller may keep it */
 	}
-	if (rq->op == ORFS_OP_LINK || rq->op == ORFS_OP_RENAME) {
+	if (rq->op == ORFS_OP_LINK || rq->op == ORFS_OP_RENAME || rq->op == ORFS_OP_COPY) {
 		if (!memcmp(&rq->fh2, &rq->fh, sizeof(rq->fh)))
 			fd2 = fd;
 		else
@@ -1389,6 +1439,9 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		break;
 	case ORFS_OP_SEEK:
 		err = do_seek(&rq->u.seek, fd, &o);
+		break;
+	case ORFS_OP_COPY:
+		err = do_copy(rq, fd, fd2, &o);
 		break;
 	case ORFS_OP_FALLOCATE:
 		err = do_fallocate(&rq->u.fallocate, fd);

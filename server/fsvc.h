@@ -83,6 +83,7 @@ struct fsvc_req {
 		struct orfs_lock_req	lock;
 		struct orfs_fallocate_req fallocate;
 		struct orfs_seek_req	seek;
+		struct orfs_copy_req	copy;
 	} u;
 	const char		*name;		/* name, or old name of RENAME */
 	uint32_t		name_len;

@@ -394,6 +394,57 @@ static int t_seek(struct ctx *c)
 	return 0;
 }
 
+/*
+ * copy_file_range() between two files of the directory: into the middle
+ * of a destination whose pages are cached and mapped (the mapping shows
+ * the copy), past its end, from a source with data not yet written back,
+ * cut at the source's end; overlapping ranges of one file are refused.
+ */
+static int t_copy_range(struct ctx *c)
+{
+	char src[3 * 4096], buf[3 * 4096], *p;
+	loff_t in, out;
+	size_t i;
+	int s, d;
+
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = (char)('A' + i % 23);
+	s = open(P2(c, "csrc"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	d = open(P(c, "cdst"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	memset(buf, 'd', sizeof(buf));
+	CHECK(c, s >= 0 && d >= 0 && pwrite(s, src, sizeof(src), 0) == (ssize_t)sizeof(src) &&
+	      pwrite(d, buf, 8192, 0) == 8192, "write");
+	p = mmap(NULL, 8192, PROT_READ, MAP_SHARED, d, 0);
+	CHECK(c, p != MAP_FAILED && p[4096] == 'd', "mmap");
+	in = 100;
+	out = 1000;
+	CHECK(c, copy_file_range(s, &in, d, &out, 5000, 0) == 5000 && in == 5100 && out == 6000,
+	      "copy into the middle");
+	CHECK(c, pread(d, buf, 8192, 0) == 8192, "read");
+	for (i = 0; i < 8192; i++) {
+		char want = i >= 1000 && i < 6000 ? src[i - 900] : 'd';
+
+		CHECK(c, buf[i] == want, "byte %zu read after the copy: %#x", i, buf[i]);
+		CHECK(c, p[i] == want, "byte %zu mapped after the copy: %#x", i, p[i]);
+	}
+	munmap(p, 8192);
+	/* Past the end, from data not yet written back, cut at the source's end. */
+	CHECK(c, pwrite(s, "NEW", 3, sizeof(src) - 3) == 3, "write the source's end");
+	in = sizeof(src) - 100;
+	out = 10000;
+	CHECK(c, copy_file_range(s, &in, d, &out, 1000, 0) == 100, "copy at the source's end");
+	CHECK(c, pread(d, buf, 200, 9950) == 150 && buf[0] == 0 && buf[50] == src[sizeof(src) - 100] &&
+	      !memcmp(buf + 147, "NEW", 3), "the copy past the end");
+	in = sizeof(src);
+	CHECK(c, copy_file_range(s, &in, d, &out, 10, 0) == 0, "copy from the source's end");
+	in = 0;
+	out = 10;
+	EXPECT_ERRNO(c, copy_file_range(d, &in, d, &out, 100, 0), EINVAL);
+	close(s);
+	close(d);
+	return 0;
+}
+
 static int t_mmap(struct ctx *c)
 {
 	size_t len = 3 * 4096 + 100, i;
@@ -551,6 +602,7 @@ int main(int argc, char **argv)
 		{ "dirs", t_dirs }, { "rename", t_rename }, { "readdir", t_readdir },
 		{ "links", t_links }, { "attrs", t_attrs }, { "xattr", t_xattr },
 		{ "sync-statfs", t_sync_statfs }, { "fallocate", t_fallocate }, { "seek", t_seek },
+		{ "copy-range", t_copy_range },
 		{ "mmap", t_mmap },
 		{ "mmap-eof", t_mmap_eof }, { "direct", t_direct },
 	};

@@ -4,8 +4,8 @@
  * directories (an ORFS mount and a local file system), with contents and
  * metadata compared after every step: buffered writes at random offsets,
  * O_DIRECT writes and reads, truncates, renames, shared mmap writes,
- * fallocate() (allocation, holes, zeroed ranges), chmod and unlink, on a
- * handful of files; and several writes near each
+ * fallocate() (allocation, holes, zeroed ranges), copy_file_range()
+ * between files, chmod and unlink, on a handful of files; and several writes near each
  * other before one close, some through a shared mapping, so that one
  * write-back gathers what they dirtied.
  *
@@ -116,6 +116,33 @@ static int do_fallocate(struct fsx *x, int side, int f, int mode, off_t off, siz
 		return -1;
 	ret = fallocate(fd, mode, off, (off_t)len);
 	close(fd);
+	return ret;
+}
+
+/* copy_file_range() of LEN bytes from F at OFF to G at TO, until done or the end of F. */
+static int do_copy(struct fsx *x, int side, int f, int g, off_t off, off_t to, size_t len)
+{
+	char p[4096];
+	int in = open(path(x, side, f, p, sizeof(p)), O_RDONLY), out, ret = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	out = open(path(x, side, g, p, sizeof(p)), O_WRONLY | O_CREAT, 0644);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	while (len) {
+		n = copy_file_range(in, &off, out, &to, len, 0);
+		if (n <= 0) {
+			ret = n < 0 ? -1 : 0;
+			break;
+		}
+		len -= (size_t)n;
+	}
+	close(out);
+	close(in);
 	return ret;
 }
 
@@ -251,7 +278,7 @@ static int one_step(struct fsx *x)
 		0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
 	};
-	int f = (int)(rnd(x) % NFILES), g = (int)(rnd(x) % NFILES), op = (int)(rnd(x) % 11);
+	int f = (int)(rnd(x) % NFILES), g = (int)(rnd(x) % NFILES), op = (int)(rnd(x) % 12);
 	off_t off = (off_t)(rnd(x) % MAXSIZE);
 	size_t len = 1 + rnd(x) % 65536, i;
 	char p[4096], q[4096];
@@ -324,6 +351,14 @@ static int one_step(struct fsx *x)
 		snprintf(x->op, sizeof(x->op), "fallocate f%d mode %#x %lld+%zu", f,
 			 (unsigned int)mode, (long long)off, len);
 		BOTH(x, do_fallocate(x, side, f, mode, off, len));
+		break;
+	}
+	case 10: {
+		off_t to = (off_t)(rnd(x) % MAXSIZE);
+
+		snprintf(x->op, sizeof(x->op), "copy_file_range f%d %lld to f%d %lld, %zu", f,
+			 (long long)off, g, (long long)to, len);
+		BOTH(x, do_copy(x, side, f, g, off, to, len));
 		break;
 	}
 	case 7:

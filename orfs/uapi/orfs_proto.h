@@ -43,7 +43,8 @@ enum orfs_opcode {
 	ORFS_OP_LOCK,
 	ORFS_OP_FALLOCATE,
 	ORFS_OP_SEEK,
-	ORFS_OP_LAST		= ORFS_OP_SEEK,
+	ORFS_OP_COPY,
+	ORFS_OP_LAST		= ORFS_OP_COPY,
 };
 
 #define ORFS_NAME_MAX		255	/* one path component */
@@ -342,6 +343,32 @@ struct orfs_seek_rep {
 	__le64	offset;
 };
 
+/* The most bytes one COPY moves: a longer copy is several. */
+#define ORFS_COPY_MAX		(16U << 20)
+
+/*
+ * COPY: copy_file_range(2) of up to LENGTH bytes (ORFS_COPY_MAX at most
+ * are copied) from SRC_OFFSET of the regular file SRC (the request's
+ * handle) to DST_OFFSET of the regular file DST, both of the export, on
+ * the server, with the caller's rights to read the one and write the
+ * other. Fewer bytes than asked: the source ended (0: at or past its
+ * end). Reply: orfs_copy_rep, with DST's attributes after it.
+ */
+struct orfs_copy_req {
+	struct orfs_fh	src;
+	struct orfs_fh	dst;
+	__le64		src_offset;
+	__le64		dst_offset;
+	__le64		length;
+	__le32		flags;		/* none yet: 0 */
+	__le32		reserved;
+};
+
+struct orfs_copy_rep {
+	__le64			copied;
+	struct orfs_attr	attr;
+};
+
 static_assert(sizeof(struct orfs_cred) == 76, "orfs_cred layout");
 static_assert(sizeof(struct orfs_req) == 88, "orfs_req layout");
 static_assert(sizeof(struct orfs_attr) == 128, "orfs_attr layout");
@@ -359,5 +386,7 @@ static_assert(sizeof(struct orfs_lock_rep) == 24, "orfs_lock_rep layout");
 static_assert(sizeof(struct orfs_fallocate_req) == 88, "orfs_fallocate_req layout");
 static_assert(sizeof(struct orfs_seek_req) == 80, "orfs_seek_req layout");
 static_assert(sizeof(struct orfs_seek_rep) == 8, "orfs_seek_rep layout");
+static_assert(sizeof(struct orfs_copy_req) == 160, "orfs_copy_req layout");
+static_assert(sizeof(struct orfs_copy_rep) == 136, "orfs_copy_rep layout");
 
 #endif /* _UAPI_ORFS_PROTO_H */

@@ -1081,6 +1081,29 @@ static void test_fdcache(void)
 	CU_ASSERT_EQUAL(rmdir(path), 0);
 }
 
+/*
+ * Operation OP with body BODY (LEN bytes) as UID on export X; a successful
+ * reply of REP_LEN bytes into REP (or nowhere). Returns the errno.
+ */
+static int body_op(const struct fsvc_export *x, uint16_t op, uint32_t uid, const void *body,
+		   uint32_t len, void *rep, uint32_t rep_len)
+{
+	uint8_t scratch[4352];
+	struct rb b;
+	uint32_t n;
+	int err;
+
+	rb_start(&b, op, uid, uid);
+	rb_put(&b, body, len);
+	err = run(x, &b, scratch, &n);
+	if (!err) {
+		CU_ASSERT_EQUAL(n, rep_len);
+		if (rep)
+			memcpy(rep, scratch, rep_len);
+	}
+	return err;
+}
+
 /* FALLOCATE of FH as UID on export X; the attributes after it into *A. */
 static int falloc_op(const struct fsvc_export *x, const struct orfs_fh *fh, uint32_t uid,
 		     uint32_t mode, uint64_t off, uint64_t len, uint32_t reserved,
@@ -1093,17 +1116,8 @@ static int falloc_op(const struct fsvc_export *x, const struct orfs_fh *fh, uint
 		.mode = htole32(mode),
 		.reserved = htole32(reserved),
 	};
-	struct orfs_attr scratch;
-	struct rb b;
-	uint32_t n;
-	int err;
 
-	rb_start(&b, ORFS_OP_FALLOCATE, uid, uid);
-	rb_put(&b, &fa, sizeof(fa));
-	err = run(x, &b, a ? a : &scratch, &n);
-	if (!err)
-		CU_ASSERT_EQUAL(n, sizeof(*a));
-	return err;
+	return body_op(x, ORFS_OP_FALLOCATE, uid, &fa, sizeof(fa), a, sizeof(*a));
 }
 
 /*
@@ -1184,17 +1198,10 @@ static int seek_op(const struct orfs_fh *fh, uint32_t uid, uint32_t whence, uint
 		.reserved = htole32(reserved),
 	};
 	struct orfs_seek_rep rep;
-	struct rb b;
-	uint32_t n;
-	int err;
+	int err = body_op(&fx, ORFS_OP_SEEK, uid, &sk, sizeof(sk), &rep, sizeof(rep));
 
-	rb_start(&b, ORFS_OP_SEEK, uid, uid);
-	rb_put(&b, &sk, sizeof(sk));
-	err = run(&fx, &b, &rep, &n);
-	if (!err) {
-		CU_ASSERT_EQUAL(n, sizeof(rep));
+	if (!err)
 		*at = le64toh(rep.offset);
-	}
 	return err;
 }
 
@@ -1239,6 +1246,89 @@ static void test_seek(void)
 	CU_ASSERT_EQUAL(seek_op(&d.fh, 0, ORFS_SEEK_DATA, 0, 0, &at), EISDIR);
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "seek-dir"), 0);
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "sparse"), 0);
+}
+
+/* COPY from SRC to DST as UID on export X; the reply into *REP. */
+static int copy_op(const struct fsvc_export *x, const struct orfs_fh *src,
+		   const struct orfs_fh *dst, uint32_t uid, uint64_t soff, uint64_t doff,
+		   uint64_t len, uint32_t flags, struct orfs_copy_rep *rep)
+{
+	struct orfs_copy_req cp = {
+		.src = *src,
+		.dst = *dst,
+		.src_offset = htole64(soff),
+		.dst_offset = htole64(doff),
+		.length = htole64(len),
+		.flags = htole32(flags),
+	};
+
+	return body_op(x, ORFS_OP_COPY, uid, &cp, sizeof(cp), rep, sizeof(*rep));
+}
+
+/*
+ * COPY: bytes copied on the server into the middle and past the end of
+ * the destination, fewer at the source's end, ORFS_COPY_MAX at most a
+ * request; the caller's rights on both files; what the decoder and the
+ * kernel refuse; the destination's change counted.
+ */
+static void test_copy(void)
+{
+	static struct fsvc_chg chg;
+	const uint64_t big = ORFS_COPY_MAX + 4096ULL;
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep s, d, dir;
+	struct orfs_copy_rep rep;
+	char p[300], buf[64];
+	uint64_t k;
+	int fd;
+
+	test_chg = &chg;
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &r, "csrc", 0600, 0, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &r, "cdst", 0644, 0, &d), 0);
+	snprintf(p, sizeof(p), "%s/csrc", root);
+	fd = open(p, O_WRONLY);
+	CU_ASSERT_EQUAL(pwrite(fd, "0123456789", 10, 0), 10);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/cdst", root);
+	fd = open(p, O_RDWR);
+	CU_ASSERT_EQUAL(pwrite(fd, "abcdefgh", 8, 0), 8);
+	CU_ASSERT_EQUAL(copy_op(&fx, &s.fh, &d.fh, 0, 2, 3, 4, 0, &rep), 0);
+	CU_ASSERT_EQUAL(le64toh(rep.copied), 4);
+	CU_ASSERT_EQUAL(le64toh(rep.attr.size), 8);
+	k = attr_count(&rep.attr);
+	CU_ASSERT_EQUAL(pread(fd, buf, 8, 0), 8);
+	CU_ASSERT_EQUAL(memcmp(buf, "abc2345h", 8), 0);
+	/* Past the destination's end, and cut at the source's. */
+	CU_ASSERT_EQUAL(copy_op(&fx, &s.fh, &d.fh, 0, 6, 10, 100, 0, &rep), 0);
+	CU_ASSERT_EQUAL(le64toh(rep.copied), 4);
+	CU_ASSERT_EQUAL(le64toh(rep.attr.size), 14);
+	CU_ASSERT_EQUAL(attr_count(&rep.attr), k + 1);
+	CU_ASSERT_EQUAL(pread(fd, buf, 14, 0), 14);
+	CU_ASSERT_EQUAL(memcmp(buf, "abc2345h\0\0" "6789", 14), 0);
+	CU_ASSERT_EQUAL(copy_op(&fx, &s.fh, &d.fh, 0, 10, 0, 5, 0, &rep), 0);
+	CU_ASSERT_EQUAL(le64toh(rep.copied), 0);
+	CU_ASSERT_EQUAL(attr_count(&rep.attr), k + 1);	/* nothing copied, nothing counted */
+	/* ORFS_COPY_MAX at most in one request. */
+	snprintf(p, sizeof(p), "%s/csrc", root);
+	CU_ASSERT_EQUAL(truncate(p, (off_t)big), 0);
+	CU_ASSERT_EQUAL(copy_op(&fx, &s.fh, &d.fh, 0, 0, 0, big, 0, &rep), 0);
+	CU_ASSERT_EQUAL(le64toh(rep.copied), ORFS_COPY_MAX);
+	close(fd);
+	/* Rights: read the source (0600, root's), write the destination (0644). */
+	CU_ASSERT_EQUAL(copy_op(&fx, &s.fh, &d.fh, 1000, 0, 0, 4, 0, NULL), EACCES);
+	snprintf(p, sizeof(p), "%s/csrc", root);
+	CU_ASSERT_EQUAL(chmod(p, 0644), 0);
+	CU_ASSERT_EQUAL(copy_op(&fx, &s.fh, &d.fh, 1000, 0, 0, 4, 0, NULL), EACCES);
+	/* Refused: flags, the same range of one file, a directory, a read-only export. */
+	CU_ASSERT_EQUAL(copy_op(&fx, &s.fh, &d.fh, 0, 0, 0, 4, 1, NULL), EINVAL);
+	CU_ASSERT_EQUAL(copy_op(&fx, &d.fh, &d.fh, 0, 0, 2, 4, 0, NULL), EINVAL);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKDIR, &r, "cdir", 0755, 0, &dir), 0);
+	CU_ASSERT_EQUAL(copy_op(&fx, &s.fh, &dir.fh, 0, 0, 0, 4, 0, NULL), EISDIR);
+	CU_ASSERT_EQUAL(copy_op(&fx_ro, &s.fh, &d.fh, 0, 0, 0, 4, 0, NULL), EROFS);
+	test_chg = NULL;
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "cdir"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "csrc"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "cdst"), 0);
 }
 
 static void test_read_only(void)
@@ -1373,6 +1463,7 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "read-only export", test_read_only) ||
 	    !CU_add_test(s, "FALLOCATE: allocate, keep the size, punch, zero; rights", test_fallocate) ||
 	    !CU_add_test(s, "SEEK: data and holes, the end, rights", test_seek) ||
+	    !CU_add_test(s, "COPY: on the server, cut at the end and at its bound; rights", test_copy) ||
 	    !CU_add_test(s, "a fixed thread runs only its own credentials' requests, here",
 			 test_fixed_thread) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache) ||
