@@ -1138,20 +1138,45 @@ static int orfs_file_mmap(struct file *file, struct vm_area_struct *vma)
 }
 
 /*
- * SEEK_END from the server's size (another client may have grown the
- * file), as NFS does; SEEK_DATA and SEEK_HOLE from the server's file once
- * our dirty pages are there. A server without SEEK: all of the file is
- * data, as the kernel says of a file system that cannot tell.
+ * SEEK_DATA or SEEK_HOLE (WHENCE) from OFFSET, asked of the server once our
+ * dirty pages are there: the place found, or -EOPNOTSUPP from a server
+ * without SEEK.
  */
-static loff_t orfs_file_llseek(struct file *file, loff_t offset, int whence)
+static loff_t orfs_seek_server(struct inode *inode, loff_t offset, int whence)
 {
-	struct inode *inode = file_inode(file);
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
 	struct orfs_seek_req r = {
 		.fh = ORFS_I(inode)->fh,
 		.offset = cpu_to_le64(offset),
 		.whence = cpu_to_le32(whence == SEEK_DATA ? ORFS_SEEK_DATA : ORFS_SEEK_HOLE),
 	};
 	struct orfs_seek_rep rep;
+	loff_t at;
+	int ret;
+
+	ret = filemap_write_and_wait(inode->i_mapping);
+	if (!ret)
+		ret = orfs_call(sbi, ORFS_OP_SEEK, &r, sizeof(r), &rep, sizeof(rep));
+	if (ret)
+		return ret;
+	at = (loff_t)le64_to_cpu(rep.offset);
+	if (at < offset || at > inode->i_sb->s_maxbytes) {
+		pr_warn_ratelimited("%pI4: SEEK from %lld answered %lld: not a place of the file\n",
+				    &sbi->addr.sin_addr, offset, at);
+		return -EIO;
+	}
+	return at;
+}
+
+/*
+ * SEEK_END from the server's size (another client may have grown the
+ * file), as NFS does; SEEK_DATA and SEEK_HOLE from the server's file. A
+ * server without SEEK: all of the file is data, as the kernel says of a
+ * file system that cannot tell.
+ */
+static loff_t orfs_file_llseek(struct file *file, loff_t offset, int whence)
+{
+	struct inode *inode = file_inode(file);
 	loff_t at;
 	int ret;
 
@@ -1165,21 +1190,11 @@ static loff_t orfs_file_llseek(struct file *file, loff_t offset, int whence)
 	case SEEK_HOLE:
 		if (offset < 0)
 			return -ENXIO;
-		ret = filemap_write_and_wait(inode->i_mapping);
-		if (ret)
-			return ret;
-		ret = orfs_call(ORFS_SB(inode->i_sb), ORFS_OP_SEEK, &r, sizeof(r), &rep,
-				sizeof(rep));
-		if (ret == -EOPNOTSUPP)
+		at = orfs_seek_server(inode, offset, whence);
+		if (at == -EOPNOTSUPP)
 			break;
-		if (ret)
-			return ret;
-		at = (loff_t)le64_to_cpu(rep.offset);
-		if (at < offset || at > inode->i_sb->s_maxbytes) {
-			pr_warn_ratelimited("%pI4: SEEK from %lld answered %lld: not a place of the file\n",
-					    &ORFS_SB(inode->i_sb)->addr.sin_addr, offset, at);
-			return -EIO;
-		}
+		if (at < 0)
+			return at;
 		return vfs_setpos(file, at, inode->i_sb->s_maxbytes);
 	}
 	return generic_file_llseek(file, offset, whence);

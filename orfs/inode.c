@@ -462,7 +462,6 @@ long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
 	default:
 		return -EOPNOTSUPP;
 	}
-	/* The wire's values are Linux's. */
 	r.mode = cpu_to_le32((mode & FALLOC_FL_KEEP_SIZE ? ORFS_FALLOC_KEEP_SIZE : 0) |
 			     (mode & FALLOC_FL_PUNCH_HOLE ? ORFS_FALLOC_PUNCH_HOLE : 0) |
 			     (mode & FALLOC_FL_ZERO_RANGE ? ORFS_FALLOC_ZERO_RANGE : 0));

@@ -838,6 +838,10 @@ static int do_setattr(const struct orfs_setattr_req *sa, int fd)
 	return 0;
 }
 
+_Static_assert(ORFS_FALLOC_KEEP_SIZE == FALLOC_FL_KEEP_SIZE &&
+	       ORFS_FALLOC_PUNCH_HOLE == FALLOC_FL_PUNCH_HOLE &&
+	       ORFS_FALLOC_ZERO_RANGE == FALLOC_FL_ZERO_RANGE, "FALLOCATE's modes are Linux's");
+
 /* fallocate(2) on the file FD names, opened for writing with the caller's rights. */
 static int do_fallocate(const struct orfs_fallocate_req *fa, int fd)
 {
@@ -860,11 +864,12 @@ static int do_fallocate(const struct orfs_fallocate_req *fa, int fd)
 static int do_seek(const struct orfs_seek_req *sk, int fd, struct out *o)
 {
 	struct orfs_seek_rep rep;
+	mode_t type = fd_type(fd);
 	int rfd, err;
 	off_t at;
 
-	if (fd_type(fd) != S_IFREG)
-		return fd_type(fd) == S_IFDIR ? EISDIR : EINVAL;
+	if (type != S_IFREG)
+		return type == S_IFDIR ? EISDIR : EINVAL;
 	err = reopen(fd, O_RDONLY, &rfd);
 	if (err)
 		return err;
@@ -888,12 +893,13 @@ static int do_copy(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 	const struct orfs_copy_req *cp = &rq->u.copy;
 	loff_t off_in = (loff_t)le64toh(cp->src_offset), off_out = (loff_t)le64toh(cp->dst_offset);
 	uint64_t len = le64toh(cp->length);
+	mode_t stype = fd_type(sfd), dtype = fd_type(dfd);
 	struct orfs_copy_rep rep;
 	int in, out, err;
 	ssize_t n;
 
-	if (fd_type(sfd) != S_IFREG || fd_type(dfd) != S_IFREG)
-		return fd_type(sfd) == S_IFDIR || fd_type(dfd) == S_IFDIR ? EISDIR : EINVAL;
+	if (stype != S_IFREG || dtype != S_IFREG)
+		return stype == S_IFDIR || dtype == S_IFDIR ? EISDIR : EINVAL;
 	err = reopen(sfd, O_RDONLY, &in);
 	if (err)
 		return err;
@@ -1302,10 +1308,10 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		break;
 	case ORFS_OP_MKDIR:
 		err = mkdirat(fd, name, le32toh(rq->u.create.mode) & 07777) ? errno : 0;
-		if (!err)
+		if (!err) {
 			chg_note(rq->chg, fd);
-		if (!err)
 			err = entry_reply(fx, rq->chg, fd, name, &o);
+		}
 		break;
 	case ORFS_OP_MKNOD: {
 		uint32_t mode = le32toh(rq->u.create.mode);
@@ -1316,18 +1322,18 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 			break;
 		}
 		err = mknodat(fd, name, mode & (S_IFMT | 07777), 0) ? errno : 0;
-		if (!err)
+		if (!err) {
 			chg_note(rq->chg, fd);
-		if (!err)
 			err = entry_reply(fx, rq->chg, fd, name, &o);
+		}
 		break;
 	}
 	case ORFS_OP_SYMLINK:
 		err = symlinkat(name2, fd, name) ? errno : 0;
-		if (!err)
+		if (!err) {
 			chg_note(rq->chg, fd);
-		if (!err)
 			err = entry_reply(fx, rq->chg, fd, name, &o);
+		}
 		break;
 	case ORFS_OP_LINK:
 		if (fd_type(fd) == S_IFLNK || fd_type(fd) == S_IFDIR) {
@@ -1335,10 +1341,10 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 			break;
 		}
 		err = linkat(AT_FDCWD, path, fd2, name, AT_SYMLINK_FOLLOW) ? errno : 0;
-		if (!err)
+		if (!err) {
 			chg_note(rq->chg, fd2);
-		if (!err)
 			err = get_attr(rq->chg, fd, &attr, 1);
+		}
 		if (!err)
 			err = put(&o, &attr, sizeof(attr));
 		break;
