@@ -45,6 +45,7 @@ static int orfs_io_result(struct inode *inode, u16 op, loff_t pos, u32 len,
 		pr_warn_ratelimited("the server's answer to an I/O did not add up\n");
 		return -EIO;
 	}
+	orfs_stats_data(ORFS_SB(inode->i_sb), op, *count);
 	if (op == ORFS_OP_WRITE) {
 		/* Our own change: keep our pages. */
 		spin_lock(&inode->i_lock);
@@ -93,15 +94,21 @@ static void orfs_areq_done(struct knet_srq *srq)
 {
 	struct orfs_areq *a = container_of(srq, struct orfs_areq, srq);
 	struct knet_request *rq = &srq->rq;
+	struct orfs_sb *sbi = ORFS_SB(a->inode->i_sb);
 	int err = rq->error;
+	bool answered = !err;
 	u32 count = 0;
 
-	orfs_sess_put(ORFS_SB(a->inode->i_sb), srq->s);
+	orfs_sess_put(sbi, srq->s);
 	/* READ and WRITE are not replayed: EINPROGRESS cannot come back. */
-	if (!err && rq->status)
+	if (!err && rq->status) {
 		err = orfs_status_errno(rq->status);
-	else if (!err && rq->reply_len < sizeof(a->rep))
+	} else if (!err && rq->reply_len < sizeof(a->rep)) {
 		err = -EIO;
+		answered = false;
+	}
+	orfs_stats_call(sbi, a->op, a->start, err, answered, a->msg.len,
+			answered ? rq->reply_len : 0);
 	if (!err)
 		err = orfs_io_result(a->inode, a->op, a->pos, a->mem.len, &a->rep, &count);
 	orfs_msg_free(&a->msg);
@@ -144,6 +151,7 @@ void orfs_io_start(struct orfs_areq *a, u32 flags)
 	rq->dir = orfs_io_dir(a->op);
 	rq->reply = &a->rep;
 	rq->reply_max = sizeof(a->rep);
+	a->start = ktime_get();
 	knet_session_submit(orfs_sess_get(sbi), &a->srq);
 }
 

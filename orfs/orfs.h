@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/err.h>
 #include <linux/in.h>
+#include <linux/ktime.h>
 #include <linux/rwsem.h>
 #include <linux/siphash.h>
 #include <linux/types.h>
@@ -17,6 +18,8 @@
 
 #include "knet.h"
 #include "uapi/orfs_proto.h"
+
+struct seq_file;
 
 /* Kernel interfaces that changed between the kernels we build for. */
 #ifdef ORFS_HAVE_MNT_IDMAP
@@ -57,6 +60,28 @@ struct orfs_opts {
 #define ORFS_LARGE_FOLIOS	false
 #endif
 
+/* Operations counted in a mount's statistics: ORFS_OP_SESSION onwards. */
+#define ORFS_NR_OPS		(ORFS_OP_LAST - ORFS_OP_SESSION + 1)
+
+/*
+ * One operation's counters on one CPU (stats.c): calls, the server's errors,
+ * failures without an answer, request and reply body bytes, file data
+ * moved, microseconds from send to end.
+ */
+struct orfs_op_stats {
+	u64	calls;
+	u64	errors;
+	u64	failures;
+	u64	sent;
+	u64	received;
+	u64	data;
+	u64	usecs;
+};
+
+struct orfs_stats {
+	struct orfs_op_stats	op[ORFS_NR_OPS];
+};
+
 /* Connections of one mount at most (nconnect=). */
 #define ORFS_MAX_CONNECT	8
 /* Connections without nconnect=: one per online CPU, at most this many. */
@@ -67,6 +92,9 @@ struct orfs_opts {
  * @sess: the connections, each a knet session that reconnects
  * @nsess: how many of @sess are open
  * @sess_busy: requests of each session not yet over
+ * @sess_calls: requests given to each session, for the statistics
+ * @stats: per-operation counters, per CPU (stats.c)
+ * @mounted: when the mount was made (boot-time seconds)
  * @addr: the server
  * @export: the export's name
  * @opts: the options in effect
@@ -106,6 +134,9 @@ struct orfs_sb {
 	struct knet_session	sess[ORFS_MAX_CONNECT];
 	unsigned int		nsess;
 	atomic_t		sess_busy[ORFS_MAX_CONNECT];
+	atomic64_t		sess_calls[ORFS_MAX_CONNECT];
+	struct orfs_stats __percpu *stats;
+	time64_t		mounted;
 	struct sockaddr_in	addr;
 	char			export[KNET_NAME_MAX + 1];
 	struct orfs_opts	opts;
@@ -219,6 +250,14 @@ void orfs_abort(struct orfs_sb *sbi);
 void orfs_disconnect(struct orfs_sb *sbi);
 unsigned long orfs_timeout(struct orfs_sb *sbi);
 
+/* stats.c */
+int orfs_stats_alloc(struct orfs_sb *sbi);
+void orfs_stats_free(struct orfs_sb *sbi);
+void orfs_stats_call(struct orfs_sb *sbi, u16 op, ktime_t start, int ret, bool answered,
+		     u32 sent, u32 received);
+void orfs_stats_data(struct orfs_sb *sbi, u16 op, u32 bytes);
+int orfs_show_stats(struct seq_file *m, struct dentry *root);
+
 /* inode.c */
 extern const struct inode_operations orfs_file_iops;
 extern const struct inode_operations orfs_symlink_iops;
@@ -253,6 +292,7 @@ void orfs_silly_unlink(struct inode *inode);
  * @inode: the file
  * @pos: where in the file
  * @op: ORFS_OP_READ or ORFS_OP_WRITE
+ * @start: when it was sent, for the statistics
  * @end_softirq: @end may run in softirq context (honoured for READ)
  * @end: called once when it is over, in process context or, with
  *	@end_softirq, in softirq context; owns the request
@@ -266,6 +306,7 @@ struct orfs_areq {
 	struct inode		*inode;
 	loff_t			pos;
 	u16			op;
+	ktime_t			start;
 	bool			end_softirq;
 	void			(*end)(struct orfs_areq *a, int err, u32 count);
 	void			*priv;

@@ -141,7 +141,8 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	struct knet_limits lim;
 	struct orfs_msg m;
 	__le64 id = cpu_to_le64(sbi->client_id);
-	bool restarted, revoked;
+	ktime_t start = ktime_get();
+	bool answered, restarted, revoked;
 	u64 boot;
 	int ret;
 
@@ -155,11 +156,14 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	rq.reply = &rep;
 	rq.reply_max = sizeof(rep);
 	ret = knet_call(ep, &rq, orfs_timeout(sbi));
+	answered = !ret;
+	if (answered && rq.status)
+		ret = orfs_status_errno(rq.status);
+	orfs_stats_call(sbi, ORFS_OP_SESSION, start, ret, answered, m.len,
+			answered ? rq.reply_len : 0);
 	orfs_msg_free(&m);
 	if (ret)
 		return ret;
-	if (rq.status)
-		return orfs_status_errno(rq.status);
 	/* A server older than the flags sends none. */
 	if (rq.reply_len < offsetof(struct orfs_session_rep, flags))
 		return -EPROTO;
@@ -228,6 +232,7 @@ struct knet_session *orfs_sess_get(struct orfs_sb *sbi)
 		}
 	}
 	atomic_inc(&sbi->sess_busy[best]);
+	atomic64_inc(&sbi->sess_calls[best]);
 	return &sbi->sess[best];
 }
 
@@ -345,6 +350,7 @@ void orfs_disconnect(struct orfs_sb *sbi)
 int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 reply_min,
 	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir)
 {
+	ktime_t start = ktime_get();
 	unsigned int waits = 0;
 	struct knet_session *sess;
 	struct knet_request rq;
@@ -378,15 +384,22 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 			break;
 	}
 	orfs_sess_put(sbi, sess);
-	if (ret)
+	if (ret) {
+		orfs_stats_call(sbi, op, start, ret, false, m->len, 0);
 		return ret;
-	if (rq.status)
-		return orfs_status_errno(rq.status);
+	}
+	if (rq.status) {
+		ret = orfs_status_errno(rq.status);
+		orfs_stats_call(sbi, op, start, ret, true, m->len, rq.reply_len);
+		return ret;
+	}
 	if (rq.reply_len < reply_min) {
 		pr_warn_ratelimited("%pI4: short answer to %u (%u bytes)\n", &sbi->addr.sin_addr,
 				    op, rq.reply_len);
+		orfs_stats_call(sbi, op, start, -EIO, false, m->len, rq.reply_len);
 		return -EIO;
 	}
+	orfs_stats_call(sbi, op, start, 0, true, m->len, rq.reply_len);
 	if (reply_len)
 		*reply_len = rq.reply_len;
 	return 0;

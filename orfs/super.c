@@ -311,6 +311,7 @@ static const struct super_operations orfs_sops = {
 	.evict_inode	= orfs_evict_inode,
 	.statfs		= orfs_statfs,
 	.show_options	= orfs_show_options,
+	.show_stats	= orfs_show_stats,
 	.umount_begin	= orfs_umount_begin,
 	.put_super	= orfs_put_super,
 };
@@ -398,6 +399,9 @@ static int orfs_get_tree(struct fs_context *fc)
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
+	ret = orfs_stats_alloc(sbi);
+	if (ret)
+		goto out_free;
 	sbi->opts = ctx->opts;
 	sbi->client_id = get_random_u64();
 	get_random_bytes(&sbi->lock_key, sizeof(sbi->lock_key));
@@ -409,17 +413,25 @@ static int orfs_get_tree(struct fs_context *fc)
 	spin_lock_init(&sbi->locked_lock);
 	INIT_DELAYED_WORK(&sbi->renew_work, orfs_renew_work);
 	ret = orfs_parse_source(fc, sbi);
-	if (ret) {
-		kfree(sbi);
-		return ret;
-	}
+	if (ret)
+		goto out_stats;
 	fc->s_fs_info = sbi;
 	return get_tree_nodev(fc, orfs_fill_super);
+
+out_stats:
+	orfs_stats_free(sbi);
+out_free:
+	kfree(sbi);
+	return ret;
 }
 
 static void orfs_free_fc(struct fs_context *fc)
 {
-	kfree(fc->s_fs_info);	/* not taken by a super block */
+	struct orfs_sb *sbi = fc->s_fs_info;	/* not taken by a super block */
+
+	if (sbi)
+		orfs_stats_free(sbi);
+	kfree(sbi);
 	kfree(fc->fs_private);
 }
 
@@ -471,8 +483,10 @@ static void orfs_kill_sb(struct super_block *sb)
 		orfs_reclaim_end(sbi);
 	}
 	kill_anon_super(sb);
-	if (sbi)
+	if (sbi) {
 		orfs_disconnect(sbi);	/* the mount failed before put_super */
+		orfs_stats_free(sbi);
+	}
 	kfree(sbi);
 }
 

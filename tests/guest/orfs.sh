@@ -36,6 +36,16 @@ restart_server() {
 	kill_server
 	start_server -s $state -e data=$exp
 }
+# ms OP FIELD: a counter of the mount at /tmp/mnt (FIELD 2 calls, 3 errors,
+# 4 failures, 7 data, 8 microseconds); ms_sum FIELD: of all its operations
+ms() {
+	awk -v op="$1" -v f="$2" '$1 == "device" { on = $5 == "/tmp/mnt" && $8 == "orfs" }
+		on && $1 == op && NF == 8 { print $f }' /proc/self/mountstats
+}
+ms_sum() {
+	awk -v f="$1" '$1 == "device" { on = $5 == "/tmp/mnt" && $8 == "orfs" }
+		on && NF == 8 && $2 ~ /^[0-9]+$/ { s += $f } END { print s + 0 }' /proc/self/mountstats
+}
 # fio_restarts NAME MB RESTARTS: a verified fio write of MB MiB in
 # /tmp/mnt during which the server is killed and restarted RESTARTS
 # times, 3 s in and then every 2 s; fio must never see it. The writes are
@@ -427,6 +437,53 @@ expect_eq "requests for 1000 cached lookups" "$(($(ep_sum requests) - $(ep_sum k
 rm /tmp/mnt/cached
 umnt
 
+step "statistics: mountstats and orfsstat count each operation's calls, errors and data"
+mnt -o nconnect=2
+grep -A 40 ' /tmp/mnt with fstype orfs' /proc/self/mountstats | tee /tmp/out
+expect_grep "with fstype orfs statvers=1\$" /tmp/out
+expect_grep "^	server $ORFS_ADDR port [0-9]+ export data\$" /tmp/out
+expect_grep '^	connections 2$' /tmp/out
+expect_eq "SESSION calls, one a connection" "$(ms SESSION 2)" 2
+expect_eq "GETROOT calls" "$(ms GETROOT 2)" 1
+mkdir /tmp/mnt/st
+c0=$(ms CREATE 2) w0=$(ms WRITE 7) r0=$(ms READ 7) f0=$(ms_sum 4)
+for i in 1 2 3 4 5; do : > /tmp/mnt/st/f$i; done
+expect_eq "CREATE calls for five new files" "$(($(ms CREATE 2) - c0))" 5
+l0=$(ms LOOKUP 3)
+expect_fail stat /tmp/mnt/st/absent
+expect_eq "LOOKUP errors for a name that is not there" "$(($(ms LOOKUP 3) - l0))" 1
+head -c 4M /dev/urandom > /tmp/st.data
+dd if=/tmp/st.data of=/tmp/mnt/st/big bs=1M oflag=direct status=none
+expect_eq "WRITE data of a 4 MiB O_DIRECT write" "$(($(ms WRITE 7) - w0))" 4194304
+dd if=/tmp/mnt/st/big of=/dev/null bs=1M iflag=direct status=none
+expect_eq "READ data of a 4 MiB O_DIRECT read" "$(($(ms READ 7) - r0))" 4194304
+expect_eq "failures with the server up" "$(($(ms_sum 4) - f0))" 0
+[ "$(ms WRITE 8)" -gt 0 ] || fail "WRITE took no time"
+# The connections' calls (one at a time here: all on the first) are the
+# operations' calls but the SESSIONs.
+awk '$1 == "device" { on = $5 == "/tmp/mnt" && $8 == "orfs" }
+	on && $1 == "conn" { print $4 }' /proc/self/mountstats > /tmp/st.conn
+expect_eq "connection lines" "$(wc -l < /tmp/st.conn)" 2
+expect_eq "calls by connection, summed" "$(awk '{ s += $1 } END { print s }' /tmp/st.conn)" \
+	"$(($(ms_sum 2) - $(ms SESSION 2)))"
+"$ORFS_PROJ/tools/orfsstat" /tmp/mnt | tee /tmp/out
+expect_grep "^/tmp/mnt: $ORFS_ADDR:/data, 2 connections, " /tmp/out
+expect_grep "^  CREATE +$(ms CREATE 2) +0 +0 +[0-9.]+ +0.00$" /tmp/out
+expect_grep "^  WRITE +$(ms WRITE 2) +0 +0 +[0-9.]+ +4.19$" /tmp/out
+# Over an interval: what the interval did, as rates (three creates in 5 s).
+"$ORFS_PROJ/tools/orfsstat" -i 5 -c 1 /tmp/mnt > /tmp/st.int &
+sleep 1
+for i in 6 7 8; do : > /tmp/mnt/st/f$i; done
+wait $! || fail "orfsstat -i"
+cat /tmp/st.int
+expect_grep "^  CREATE +0.6 +0 +0 " /tmp/st.int
+expect_fail "$ORFS_PROJ/tools/orfsstat" /tmp
+rm -r /tmp/mnt/st /tmp/st.data
+umnt
+mnt
+expect_eq "CREATE calls of a new mount" "$(ms CREATE 2)" 0
+umnt
+
 step "fio with crc32c verification: through the page cache, and O_DIRECT with libaio"
 mnt
 fio --name=buffered --directory=/tmp/mnt --size=32M --rw=randwrite --bsrange=1k-256k \
@@ -573,6 +630,7 @@ umnt
 step "soft mount: a dead server gives EIO after timeo x retrans"
 mnt -o soft,timeo=10,retrans=2
 echo data > /tmp/mnt/soft
+f0=$(ms_sum 4) e0=$(ms_sum 3)
 kill_server
 t0=$(date +%s)
 set +e
@@ -581,6 +639,9 @@ set -e
 cat /tmp/out
 [ "$rc" -ne 0 ] || fail "stat worked with the server dead"
 expect_grep 'Input/output error' /tmp/out
+# The call that gave up is counted as a failure, not as the server's error.
+[ "$(ms_sum 4)" -gt "$f0" ] || fail "no failure counted"
+expect_eq "server errors counted with the server dead" "$(ms_sum 3)" "$e0"
 echo "gave up after $(($(date +%s) - t0)) s"
 umount -f /tmp/mnt || umount -l /tmp/mnt
 
