@@ -11,7 +11,7 @@
 #include "server/locks.h"
 #include "server/proto.h"
 
-#define WORDS_MAX 16
+#define WORDS_MAX 32
 
 void config_init(struct config *c)
 {
@@ -49,9 +49,42 @@ const struct cfg_export *config_find(const struct config *c, int service, const 
 	return NULL;
 }
 
+static int parse_net(const char *s, struct cfg_net *net, char *err, size_t errlen)
+{
+	char buf[64], *slash;
+	struct in_addr a;
+	long bits = 32;
+
+	if (strlen(s) >= sizeof(buf))
+		return fail(err, errlen, "'%s': not an IPv4 address or network", s);
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash) {
+		char *end;
+
+		*slash = '\0';
+		errno = 0;
+		bits = strtol(slash + 1, &end, 10);
+		if (errno || *end || bits < 0 || bits > 32 || end == slash + 1)
+			return fail(err, errlen, "'%s': bad prefix length", s);
+	}
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return fail(err, errlen, "'%s': not an IPv4 address or network", s);
+	net->mask = bits ? ~0u << (32 - bits) : 0;
+	net->addr = ntohl(a.s_addr) & net->mask;
+	return 0;
+}
+
 static int set_option(struct cfg_export *e, const char *opt, char *err, size_t errlen)
 {
-	if (!strcmp(opt, "ro"))
+	if (!strncmp(opt, "allow=", 6)) {
+		if (e->nallow == CFG_EXPORT_MAX_ALLOW)
+			return fail(err, errlen, "%s: more than %d allow= options", e->name,
+				    CFG_EXPORT_MAX_ALLOW);
+		if (parse_net(opt + 6, &e->allow[e->nallow], err, errlen))
+			return -1;
+		e->nallow++;
+	} else if (!strcmp(opt, "ro"))
 		e->read_only = 1;
 	else if (!strcmp(opt, "rw"))
 		e->read_only = 0;
@@ -122,32 +155,6 @@ int config_add_spec(struct config *c, int service, const char *spec, char *err, 
 	opts[n] = NULL;
 	return add_export(c, service, buf, strlen(buf), eq + 1, (const char *const *)opts, err,
 			  errlen);
-}
-
-static int parse_net(const char *s, struct cfg_net *net, char *err, size_t errlen)
-{
-	char buf[64], *slash;
-	struct in_addr a;
-	long bits = 32;
-
-	if (strlen(s) >= sizeof(buf))
-		return fail(err, errlen, "'%s': not an IPv4 address or network", s);
-	strcpy(buf, s);
-	slash = strchr(buf, '/');
-	if (slash) {
-		char *end;
-
-		*slash = '\0';
-		errno = 0;
-		bits = strtol(slash + 1, &end, 10);
-		if (errno || *end || bits < 0 || bits > 32 || end == slash + 1)
-			return fail(err, errlen, "'%s': bad prefix length", s);
-	}
-	if (inet_pton(AF_INET, buf, &a) != 1)
-		return fail(err, errlen, "'%s': not an IPv4 address or network", s);
-	net->mask = bits ? ~0u << (32 - bits) : 0;
-	net->addr = ntohl(a.s_addr) & net->mask;
-	return 0;
 }
 
 int config_parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *out)
@@ -263,14 +270,31 @@ int config_parse_file(struct config *c, const char *path, char *err, size_t errl
 	return 0;
 }
 
-int config_allowed(const struct config *c, uint32_t addr)
+/* Is ADDR in one of the N networks of NETS (none: everyone is)? */
+static int nets_match(const struct cfg_net *nets, int n, uint32_t addr)
 {
 	int i;
 
-	if (!c->nallow)
+	if (!n)
 		return 1;
-	for (i = 0; i < c->nallow; i++)
-		if ((addr & c->allow[i].mask) == c->allow[i].addr)
+	for (i = 0; i < n; i++)
+		if ((addr & nets[i].mask) == nets[i].addr)
 			return 1;
 	return 0;
+}
+
+int config_allowed(const struct config *c, uint32_t addr)
+{
+	return nets_match(c->allow, c->nallow, addr);
+}
+
+int config_export_allowed(const struct cfg_export *e, uint32_t addr)
+{
+	return nets_match(e->allow, e->nallow, addr);
+}
+
+int config_same_allow(const struct cfg_export *a, const struct cfg_export *b)
+{
+	return a->nallow == b->nallow &&
+	       !memcmp(a->allow, b->allow, sizeof(a->allow[0]) * (size_t)a->nallow);
 }

@@ -16,10 +16,16 @@
 
 #define CFG_MAX_EXPORTS	64
 #define CFG_MAX_ALLOW	64
+#define CFG_EXPORT_MAX_ALLOW	16	/* allow= options of one export or volume */
 #define CFG_POLL_US	0	/* see 'poll' in orfs-server(8) */
 #define CFG_MAX_PROGRESS	64	/* progress threads */
 #define CFG_AUTO_PROGRESS	4	/* most of them by default (progress 0) */
 #define CFG_GRACE_LEASE	UINT_MAX	/* grace: as long as the lease */
+
+struct cfg_net {
+	uint32_t	addr;		/* host order */
+	uint32_t	mask;
+};
 
 struct cfg_export {
 	char		name[KNET_NAME_MAX + 1];
@@ -28,11 +34,9 @@ struct cfg_export {
 	int		read_only;
 	int		squash;		/* file service: map root to nobody */
 	enum fq_class	class;
-};
-
-struct cfg_net {
-	uint32_t	addr;		/* host order */
-	uint32_t	mask;
+	/* Clients that may use it (as well as the server's allow list); 0: all. */
+	struct cfg_net	allow[CFG_EXPORT_MAX_ALLOW];
+	int		nallow;
 };
 
 struct config {
@@ -56,8 +60,8 @@ void config_init(struct config *c);
 
 /*
  * Add an export (KNET_SVC_FILE) or volume (KNET_SVC_BLOCK) from the
- * command-line form NAME=PATH[,ro][,squash][,prio=high|normal|low].
- * Returns 0, or -1 with a message in ERR.
+ * command-line form NAME=PATH[,ro][,squash][,prio=high|normal|low]
+ * [,allow=NETWORK]... Returns 0, or -1 with a message in ERR.
  */
 int config_add_spec(struct config *c, int service, const char *spec, char *err, size_t errlen);
 
@@ -72,6 +76,12 @@ int config_parse_file(struct config *c, const char *path, char *err, size_t errl
 
 /* Is the IPv4 address ADDR (host order) allowed to connect? */
 int config_allowed(const struct config *c, uint32_t addr);
+
+/* May ADDR (host order) use export or volume E (by its own allow= list)? */
+int config_export_allowed(const struct cfg_export *e, uint32_t addr);
+
+/* Do A and B allow the same clients (the same entries, in the same order)? */
+int config_same_allow(const struct cfg_export *a, const struct cfg_export *b);
 
 /* The export named NAME for SERVICE, or NULL. */
 const struct cfg_export *config_find(const struct config *c, int service, const char *name);

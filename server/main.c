@@ -332,6 +332,22 @@ static int ip_allowed(struct srv *s, uint32_t ip)
 	return ip ? config_allowed(&s->cfg, ip) : !s->cfg.nallow;
 }
 
+/* May a client at IP use EX, by EX's own allow list? Under s->lock. */
+static int ip_allowed_export(const struct export *ex, uint32_t ip)
+{
+	return ip ? config_export_allowed(&ex->cfg, ip) : !ex->cfg.nallow;
+}
+
+/* The dotted form of IP, or "?" (0: not known). */
+static const char *ip_str(uint32_t ip, char *buf, size_t len)
+{
+	struct in_addr a = { .s_addr = htonl(ip) };
+
+	if (!ip || !inet_ntop(AF_INET, &a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
 /* Export or volume NAME for a new connection, with a reference taken, or NULL. */
 static struct export *export_get(struct srv *s, const char *name, int service)
 {
@@ -354,6 +370,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	struct export *ex;
 	struct conn *c;
 	uint32_t ip = peer_ip(e->info);
+	char host[INET_ADDRSTRLEN];
 	char detail[96];
 	int allowed, reserved, reason, i, ret;
 
@@ -361,12 +378,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	allowed = ip_allowed(s, ip);
 	pthread_mutex_unlock(&s->lock);
 	if (!allowed) {
-		struct in_addr a = { .s_addr = htonl(ip) };
-		char host[INET_ADDRSTRLEN] = "?";
-
-		if (ip)
-			inet_ntop(AF_INET, &a, host, sizeof(host));
-		snprintf(detail, sizeof(detail), " (%s)", host);
+		snprintf(detail, sizeof(detail), " (%s)", ip_str(ip, host, sizeof(host)));
 		reject(s, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
 	}
@@ -379,6 +391,17 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	if (!ex) {
 		snprintf(detail, sizeof(detail), " ('%s', service %u)", p.name, p.service);
 		reject(s, e->info, KNET_REJ_NOENT, detail);
+		goto out;
+	}
+	pthread_mutex_lock(&s->lock);
+	allowed = ip_allowed_export(ex, ip);
+	if (!allowed)
+		export_put(s, ex);
+	pthread_mutex_unlock(&s->lock);
+	if (!allowed) {
+		snprintf(detail, sizeof(detail), " (%s, to '%s')", ip_str(ip, host, sizeof(host)),
+			 p.name);
+		reject(s, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
 	}
 	c = NULL;
@@ -511,9 +534,10 @@ static void handle_eq(struct shard *sh)
 }
 
 /*
- * Shard SH: a reload changed the allow list. Its connections from
- * addresses no longer allowed close now: what the administrator took out
- * loses its access at once, not at its next connection.
+ * Shard SH: a reload changed the server's allow list or an export's. Its
+ * connections from addresses no longer allowed close now: what the
+ * administrator took out loses its access at once, not at its next
+ * connection.
  */
 static void apply_allow(struct shard *sh)
 {
@@ -530,7 +554,7 @@ static void apply_allow(struct shard *sh)
 		if (c->closing)
 			continue;
 		pthread_mutex_lock(&s->lock);
-		allowed = ip_allowed(s, c->ip);
+		allowed = ip_allowed(s, c->ip) && ip_allowed_export(c->ex, c->ip);
 		pthread_mutex_unlock(&s->lock);
 		if (!allowed)
 			conn_close(c, "its address is no longer allowed");
@@ -976,6 +1000,7 @@ static void srv_close(struct srv *s)
 			export_release(s, &s->ex[i]);
 }
 
+/* Is B still A, but for the clients it allows (which change in place)? */
 static int same_export(const struct cfg_export *a, const struct cfg_export *b)
 {
 	return !strcmp(a->path, b->path) && a->read_only == b->read_only &&
@@ -992,7 +1017,7 @@ static void srv_reload(struct srv *s)
 {
 	struct config *n = malloc(sizeof(*n));
 	char err[512];
-	int i, added = 0, retired = 0;
+	int i, added = 0, retired = 0, allow_changed = 0;
 
 	if (!n) {
 		srv_log("reload: out of memory");
@@ -1030,8 +1055,18 @@ static void srv_reload(struct srv *s)
 		if (!ex->used || ex->removed)
 			continue;
 		ne = config_find(n, ex->cfg.service, ex->cfg.name);
-		if (ne && same_export(ne, &ex->cfg))
+		if (ne && same_export(ne, &ex->cfg)) {
+			/* Its clients change in place: those taken out are cut below. */
+			if (!config_same_allow(ne, &ex->cfg)) {
+				memcpy(ex->cfg.allow, ne->allow, sizeof(ne->allow));
+				ex->cfg.nallow = ne->nallow;
+				allow_changed = 1;
+				srv_log("reload: %s '%s' allows %d networks",
+					ex->cfg.service == KNET_SVC_FILE ? "export" : "volume",
+					ex->cfg.name, ex->cfg.nallow);
+			}
 			continue;
+		}
 		ex->removed = 1;
 		retired++;
 		srv_log("reload: %s '%s' takes no new connections (%d still use it)",
@@ -1051,7 +1086,10 @@ static void srv_reload(struct srv *s)
 	    memcmp(n->allow, s->cfg.allow, sizeof(n->allow[0]) * (size_t)n->nallow)) {
 		memcpy(s->cfg.allow, n->allow, sizeof(n->allow));
 		s->cfg.nallow = n->nallow;
-		/* Each shard checks its connections against it. */
+		allow_changed = 1;
+	}
+	if (allow_changed) {
+		/* Each shard checks its connections against the lists. */
 		atomic_fetch_add(&s->allow_gen, 1);
 		for (i = 0; i < s->nshards; i++)
 			wake(s->shards[i].mailfd);
@@ -1320,7 +1358,8 @@ static void usage(FILE *f)
 		"  -p  port (default %d)\n"
 		"  -e  export directory DIR as file-service name NAME\n"
 		"  -b  export file or block device FILE as volume NAME\n"
-		"      OPT: ro, squash (exports), prio=high|normal|low (share of buffers 4:2:1)\n"
+		"      OPT: ro, squash (exports), prio=high|normal|low (share of buffers 4:2:1),\n"
+		"      allow=NETWORK (only these clients; up to 16)\n"
 		"  -A  allow clients from NETWORK (ADDRESS[/BITS]); default: every client\n"
 		"  -m  data buffer pool in MiB (default 64): the bound on data in flight\n"
 		"  -C  buffer chunk in KiB (default 256)\n"

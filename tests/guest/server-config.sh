@@ -4,7 +4,9 @@
 # reloads that add and retire volumes (a retired volume's running client
 # finishes, new ones are refused, the volume is released after), a reload
 # that takes a running client out of the allow list (cut at once), and a
-# reload with a broken file that changes nothing; SIGTERM under load.
+# reload with a broken file that changes nothing; the allow lists of one
+# export or volume (refused outside them, a running client cut when a
+# reload takes it out); SIGTERM under load.
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
 load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }
@@ -21,6 +23,27 @@ reload() {
 	wait_until 100 log_grew "$pat" "$was" && return 0
 	cat "$ORFS_SERVER_LOG"
 	fail "the server did not reload"
+}
+
+# cut_by_reload VOLUME SED: a client writing to VOLUME is cut at once by a
+# reload of the file as SED changes it, and a new connection is refused.
+cut_by_reload() {
+	local conn="connected to volume '$1'" cut="$ORFS_ADDR: its address is no longer allowed"
+	local before cut0 bg rc
+	before=$(log_count "$conn")
+	cut0=$(log_count "$cut")
+	load -n "$1" -w write -q 2 -b 16384 -T 60 > /tmp/cut.out 2>&1 &
+	bg=$!
+	wait_until 100 log_grew "$conn" "$before" || fail "the client did not connect"
+	sed -i "$2" $conf
+	reload
+	wait_until 100 ended $bg || fail "the client taken out of an allow list goes on"
+	wait $bg && fail "the cut client's run ended well: $(cat /tmp/cut.out)"
+	log_grew "$cut" "$cut0" || fail "no cut in the server's log"
+	set +e
+	load -n "$1" -w info > /tmp/out 2>&1; rc=$?
+	set -e
+	expect_eq "exit code of a new connection to $1" "$rc" 3
 }
 
 cat > $conf <<CONF
@@ -73,23 +96,42 @@ for ((i = 0; i < 50; i++)); do grep -q "volume 'v1' released" "$ORFS_SERVER_LOG"
 expect_grep "volume 'v1' released" "$ORFS_SERVER_LOG"
 
 step "a reload that takes a client out of the allow list closes its connections at once"
-v2conn="connected to volume 'v2'"
-before=$(log_count "$v2conn")
-load -n v2 -w write -q 2 -b 16384 -T 60 > /tmp/cut.out 2>&1 &
-bg=$!
-wait_until 100 log_grew "$v2conn" "$before" || fail "the client did not connect"
-sed -i "s|^allow .*|allow 10.99.0.0/16|" $conf
-reload
-wait_until 100 ended $bg || fail "the client taken out of the allow list goes on"
-wait $bg && fail "the cut client's run ended well: $(cat /tmp/cut.out)"
-expect_grep "$ORFS_ADDR: its address is no longer allowed" "$ORFS_SERVER_LOG"
-set +e
-load -n v2 -w info > /tmp/out 2>&1; rc=$?
-set -e
-expect_eq "exit code of a new connection" "$rc" 3
+cut_by_reload v2 "s|^allow .*|allow 10.99.0.0/16|"
 sed -i "s|^allow .*|allow ${ORFS_ADDR%.*}.0/24|" $conf
 reload
 load -n v2 -w info > /tmp/out
+
+step "an export's and a volume's own allow lists: refused outside them, cut when a reload takes a client out"
+# v2 is kept for this client; an export and a volume for another network only.
+mkdir -p /tmp/ex1
+sed -i "s|^volume v2 .*|volume v2 /tmp/v2 prio=high allow=$ORFS_ADDR/32|" $conf
+echo "volume v3 /tmp/v1 allow=10.99.0.0/16 allow=10.98.0.0/16" >> $conf
+echo "export ex1 /tmp/ex1 allow=10.99.0.0/16" >> $conf
+reload
+expect_grep "reload: volume 'v2' allows 1 networks" "$ORFS_SERVER_LOG"
+expect_grep 'reload: 2 added, 0 retired, 1 allow entries' "$ORFS_SERVER_LOG"
+load -n v2 -w info > /tmp/out
+set +e
+load -n v3 -w info > /tmp/out 2>&1; rc=$?
+set -e
+expect_eq "exit code for a volume that does not allow this client" "$rc" 3
+expect_grep 'rejected: client not allowed' /tmp/out
+expect_grep "rejecting a connection: client not allowed \($ORFS_ADDR, to 'v3'\)" "$ORFS_SERVER_LOG"
+set +e
+"$ORFS_BIN/knet-ping" -a "$ORFS_ADDR" -n ex1 -s file > /tmp/out 2>&1; rc=$?
+set -e
+expect_eq "exit code for an export that does not allow this client" "$rc" 3
+expect_grep 'rejected: client not allowed' /tmp/out
+expect_grep "rejecting a connection: client not allowed \($ORFS_ADDR, to 'ex1'\)" "$ORFS_SERVER_LOG"
+# A running client of v2 taken out of v2's list (the server's list still
+# has it) is cut at once.
+cut_by_reload v2 "s|^volume v2 .*|volume v2 /tmp/v2 prio=high allow=10.99.0.0/16|"
+# Its list emptied: every client the server allows may use it again.
+sed -i "s|^volume v2 .*|volume v2 /tmp/v2 prio=high|" $conf
+reload
+expect_grep "reload: volume 'v2' allows 0 networks" "$ORFS_SERVER_LOG"
+load -n v2 -w info > /tmp/out
+expect_grep 'size 33554432' /tmp/out
 
 step "a broken file on SIGHUP changes nothing"
 echo "volume broken" >> $conf

@@ -65,6 +65,64 @@ static void test_allow(void)
 	CU_ASSERT_TRUE(config_allowed(&c, ip("203.0.113.1")));
 }
 
+/* allow= of one export or volume: its own clients, in both forms. */
+static void test_export_allow(void)
+{
+	struct config c;
+	char err[256];
+	const struct cfg_export *e;
+
+	config_init(&c);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK,
+					"db=/dev/sdb,allow=10.1.0.0/16,allow=192.0.2.7,ro", err,
+					sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "export home /srv/home allow=198.51.100.0/24 squash",
+					  err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "export open /srv/open", err, sizeof(err)), 0);
+	e = config_find(&c, KNET_SVC_BLOCK, "db");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(e->nallow, 2);
+	CU_ASSERT_TRUE(e->read_only);
+	CU_ASSERT_TRUE(config_export_allowed(e, ip("10.1.9.9")));
+	CU_ASSERT_TRUE(config_export_allowed(e, ip("192.0.2.7")));
+	CU_ASSERT_FALSE(config_export_allowed(e, ip("192.0.2.8")));
+	CU_ASSERT_FALSE(config_export_allowed(e, ip("10.2.0.1")));
+	e = config_find(&c, KNET_SVC_FILE, "home");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_TRUE(e->squash);
+	CU_ASSERT_TRUE(config_export_allowed(e, ip("198.51.100.200")));
+	CU_ASSERT_FALSE(config_export_allowed(e, ip("10.1.9.9")));
+	/* No allow=: every client the server lets in. */
+	e = config_find(&c, KNET_SVC_FILE, "open");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_TRUE(config_export_allowed(e, ip("203.0.113.1")));
+	CU_ASSERT_FALSE(config_same_allow(&c.ex[0], &c.ex[1]));
+	CU_ASSERT_TRUE(config_same_allow(&c.ex[0], &c.ex[0]));
+
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "x=/x,allow=10.0.0.0/33", err,
+					    sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "bad prefix length"));
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "x=/x,allow=", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "volume y /y allow=host.example", err,
+					      sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not an IPv4 address"));
+	CU_ASSERT_EQUAL(c.nex, 3);	/* failures add nothing */
+	/* At most CFG_EXPORT_MAX_ALLOW of them. */
+	{
+		char line[1024] = "export many /many";
+		int i;
+
+		for (i = 0; i <= CFG_EXPORT_MAX_ALLOW; i++)
+			snprintf(line + strlen(line), sizeof(line) - strlen(line),
+				 " allow=10.0.%d.0/24", i);
+		CU_ASSERT_NOT_EQUAL(config_parse_line(&c, line, err, sizeof(err)), 0);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "more than 16 allow= options"));
+		*strrchr(line, ' ') = '\0';
+		CU_ASSERT_EQUAL(config_parse_line(&c, line, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(c.ex[3].nallow, CFG_EXPORT_MAX_ALLOW);
+	}
+}
+
 static void test_file(void)
 {
 	char path[] = "/tmp/orfs-unit-confXXXXXX", err[256];
@@ -132,6 +190,7 @@ int unit_add_config_suite(void)
 	if (!s ||
 	    !CU_add_test(s, "exports and volumes from the command line", test_specs) ||
 	    !CU_add_test(s, "allowed client networks", test_allow) ||
+	    !CU_add_test(s, "clients of one export or volume", test_export_allow) ||
 	    !CU_add_test(s, "configuration file, errors name their line", test_file))
 		return -1;
 	return 0;
