@@ -7,7 +7,9 @@
  * fallocate() (allocation, holes, zeroed ranges), copy_file_range()
  * between files, chmod and unlink, on a handful of files; and several writes near each
  * other before one close, some through a shared mapping, so that one
- * write-back gathers what they dirtied.
+ * write-back gathers what they dirtied. After each step, one file's
+ * lseek(SEEK_DATA) and lseek(SEEK_HOLE) answers are checked against its
+ * contents on each side.
  *
  *   orfs-fsx DIR_A DIR_B SEED STEPS [DIR_A_SERVER]
  *
@@ -213,6 +215,54 @@ static int do_scatter(struct fsx *x, int side, int f, off_t off, const off_t *of
 }
 
 /* Compare every file of every directory: existence, size, mode, contents. */
+/* Are the bytes [FROM, TO) of BUF all zero? */
+static int zeroes(const uint8_t *buf, off_t from, off_t to)
+{
+	for (; from < to; from++)
+		if (buf[from])
+			return 0;
+	return 1;
+}
+
+/*
+ * lseek() to data and to holes of one file (FD, SIZE bytes, read into BUF)
+ * from two offsets, checked against what any file system must answer
+ * (where it keeps holes is its own): SEEK_DATA passes over zeroes only, or
+ * says ENXIO when only zeroes are left; SEEK_HOLE stops within the file,
+ * at its end at the latest, and a hole reads as zeroes; from the end on,
+ * both say ENXIO.
+ */
+static int check_seek(struct fsx *x, int side, int fd, off_t size, const uint8_t *buf)
+{
+	const off_t at[2] = { 0, (off_t)((x->step * 2654435761ULL) % (uint64_t)(size + 1)) };
+	off_t d, h;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		errno = 0;
+		d = lseek(fd, at[i], SEEK_DATA);
+		if (d < 0 && errno != ENXIO)
+			return fail(x, "SEEK_DATA");
+		if (at[i] >= size ? d >= 0 :
+		    d < 0 ? !zeroes(buf, at[i], size) :
+		    d < at[i] || d >= size || !zeroes(buf, at[i], d)) {
+			fprintf(stderr, "orfs-fsx: SEEK_DATA from %lld of %lld bytes: %lld in %s\n",
+				(long long)at[i], (long long)size, (long long)d, x->dir[side]);
+			return fail(x, "SEEK_DATA passed over data, or found it where none is");
+		}
+		errno = 0;
+		h = lseek(fd, at[i], SEEK_HOLE);
+		if (h < 0 && errno != ENXIO)
+			return fail(x, "SEEK_HOLE");
+		if (at[i] >= size ? h >= 0 : h < at[i] || h > size || (h < size && buf[h])) {
+			fprintf(stderr, "orfs-fsx: SEEK_HOLE from %lld of %lld bytes: %lld in %s\n",
+				(long long)at[i], (long long)size, (long long)h, x->dir[side]);
+			return fail(x, "SEEK_HOLE found a hole outside the file, or one that has data");
+		}
+	}
+	return 0;
+}
+
 static int compare(struct fsx *x)
 {
 	int f, side;
@@ -252,9 +302,17 @@ static int compare(struct fsx *x)
 			if (fd < 0)
 				return fail(x, "open for comparison");
 			n = pread(fd, x->cmp[side], (size_t)st[0].st_size, 0);
-			close(fd);
-			if (n != st[0].st_size)
+			if (n != st[0].st_size) {
+				close(fd);
 				return fail(x, "read for comparison");
+			}
+			/* One file a step: each SEEK on ORFS asks the server. */
+			if ((unsigned long)f == x->step % NFILES &&
+			    check_seek(x, side, fd, st[0].st_size, x->cmp[side])) {
+				close(fd);
+				return -1;
+			}
+			close(fd);
 		}
 		for (side = 1; side < x->ndirs; side++) {
 			size_t i;
