@@ -5,7 +5,8 @@
 # refused attaches with the kernel's reason; a volume that grows; a busy
 # device refused a plain detach; a forced detach under load that fails the
 # I/O in flight instead of hanging; queue depth and largest I/O lowered by
-# the attach and by module parameters; unload with devices attached.
+# the attach and by module parameters; a table of volumes attached and
+# detached by up and down; unload with devices attached.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 
@@ -159,10 +160,57 @@ echo "mxbd2: $tags tags a queue; the server granted at most $grant credits a con
 expect_eq "mxbd2 largest I/O" "$(cat /sys/block/mxbd2/queue/max_hw_sectors_kb)" 1024
 ctl detach mxbd2
 
+step "mxbdctl up and down: the volumes of a table; those attached already, or not, left as they are"
+cat > /tmp/volumes <<TABLE
+# volumes to attach
+$ORFS_ADDR va                  # mxbd0 already
+$ORFS_ADDR vc port=$port2 ro
+
+$ORFS_ADDR
+$ORFS_ADDR nosuch
+TABLE
+set +e
+ctl up /tmp/volumes > /tmp/out 2> /tmp/err; rc=$?
+set -e
+cat /tmp/out /tmp/err
+expect_eq "up's exit code with two wrong lines" "$rc" 1
+expect_grep "^$ORFS_ADDR va: /dev/mxbd0, attached already$" /tmp/out
+expect_grep "^$ORFS_ADDR vc: /dev/mxbd2$" /tmp/out
+expect_grep "^mxbdctl: /tmp/volumes:5: expected HOST VOLUME" /tmp/err
+expect_grep "^mxbdctl: /tmp/volumes:6: $ORFS_ADDR nosuch was not attached" /tmp/err
+expect_grep "refused: no such export or volume" /tmp/err
+expect_eq "mxbd2 read-only, as its line says" "$(cat /sys/block/mxbd2/ro)" 1
+expect_eq "devices" "$(($(ctl list | wc -l) - 1))" 3
+sed -i '/^[^#]*$/{/ v[ac]/!d}' /tmp/volumes
+cat /tmp/volumes
+ctl up /tmp/volumes > /tmp/out
+expect_grep "^$ORFS_ADDR vc: /dev/mxbd2, attached already$" /tmp/out
+ctl down /tmp/volumes | tee /tmp/out
+expect_grep "^$ORFS_ADDR va: /dev/mxbd0 detached$" /tmp/out
+expect_grep "^$ORFS_ADDR vc: /dev/mxbd2 detached$" /tmp/out
+ctl list | tee /tmp/list
+expect_eq "devices left" "$(($(wc -l < /tmp/list) - 1))" 1
+expect_grep "^mxbd1 +$ORFS_ADDR:20077 +vb " /tmp/list
+ctl down /tmp/volumes > /tmp/out
+expect_eq "down when none is attached" "$(grep -c ': not attached$' /tmp/out)" 2
+# A busy device is not detached: down says so and goes on.
+ctl up /tmp/volumes
+exec 7< /dev/mxbd0
+set +e
+ctl down /tmp/volumes > /tmp/out 2> /tmp/err; rc=$?
+set -e
+exec 7<&-
+cat /tmp/out /tmp/err
+expect_eq "down's exit code with a device open" "$rc" 1
+expect_grep "^mxbdctl: /tmp/volumes:2: $ORFS_ADDR va \(/dev/mxbd0\) was not detached" /tmp/err
+expect_grep "^$ORFS_ADDR vc: /dev/mxbd2 detached$" /tmp/out
+[ -e /sys/block/mxbd0 ] || fail "the open device was detached"
+expect_fail ctl up /nonexistent/volumes
+
 step "unloading the module detaches what is left"
 rmmod mxbd
 [ -z "$(ls -d /sys/block/mxbd* 2>/dev/null)" ] || fail "devices outlived the module"
-expect_eq "detached" "$(($(detached) - detached0))" 6
+expect_eq "detached" "$(($(detached) - detached0))" 9
 
 step "module parameters set the defaults: depth and largest I/O at load; bad ones refused"
 insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=va queue_depth=2 max_io_kb=32
