@@ -478,6 +478,7 @@ static void on_connected(struct conn *c)
 	char host[INET6_ADDRSTRLEN] = "?";
 
 	c->connected = 1;
+	c->since_us = now_us();
 	conn_shutdown(c);	/* if it closed before the CM said it was connected */
 	if (!fi_getpeer(c->ep, &ss, &len) && ss.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
@@ -561,6 +562,37 @@ static void apply_allow(struct shard *sh)
 	}
 }
 
+/*
+ * Shard SH: SIGUSR1 asked for a status report. One line for the thread,
+ * one for each of its connections, in the log.
+ */
+static void report_status(struct shard *sh)
+{
+	struct srv *s = sh->s;
+	unsigned int gen = atomic_load(&s->status_gen);
+	uint64_t now = now_us();
+	struct conn *c;
+	int n = 0;
+
+	if (sh->status_seen == gen)
+		return;
+	sh->status_seen = gen;
+	for (c = sh->conns; c; c = c->next)
+		n++;
+	srv_log("status: progress thread %d: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer",
+		sh->id, n, atomic_load(&sh->active), sh->pool.nfree, sh->pool.nchunks,
+		(unsigned long long)sh->buffer_waits);
+	for (c = sh->conns; c; c = c->next)
+		srv_log("status: %s %s '%s' (thread %d): %s %llu s, %d requests in service, %llu requests, %llu malformed, %llu bytes in, %llu out",
+			c->peer[0] ? c->peer : "?",
+			c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, sh->id,
+			c->closing ? "closing after" : c->connected ? "up" : "connecting for",
+			c->since_us ? (unsigned long long)((now - c->since_us) / 1000000) : 0ULL,
+			c->active, (unsigned long long)c->st.requests,
+			(unsigned long long)c->st.malformed, (unsigned long long)c->bytes_in,
+			(unsigned long long)c->bytes_out);
+}
+
 /* Shard SH takes the connection requests handed to it. */
 static void take_mail(struct shard *sh)
 {
@@ -587,6 +619,7 @@ static void take_mail(struct shard *sh)
 		free(q);
 	}
 	apply_allow(sh);
+	report_status(sh);
 }
 
 static void wake(int fd)
@@ -882,6 +915,7 @@ static int srv_open(struct srv *s)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL)) {
 		perror("orfs-server: sigprocmask");
 		return -1;
@@ -1267,6 +1301,26 @@ static void order_shards(struct srv *s, int stop)
 }
 
 /*
+ * SIGUSR1: a status report in the log: the server's line here, then each
+ * progress thread's, written by the thread itself (it owns its connections).
+ */
+static void srv_status(struct srv *s)
+{
+	int i, nex = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < SRV_MAX_EXPORTS; i++)
+		nex += s->ex[i].used && !s->ex[i].removed;
+	pthread_mutex_unlock(&s->lock);
+	srv_log("status: %d connections, %d exports and volumes, %d progress threads, %u workers%s",
+		atomic_load(&s->nconns), nex, s->nshards, s->nthreads,
+		s->stopping ? ", stopping" : "");
+	atomic_fetch_add(&s->status_gen, 1);
+	for (i = 0; i < s->nshards; i++)
+		wake(s->shards[i].mailfd);
+}
+
+/*
  * The main thread: connection requests, signals, and the shards' ends.
  * Returns 0 after a stop signal, -1 if a shard failed.
  */
@@ -1319,6 +1373,10 @@ static int main_loop(struct srv *s)
 					pthread_mutex_lock(&s->lock);
 					srv_reload(s);
 					pthread_mutex_unlock(&s->lock);
+					continue;
+				}
+				if (si.ssi_signo == SIGUSR1) {
+					srv_status(s);
 					continue;
 				}
 				if (s->stopping) {

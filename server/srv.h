@@ -144,6 +144,7 @@ struct conn {
 	struct conn_params	p;
 	struct dispatch_stats	st;
 	uint64_t		bytes_in, bytes_out;
+	uint64_t		since_us;	/* when it connected (now_us()) */
 	struct conn		*next;
 };
 
@@ -187,6 +188,7 @@ struct shard {
 	atomic_int		ended;		/* the thread left its loop */
 	atomic_int		nconns;
 	unsigned int		allow_seen;	/* the allow list it last applied */
+	unsigned int		status_seen;	/* the last status report it wrote */
 	int			eq_ready;	/* the EQ may hold events: read it */
 	int			tx_watched;	/* txcqfd in the epoll set (see tx_watch()) */
 	int			rx_armed, tx_armed; /* a CQ armed, its channel quiet since */
@@ -223,6 +225,7 @@ struct srv {
 	struct workers		w;		/* the I/O workers, shared by the shards */
 	atomic_int		nconns;		/* all shards together */
 	atomic_uint		allow_gen;	/* moves when a reload changes the allow list */
+	atomic_uint		status_gen;	/* moves at each SIGUSR1: shards report */
 	int			epfd, sigfd, eqfd, wakefd;	/* the main thread's */
 	int			stopping;	/* main: a stop signal came */
 	int			stop;		/* main: the listener or epoll failed */

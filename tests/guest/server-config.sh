@@ -4,7 +4,8 @@
 # reloads that add and retire volumes (a retired volume's running client
 # finishes, new ones are refused, the volume is released after), a reload
 # that takes a running client out of the allow list (cut at once), and a
-# reload with a broken file that changes nothing; the allow lists of one
+# reload with a broken file that changes nothing; a status report on
+# SIGUSR1; the allow lists of one
 # export or volume (refused outside them, a running client cut when a
 # reload takes it out); SIGTERM under load.
 # timeout: 240
@@ -74,6 +75,27 @@ expect_grep 'reload: 1 added, 0 retired, 1 allow entries' "$ORFS_SERVER_LOG"
 load -n v1 -w info > /tmp/out
 load -n v2 -w info > /tmp/out
 expect_grep 'size 33554432' /tmp/out
+
+step "SIGUSR1: a status report of the server, its threads and its connections in the log"
+v2conn="connected to volume 'v2'"
+before=$(log_count "$v2conn")
+# A client that goes on until it is stopped: it is there when the report is.
+load -n v2 -w write -q 2 -b 16384 -T 60 > /tmp/bg.out 2>&1 &
+bg=$!
+wait_until 100 log_grew "$v2conn" "$before" || fail "the client did not connect"
+kill -USR1 "$ORFS_SERVER_PID"
+wait_until 100 log_grew "status: $ORFS_ADDR volume 'v2' (thread [0-9]*): up " 0 ||
+	{ cat "$ORFS_SERVER_LOG" /tmp/bg.out; fail "no status line for the connection"; }
+grep 'status: ' "$ORFS_SERVER_LOG"
+expect_grep 'status: [1-9][0-9]* connections, 2 exports and volumes, [0-9]+ progress threads, 4 workers$' \
+	"$ORFS_SERVER_LOG"
+expect_grep 'status: progress thread 0: [0-9]+ connections, [0-9]+ requests in service, [0-9]+ of [0-9]+ buffer chunks free, [0-9]+ waits for a buffer$' \
+	"$ORFS_SERVER_LOG"
+expect_grep "status: $ORFS_ADDR volume 'v2' \(thread [0-9]+\): up [0-9]+ s, [0-9]+ requests in service, [0-9]+ requests, 0 malformed, [0-9]+ bytes in, [0-9]+ out$" \
+	"$ORFS_SERVER_LOG"
+kill -0 "$ORFS_SERVER_PID" || fail "the server is gone"
+kill $bg
+wait $bg || true
 
 step "a retired volume finishes its running client, then refuses and is released"
 # Retire it once the client is connected: 4000 requests keep it busy for
