@@ -599,6 +599,7 @@ static void take_mail(struct shard *sh)
 	struct connreq *q, *next, *first;
 	uint64_t v;
 
+	sh->mail_taken = atomic_load(&sh->mail_seq);
 	if (read(sh->mailfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		srv_log("shard %d: reading its eventfd: %s", sh->id, strerror(errno));
 	pthread_mutex_lock(&sh->mail_lock);
@@ -628,6 +629,17 @@ static void wake(int fd)
 
 	if (write(fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 		srv_log("waking a thread: %s", strerror(errno));
+}
+
+/*
+ * Shard SH has mail (a connection request, an order, a changed allow list,
+ * a status report to write): counted, so that a thread too busy to sleep
+ * in epoll sees it too, and its eventfd woken for one that sleeps.
+ */
+static void mail_wake(struct shard *sh)
+{
+	atomic_fetch_add(&sh->mail_seq, 1);
+	wake(sh->mailfd);
 }
 
 /* How many connections shard SH has or is about to have. */
@@ -667,7 +679,7 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 	q->next = sh->mail;
 	sh->mail = q;
 	pthread_mutex_unlock(&sh->mail_lock);
-	wake(sh->mailfd);
+	mail_wake(sh);
 }
 
 /* Main: the listener's events. */
@@ -1000,7 +1012,7 @@ static void srv_close(struct srv *s)
 
 		if (sh->started) {
 			sh->stop = 1;
-			wake(sh->mailfd);
+			mail_wake(sh);
 			pthread_join(sh->thread, NULL);
 			sh->started = 0;
 		}
@@ -1126,7 +1138,7 @@ static void srv_reload(struct srv *s)
 		/* Each shard checks its connections against the lists. */
 		atomic_fetch_add(&s->allow_gen, 1);
 		for (i = 0; i < s->nshards; i++)
-			wake(s->shards[i].mailfd);
+			mail_wake(&s->shards[i]);
 	}
 	memcpy(s->cfg.ex, n->ex, sizeof(n->ex));
 	s->cfg.nex = n->nex;
@@ -1195,6 +1207,9 @@ static void shard_loop(struct shard *s)
 			s->eq_ready = 0;
 			handle_eq(s);
 		}
+		/* Mail, even when completions keep the thread from epoll. */
+		if (atomic_load(&s->mail_seq) != s->mail_taken)
+			take_mail(s);
 		/* Reply buffers back first: the requests below may need them. */
 		if ((handle_cq(s, s->txcq) + handle_cq(s, s->rxcq)) && s->s->cfg.poll_us)
 			s->last_busy = now_us();
@@ -1296,7 +1311,7 @@ static void order_shards(struct srv *s, int stop)
 			s->shards[i].stop = 1;
 		else
 			s->shards[i].stopping = 1;
-		wake(s->shards[i].mailfd);
+		mail_wake(&s->shards[i]);
 	}
 }
 
@@ -1317,7 +1332,7 @@ static void srv_status(struct srv *s)
 		s->stopping ? ", stopping" : "");
 	atomic_fetch_add(&s->status_gen, 1);
 	for (i = 0; i < s->nshards; i++)
-		wake(s->shards[i].mailfd);
+		mail_wake(&s->shards[i]);
 }
 
 /*

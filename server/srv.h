@@ -180,6 +180,8 @@ struct shard {
 	unsigned long		names_now;	/* of which file service requests */
 	int			epfd, eqfd, rxcqfd, txcqfd;
 	int			mailfd;		/* eventfd: mail or an order from main */
+	atomic_uint		mail_seq;	/* mail sent (mail_wake()) */
+	unsigned int		mail_taken;	/* mail_seq when it last took its mail */
 	pthread_mutex_t		mail_lock;
 	struct connreq		*mail;		/* connection requests to take, newest first */
 	atomic_int		queued;		/* how many: main counts them as connections */
