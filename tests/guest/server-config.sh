@@ -79,10 +79,12 @@ expect_grep 'size 33554432' /tmp/out
 step "SIGUSR1: a status report of the server, its threads and its connections in the log"
 v2conn="connected to volume 'v2'"
 before=$(log_count "$v2conn")
-# A client that goes on until it is stopped: it is there when the report is.
-load -n v2 -w write -q 2 -b 16384 -T 60 > /tmp/bg.out 2>&1 &
+# A client that goes on until it is stopped: it is there when the report
+# is. knet-load asks for the volume's size on a connection of its own
+# first: wait for its second connection, the one that writes.
+load -n v2 -w write -S 1 -q 2 -b 16384 -T 60 > /tmp/bg.out 2>&1 &
 bg=$!
-wait_until 100 log_grew "$v2conn" "$before" || fail "the client did not connect"
+wait_until 100 log_grew "$v2conn" $((before + 1)) || fail "the client did not connect"
 kill -USR1 "$ORFS_SERVER_PID"
 wait_until 100 log_grew "status: $ORFS_ADDR volume 'v2' (thread [0-9]*): up " 0 ||
 	{ cat "$ORFS_SERVER_LOG" /tmp/bg.out; fail "no status line for the connection"; }
