@@ -108,7 +108,7 @@ static void orfs_areq_done(struct knet_srq *srq)
 		answered = false;
 	}
 	orfs_stats_call(sbi, a->op, a->start, err, answered, a->msg.len,
-			answered ? rq->reply_len : 0);
+			rq->error ? 0 : rq->reply_len);
 	if (!err)
 		err = orfs_io_result(a->inode, a->op, a->pos, a->mem.len, &a->rep, &count);
 	orfs_msg_free(&a->msg);

@@ -354,6 +354,7 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 	unsigned int waits = 0;
 	struct knet_session *sess;
 	struct knet_request rq;
+	bool answered = false;
 	int ret;
 
 	if (m->err)
@@ -385,21 +386,21 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 	}
 	orfs_sess_put(sbi, sess);
 	if (ret) {
-		orfs_stats_call(sbi, op, start, ret, false, m->len, 0);
-		return ret;
-	}
-	if (rq.status) {
+		/* No reply came, or none that counts. */
+		rq.reply_len = 0;
+	} else if (rq.status) {
 		ret = orfs_status_errno(rq.status);
-		orfs_stats_call(sbi, op, start, ret, true, m->len, rq.reply_len);
-		return ret;
-	}
-	if (rq.reply_len < reply_min) {
+		answered = true;
+	} else if (rq.reply_len < reply_min) {
 		pr_warn_ratelimited("%pI4: short answer to %u (%u bytes)\n", &sbi->addr.sin_addr,
 				    op, rq.reply_len);
-		orfs_stats_call(sbi, op, start, -EIO, false, m->len, rq.reply_len);
-		return -EIO;
+		ret = -EIO;
+	} else {
+		answered = true;
 	}
-	orfs_stats_call(sbi, op, start, 0, true, m->len, rq.reply_len);
+	orfs_stats_call(sbi, op, start, ret, answered, m->len, rq.reply_len);
+	if (ret)
+		return ret;
 	if (reply_len)
 		*reply_len = rq.reply_len;
 	return 0;

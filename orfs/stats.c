@@ -78,7 +78,7 @@ void orfs_stats_free(struct orfs_sb *sbi)
  * @ret: 0, the server's error, or the failure that left it unanswered
  * @answered: the server answered (@ret is its word)
  * @sent: bytes of the request body
- * @received: bytes of the reply body
+ * @received: bytes of the reply body, short or not (0 when none came)
  *
  * Context: any.
  */
