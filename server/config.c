@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* orfs-server configuration: command line and configuration file. */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,14 +50,30 @@ const struct cfg_export *config_find(const struct config *c, int service, const 
 	return NULL;
 }
 
+static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+/* Keep the first BITS bits of A, zero the rest. */
+static void addr_mask(struct cfg_addr *a, int bits)
+{
+	int i;
+
+	for (i = 0; i < 16; i++, bits -= 8) {
+		if (bits <= 0)
+			a->b[i] = 0;
+		else if (bits < 8)
+			a->b[i] &= (uint8_t)(0xff00 >> bits);
+	}
+}
+
+/* "A.B.C.D[/N]" or "IPV6[/N]" into NET. */
 static int parse_net(const char *s, struct cfg_net *net, char *err, size_t errlen)
 {
-	char buf[64], *slash;
-	struct in_addr a;
-	long bits = 32;
+	char buf[INET6_ADDRSTRLEN + 8], *slash;
+	int v4 = !strchr(s, ':');
+	long bits = v4 ? 32 : 128;
 
 	if (strlen(s) >= sizeof(buf))
-		return fail(err, errlen, "'%s': not an IPv4 address or network", s);
+		return fail(err, errlen, "'%s': not an IPv4 or IPv6 address or network", s);
 	strcpy(buf, s);
 	slash = strchr(buf, '/');
 	if (slash) {
@@ -65,14 +82,63 @@ static int parse_net(const char *s, struct cfg_net *net, char *err, size_t errle
 		*slash = '\0';
 		errno = 0;
 		bits = strtol(slash + 1, &end, 10);
-		if (errno || *end || bits < 0 || bits > 32 || end == slash + 1)
+		if (errno || *end || bits < 0 || bits > (v4 ? 32 : 128) || end == slash + 1)
 			return fail(err, errlen, "'%s': bad prefix length", s);
 	}
-	if (inet_pton(AF_INET, buf, &a) != 1)
-		return fail(err, errlen, "'%s': not an IPv4 address or network", s);
-	net->mask = bits ? ~0u << (32 - bits) : 0;
-	net->addr = ntohl(a.s_addr) & net->mask;
+	memset(net, 0, sizeof(*net));
+	if (v4) {
+		memcpy(net->addr.b, v4_mapped, sizeof(v4_mapped));
+		if (inet_pton(AF_INET, buf, &net->addr.b[12]) != 1)
+			return fail(err, errlen, "'%s': not an IPv4 or IPv6 address or network", s);
+		bits += 96;
+	} else if (inet_pton(AF_INET6, buf, net->addr.b) != 1) {
+		return fail(err, errlen, "'%s': not an IPv4 or IPv6 address or network", s);
+	}
+	net->bits = (int)bits;
+	addr_mask(&net->addr, net->bits);
 	return 0;
+}
+
+int config_addr_from_sa(const void *sa, size_t len, struct cfg_addr *a)
+{
+	const struct sockaddr_in *sin = sa;
+	const struct sockaddr_in6 *sin6 = sa;
+
+	memset(a, 0, sizeof(*a));
+	if (!sa || len < sizeof(sa_family_t))
+		return -1;
+	if (sin->sin_family == AF_INET && len >= sizeof(*sin)) {
+		memcpy(a->b, v4_mapped, sizeof(v4_mapped));
+		memcpy(&a->b[12], &sin->sin_addr, 4);
+		return 0;
+	}
+	if (sin6->sin6_family == AF_INET6 && len >= sizeof(*sin6)) {
+		memcpy(a->b, &sin6->sin6_addr, 16);
+		return 0;
+	}
+	return -1;
+}
+
+int config_addr_known(const struct cfg_addr *a)
+{
+	static const struct cfg_addr none;
+
+	return memcmp(a, &none, sizeof(none)) != 0;
+}
+
+const char *config_addr_str(const struct cfg_addr *a, char *buf, size_t len)
+{
+	const char *r;
+
+	if (!config_addr_known(a))
+		r = NULL;
+	else if (!memcmp(a->b, v4_mapped, sizeof(v4_mapped)))
+		r = inet_ntop(AF_INET, &a->b[12], buf, (socklen_t)len);
+	else
+		r = inet_ntop(AF_INET6, a->b, buf, (socklen_t)len);
+	if (!r)
+		snprintf(buf, len, "?");
+	return buf;
 }
 
 static int set_option(struct cfg_export *e, const char *opt, char *err, size_t errlen)
@@ -270,27 +336,31 @@ int config_parse_file(struct config *c, const char *path, char *err, size_t errl
 	return 0;
 }
 
-/* Is ADDR in one of the N networks of NETS (none: everyone is)? */
-static int nets_match(const struct cfg_net *nets, int n, uint32_t addr)
+/* Is A in one of the N networks of NETS (none: everyone is)? */
+static int nets_match(const struct cfg_net *nets, int n, const struct cfg_addr *a)
 {
+	struct cfg_addr m;
 	int i;
 
 	if (!n)
 		return 1;
-	for (i = 0; i < n; i++)
-		if ((addr & nets[i].mask) == nets[i].addr)
+	for (i = 0; i < n; i++) {
+		m = *a;
+		addr_mask(&m, nets[i].bits);
+		if (!memcmp(&m, &nets[i].addr, sizeof(m)))
 			return 1;
+	}
 	return 0;
 }
 
-int config_allowed(const struct config *c, uint32_t addr)
+int config_allowed(const struct config *c, const struct cfg_addr *a)
 {
-	return nets_match(c->allow, c->nallow, addr);
+	return nets_match(c->allow, c->nallow, a);
 }
 
-int config_export_allowed(const struct cfg_export *e, uint32_t addr)
+int config_export_allowed(const struct cfg_export *e, const struct cfg_addr *a)
 {
-	return nets_match(e->allow, e->nallow, addr);
+	return nets_match(e->allow, e->nallow, a);
 }
 
 int config_same_allow(const struct cfg_export *a, const struct cfg_export *b)

@@ -22,9 +22,19 @@
 #define CFG_AUTO_PROGRESS	4	/* most of them by default (progress 0) */
 #define CFG_GRACE_LEASE	UINT_MAX	/* grace: as long as the lease */
 
+/*
+ * A client's address, IPv6 or IPv4 in one form: an IPv4 address is kept
+ * mapped (::ffff:a.b.c.d), as a dual-stack socket shows it. All zero (::,
+ * which no client has): not known.
+ */
+struct cfg_addr {
+	uint8_t		b[16];
+};
+
+/* A network: an address and the bits of it that count (IPv4's plus 96). */
 struct cfg_net {
-	uint32_t	addr;		/* host order */
-	uint32_t	mask;
+	struct cfg_addr	addr;		/* bits past the prefix zero */
+	int		bits;		/* 0 to 128 */
 };
 
 struct cfg_export {
@@ -74,11 +84,26 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 /* A whole file; ERR names the line that failed. */
 int config_parse_file(struct config *c, const char *path, char *err, size_t errlen);
 
-/* Is the IPv4 address ADDR (host order) allowed to connect? */
-int config_allowed(const struct config *c, uint32_t addr);
+/*
+ * The address of SA (LEN bytes: a sockaddr_in or sockaddr_in6) into *A;
+ * returns 0, or -1 (another family, too short) with *A all zero.
+ */
+int config_addr_from_sa(const void *sa, size_t len, struct cfg_addr *a);
 
-/* May ADDR (host order) use export or volume E (by its own allow= list)? */
-int config_export_allowed(const struct cfg_export *e, uint32_t addr);
+/* Is A known (not all zero)? */
+int config_addr_known(const struct cfg_addr *a);
+
+/*
+ * A as text: dotted for an IPv4 one, else IPv6; "?" if not known. BUF has
+ * LEN bytes (INET6_ADDRSTRLEN is room for any). Returns BUF.
+ */
+const char *config_addr_str(const struct cfg_addr *a, char *buf, size_t len);
+
+/* Is the client at A allowed to connect (by the server's allow list)? */
+int config_allowed(const struct config *c, const struct cfg_addr *a);
+
+/* May the client at A use export or volume E (by its own allow= list)? */
+int config_export_allowed(const struct cfg_export *e, const struct cfg_addr *a);
 
 /* Do A and B allow the same clients (the same entries, in the same order)? */
 int config_same_allow(const struct cfg_export *a, const struct cfg_export *b);

@@ -5,7 +5,7 @@
 
 #include "server/fab.h"
 
-struct fi_info *fab_hints(const char *prov)
+struct fi_info *fab_hints(const char *prov, const char *node)
 {
 	struct fi_info *h = fi_allocinfo();
 
@@ -14,7 +14,8 @@ struct fi_info *fab_hints(const char *prov)
 	h->ep_attr->type = FI_EP_MSG;
 	h->caps = FI_MSG | FI_RMA;
 	h->mode = FI_CONTEXT;
-	h->addr_format = FI_SOCKADDR_IN;
+	/* An IPv6 address has colons; an IPv4 address or a host name none. */
+	h->addr_format = node && strchr(node, ':') ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				  FI_MR_PROV_KEY;
 	h->domain_attr->threading = FI_THREAD_SAFE;

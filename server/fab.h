@@ -13,8 +13,11 @@
 
 #define FAB_VERSION FI_VERSION(1, 10)
 
-/* Hints for a verbs FI_EP_MSG endpoint as the kernel peer expects it. */
-struct fi_info *fab_hints(const char *prov);
+/*
+ * Hints for a verbs FI_EP_MSG endpoint as the kernel peer expects it, at
+ * NODE (an IPv4 or IPv6 address, or a host name, taken as IPv4).
+ */
+struct fi_info *fab_hints(const char *prov, const char *node);
 
 /* Print "WHAT: libfabric's text (code)" to stderr; returns RET. */
 int fab_err(const char *what, int ret);

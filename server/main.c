@@ -316,36 +316,16 @@ static struct conn *conn_alloc(struct shard *sh, struct export *ex, const struct
 	return c;
 }
 
-/* The IPv4 address (host order) of the client INFO names, or 0 if none. */
-static uint32_t peer_ip(const struct fi_info *info)
+/* Is a client at IP (not known: only with no list) allowed? Under s->lock. */
+static int ip_allowed(struct srv *s, const struct cfg_addr *ip)
 {
-	const struct sockaddr_in *sin = info->dest_addr;
-
-	if (sin && info->dest_addrlen >= sizeof(*sin) && sin->sin_family == AF_INET)
-		return ntohl(sin->sin_addr.s_addr);
-	return 0;
-}
-
-/* Is a client at IP (0: no IPv4 address known) allowed? Under s->lock. */
-static int ip_allowed(struct srv *s, uint32_t ip)
-{
-	return ip ? config_allowed(&s->cfg, ip) : !s->cfg.nallow;
+	return config_addr_known(ip) ? config_allowed(&s->cfg, ip) : !s->cfg.nallow;
 }
 
 /* May a client at IP use EX, by EX's own allow list? Under s->lock. */
-static int ip_allowed_export(const struct export *ex, uint32_t ip)
+static int ip_allowed_export(const struct export *ex, const struct cfg_addr *ip)
 {
-	return ip ? config_export_allowed(&ex->cfg, ip) : !ex->cfg.nallow;
-}
-
-/* The dotted form of IP, or "?" (0: not known). */
-static const char *ip_str(uint32_t ip, char *buf, size_t len)
-{
-	struct in_addr a = { .s_addr = htonl(ip) };
-
-	if (!ip || !inet_ntop(AF_INET, &a, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-	return buf;
+	return config_addr_known(ip) ? config_export_allowed(&ex->cfg, ip) : !ex->cfg.nallow;
 }
 
 /* Export or volume NAME for a new connection, with a reference taken, or NULL. */
@@ -369,16 +349,18 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	struct knet_cm_rep rep;
 	struct export *ex;
 	struct conn *c;
-	uint32_t ip = peer_ip(e->info);
-	char host[INET_ADDRSTRLEN];
-	char detail[96];
+	struct cfg_addr ip;
+	char host[INET6_ADDRSTRLEN];
+	char detail[128];
 	int allowed, reserved, reason, i, ret;
 
+	/* Not known (no address, another family): only where all may come. */
+	config_addr_from_sa(e->info->dest_addr, e->info->dest_addrlen, &ip);
 	pthread_mutex_lock(&s->lock);
-	allowed = ip_allowed(s, ip);
+	allowed = ip_allowed(s, &ip);
 	pthread_mutex_unlock(&s->lock);
 	if (!allowed) {
-		snprintf(detail, sizeof(detail), " (%s)", ip_str(ip, host, sizeof(host)));
+		snprintf(detail, sizeof(detail), " (%s)", config_addr_str(&ip, host, sizeof(host)));
 		reject(s, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
 	}
@@ -394,12 +376,12 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 		goto out;
 	}
 	pthread_mutex_lock(&s->lock);
-	allowed = ip_allowed_export(ex, ip);
+	allowed = ip_allowed_export(ex, &ip);
 	if (!allowed)
 		export_put(s, ex);
 	pthread_mutex_unlock(&s->lock);
 	if (!allowed) {
-		snprintf(detail, sizeof(detail), " (%s, to '%s')", ip_str(ip, host, sizeof(host)),
+		snprintf(detail, sizeof(detail), " (%s, to '%s')", config_addr_str(&ip, host, sizeof(host)),
 			 p.name);
 		reject(s, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
@@ -475,14 +457,15 @@ static void on_connected(struct conn *c)
 {
 	struct sockaddr_storage ss;
 	size_t len = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?";
+	struct cfg_addr a = { 0 };
+	char host[INET6_ADDRSTRLEN];
 
 	c->connected = 1;
 	c->since_us = now_us();
 	conn_shutdown(c);	/* if it closed before the CM said it was connected */
-	if (!fi_getpeer(c->ep, &ss, &len) && ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
-	snprintf(c->peer, sizeof(c->peer), "%s", host);
+	if (!fi_getpeer(c->ep, &ss, &len))
+		config_addr_from_sa(&ss, len, &a);
+	snprintf(c->peer, sizeof(c->peer), "%s", config_addr_str(&a, host, sizeof(host)));
 	srv_log("%s connected to %s '%s' (credits %d, progress thread %d)", c->peer,
 		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, c->ncredits,
 		c->sh->id);
@@ -555,7 +538,7 @@ static void apply_allow(struct shard *sh)
 		if (c->closing)
 			continue;
 		pthread_mutex_lock(&s->lock);
-		allowed = ip_allowed(s, c->ip) && ip_allowed_export(c->ex, c->ip);
+		allowed = ip_allowed(s, &c->ip) && ip_allowed_export(c->ex, &c->ip);
 		pthread_mutex_unlock(&s->lock);
 		if (!allowed)
 			conn_close(c, "its address is no longer allowed");
@@ -902,7 +885,7 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 static int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
-	struct fi_info *hints = fab_hints(s->prov);
+	struct fi_info *hints = fab_hints(s->prov, s->cfg.listen);
 	sigset_t mask;
 	int i, ret;
 

@@ -139,7 +139,7 @@ struct conn {
 	uint32_t		inline_max;
 	uint64_t		client_id;	/* file service: from SESSION, 0 before */
 	int			revoked;	/* SESSION said its locks were dropped; not seen yet */
-	uint32_t		ip;		/* IPv4, host order (0: none), checked on reload */
+	struct cfg_addr		ip;		/* the client's (all zero: none), checked on reload */
 	char			peer[INET6_ADDRSTRLEN + 8];
 	struct conn_params	p;
 	struct dispatch_stats	st;

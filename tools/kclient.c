@@ -14,7 +14,7 @@ int kc_open(struct kc_fabric *f, const char *addr, const char *port, const char 
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_DATA, .size = cq_size, .wait_obj = FI_WAIT_UNSPEC,
 	};
-	struct fi_info *hints = fab_hints(prov);
+	struct fi_info *hints = fab_hints(prov, addr);
 	int ret;
 
 	memset(f, 0, sizeof(*f));

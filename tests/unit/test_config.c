@@ -4,18 +4,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "server/config.h"
 #include "tests/unit/unit.h"
 
-static uint32_t ip(const char *s)
+/* The address S (IPv4 or IPv6), as the server takes a client's. */
+static struct cfg_addr ip(const char *s)
 {
-	struct in_addr a;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+	struct cfg_addr a = { { 0 } };
 
-	inet_pton(AF_INET, s, &a);
-	return ntohl(a.s_addr);
+	if (inet_pton(AF_INET, s, &sin.sin_addr) == 1) {
+		CU_ASSERT_EQUAL(config_addr_from_sa(&sin, sizeof(sin), &a), 0);
+	} else if (inet_pton(AF_INET6, s, &sin6.sin6_addr) == 1) {
+		CU_ASSERT_EQUAL(config_addr_from_sa(&sin6, sizeof(sin6), &a), 0);
+	} else {
+		CU_FAIL("not an address");
+	}
+	return a;
 }
+
+#define AT(s) (&(struct cfg_addr[]){ ip(s) }[0])
 
 static void test_specs(void)
 {
@@ -52,17 +64,64 @@ static void test_allow(void)
 	char err[256];
 
 	config_init(&c);
-	CU_ASSERT_TRUE(config_allowed(&c, ip("192.0.2.7")));	/* no list: everyone */
+	CU_ASSERT_TRUE(config_allowed(&c, AT("192.0.2.7")));	/* no list: everyone */
 	CU_ASSERT_EQUAL(config_parse_line(&c, "allow 10.1.0.0/16 192.0.2.7", err, sizeof(err)), 0);
-	CU_ASSERT_TRUE(config_allowed(&c, ip("10.1.200.3")));
-	CU_ASSERT_TRUE(config_allowed(&c, ip("192.0.2.7")));
-	CU_ASSERT_FALSE(config_allowed(&c, ip("10.2.0.1")));
-	CU_ASSERT_FALSE(config_allowed(&c, ip("192.0.2.8")));
+	CU_ASSERT_TRUE(config_allowed(&c, AT("10.1.200.3")));
+	CU_ASSERT_TRUE(config_allowed(&c, AT("192.0.2.7")));
+	CU_ASSERT_FALSE(config_allowed(&c, AT("10.2.0.1")));
+	CU_ASSERT_FALSE(config_allowed(&c, AT("192.0.2.8")));
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow 10.0.0.0/33", err, sizeof(err)), 0);
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow 300.1.1.1", err, sizeof(err)), 0);
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow 10.0.0.0/", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(config_parse_line(&c, "allow 0.0.0.0/0", err, sizeof(err)), 0);
-	CU_ASSERT_TRUE(config_allowed(&c, ip("203.0.113.1")));
+	CU_ASSERT_TRUE(config_allowed(&c, AT("203.0.113.1")));
+}
+
+/* IPv6 clients and networks, beside IPv4 ones; addresses as text. */
+static void test_allow_v6(void)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct cfg_addr a;
+	struct config c;
+	char err[256], buf[INET6_ADDRSTRLEN];
+
+	config_init(&c);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "allow fd77:0:0:1::/64 10.1.0.0/16 2001:db8::5",
+					  err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(config_allowed(&c, AT("fd77:0:0:1::1")));
+	CU_ASSERT_TRUE(config_allowed(&c, AT("fd77::1:ffff:ffff:ffff:ffff")));
+	CU_ASSERT_FALSE(config_allowed(&c, AT("fd77:0:0:2::1")));
+	CU_ASSERT_TRUE(config_allowed(&c, AT("2001:db8::5")));
+	CU_ASSERT_FALSE(config_allowed(&c, AT("2001:db8::6")));
+	CU_ASSERT_TRUE(config_allowed(&c, AT("10.1.2.3")));
+	/* An IPv4 client is its IPv4 address, however its socket shows it. */
+	CU_ASSERT_TRUE(config_allowed(&c, AT("::ffff:10.1.2.3")));
+	CU_ASSERT_FALSE(config_allowed(&c, AT("::ffff:10.2.2.3")));
+	CU_ASSERT_FALSE(config_allowed(&c, AT("::10.1.2.3")));	/* not mapped: another */
+	/* A prefix that does not end on a byte. */
+	CU_ASSERT_EQUAL(config_parse_line(&c, "allow 2001:db8:8000::/33", err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(config_allowed(&c, AT("2001:db8:ffff::1")));
+	CU_ASSERT_FALSE(config_allowed(&c, AT("2001:db8:7fff::1")));
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow fd77::/129", err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "bad prefix length"));
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow fd77:::1", err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "allow ::1/", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "allow ::/0", err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(config_allowed(&c, AT("3fff::1")));
+
+	CU_ASSERT_STRING_EQUAL(config_addr_str(AT("fd77:0::1"), buf, sizeof(buf)), "fd77::1");
+	CU_ASSERT_STRING_EQUAL(config_addr_str(AT("192.0.2.7"), buf, sizeof(buf)), "192.0.2.7");
+	CU_ASSERT_STRING_EQUAL(config_addr_str(AT("::ffff:192.0.2.7"), buf, sizeof(buf)),
+			       "192.0.2.7");
+	/* Another family, or too short: not known, and shown as such. */
+	CU_ASSERT_NOT_EQUAL(config_addr_from_sa(&un, sizeof(un), &a), 0);
+	CU_ASSERT_FALSE(config_addr_known(&a));
+	CU_ASSERT_STRING_EQUAL(config_addr_str(&a, buf, sizeof(buf)), "?");
+	CU_ASSERT_NOT_EQUAL(config_addr_from_sa(&sin, sizeof(sin) - 1, &a), 0);
+	CU_ASSERT_NOT_EQUAL(config_addr_from_sa(NULL, 0, &a), 0);
+	CU_ASSERT_EQUAL(config_addr_from_sa(&sin, sizeof(sin), &a), 0);
+	CU_ASSERT_TRUE(config_addr_known(&a));	/* 0.0.0.0 is mapped: known */
 }
 
 /* allow= of one export or volume: its own clients, in both forms. */
@@ -83,19 +142,19 @@ static void test_export_allow(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
 	CU_ASSERT_EQUAL(e->nallow, 2);
 	CU_ASSERT_TRUE(e->read_only);
-	CU_ASSERT_TRUE(config_export_allowed(e, ip("10.1.9.9")));
-	CU_ASSERT_TRUE(config_export_allowed(e, ip("192.0.2.7")));
-	CU_ASSERT_FALSE(config_export_allowed(e, ip("192.0.2.8")));
-	CU_ASSERT_FALSE(config_export_allowed(e, ip("10.2.0.1")));
+	CU_ASSERT_TRUE(config_export_allowed(e, AT("10.1.9.9")));
+	CU_ASSERT_TRUE(config_export_allowed(e, AT("192.0.2.7")));
+	CU_ASSERT_FALSE(config_export_allowed(e, AT("192.0.2.8")));
+	CU_ASSERT_FALSE(config_export_allowed(e, AT("10.2.0.1")));
 	e = config_find(&c, KNET_SVC_FILE, "home");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
 	CU_ASSERT_TRUE(e->squash);
-	CU_ASSERT_TRUE(config_export_allowed(e, ip("198.51.100.200")));
-	CU_ASSERT_FALSE(config_export_allowed(e, ip("10.1.9.9")));
+	CU_ASSERT_TRUE(config_export_allowed(e, AT("198.51.100.200")));
+	CU_ASSERT_FALSE(config_export_allowed(e, AT("10.1.9.9")));
 	/* No allow=: every client the server lets in. */
 	e = config_find(&c, KNET_SVC_FILE, "open");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-	CU_ASSERT_TRUE(config_export_allowed(e, ip("203.0.113.1")));
+	CU_ASSERT_TRUE(config_export_allowed(e, AT("203.0.113.1")));
 	CU_ASSERT_FALSE(config_same_allow(&c.ex[0], &c.ex[1]));
 	CU_ASSERT_TRUE(config_same_allow(&c.ex[0], &c.ex[0]));
 
@@ -105,7 +164,7 @@ static void test_export_allow(void)
 	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "x=/x,allow=", err, sizeof(err)), 0);
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "volume y /y allow=host.example", err,
 					      sizeof(err)), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not an IPv4 address"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not an IPv4 or IPv6 address"));
 	CU_ASSERT_EQUAL(c.nex, 3);	/* failures add nothing */
 	/* At most CFG_EXPORT_MAX_ALLOW of them. */
 	{
@@ -190,6 +249,7 @@ int unit_add_config_suite(void)
 	if (!s ||
 	    !CU_add_test(s, "exports and volumes from the command line", test_specs) ||
 	    !CU_add_test(s, "allowed client networks", test_allow) ||
+	    !CU_add_test(s, "IPv6 clients and networks", test_allow_v6) ||
 	    !CU_add_test(s, "clients of one export or volume", test_export_allow) ||
 	    !CU_add_test(s, "configuration file, errors name their line", test_file))
 		return -1;
