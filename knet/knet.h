@@ -8,6 +8,7 @@
 
 #include <linux/bvec.h>
 #include <linux/in.h>
+#include <linux/socket.h>
 #include <linux/list.h>
 #include <linux/module.h>
 #include <linux/rwsem.h>
@@ -33,6 +34,10 @@ struct knet_ulp {
 int knet_register_ulp(struct knet_ulp *ulp);
 void knet_unregister_ulp(struct knet_ulp *ulp);
 unsigned int knet_device_count(void);
+int knet_parse_addr(const char *s, size_t len, u16 port, struct sockaddr_storage *ss);
+void knet_addr_set_port(struct sockaddr_storage *ss, u16 port);
+u16 knet_addr_port(const struct sockaddr_storage *ss);
+bool knet_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 
 /*
  * Typed memory descriptors: what a request's data is, whatever its kind.
@@ -143,10 +148,10 @@ struct knet_ep;
 
 /**
  * struct knet_ep_params - where an endpoint connects
- * @addr: server address (IPv4)
- * @src: local address to connect from (IPv4), or 0.0.0.0 for the one
- *	the routing table picks: it chooses the RDMA port on a multi-homed
- *	host, as nvme's host_traddr does
+ * @addr: server address and port, IPv4 or IPv6 (knet_parse_addr())
+ * @src: local address to connect from, of the family of @addr, or
+ *	family 0 for the one the routing table picks: it chooses the RDMA
+ *	port on a multi-homed host, as nvme's host_traddr does
  * @service: KNET_SVC_FILE or KNET_SVC_BLOCK
  * @name: export or volume name
  * @timeout_ms: for address and route resolution and the connection
@@ -159,8 +164,8 @@ struct knet_ep;
  *	this when there is none, fails the endpoint); 0 for none
  */
 struct knet_ep_params {
-	struct sockaddr_in	addr;
-	struct sockaddr_in	src;
+	struct sockaddr_storage	addr;
+	struct sockaddr_storage	src;
 	enum knet_service	service;
 	const char		*name;
 	unsigned int		timeout_ms;

@@ -946,15 +946,16 @@ static void knet_teardown(struct knet_ep *ep, bool was_connected)
  * Context: process context, may sleep; killable.
  * Return: the endpoint, or an ERR_PTR(): -ECONNREFUSED (refused, see
  * @reason), -ETIMEDOUT, -EHOSTUNREACH, -EOPNOTSUPP (the device cannot do
- * FRWR), -EPROTO (the server's answer did not parse), -ENOMEM.
+ * FRWR), -EPROTO (the server's answer did not parse), -EAFNOSUPPORT (an
+ * address neither IPv4 nor IPv6, or a source of the other family), -ENOMEM.
  */
 struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 {
 	struct rdma_conn_param param = {};
 	u8 pdata[1 + sizeof(struct knet_cm_req)];
 	struct knet_cm_req req = {};
-	struct sockaddr *srcp;
-	struct sockaddr_in src;
+	struct sockaddr_storage src;
+	struct sockaddr *srcp = NULL;
 	struct knet_ep *ep;
 	size_t name_len = strlen(p->name);
 	int ret;
@@ -962,6 +963,9 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	*reason = 0;
 	if (!name_len || name_len > KNET_NAME_MAX)
 		return ERR_PTR(-EINVAL);
+	if ((p->addr.ss_family != AF_INET && p->addr.ss_family != AF_INET6) ||
+	    (p->src.ss_family && p->src.ss_family != p->addr.ss_family))
+		return ERR_PTR(-EAFNOSUPPORT);
 	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	if (!ep)
 		return ERR_PTR(-ENOMEM);
@@ -987,10 +991,11 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 		return ERR_PTR(ret);
 	}
 
-	src = p->src;
-	src.sin_family = AF_INET;
-	src.sin_port = 0;
-	srcp = src.sin_addr.s_addr ? (struct sockaddr *)&src : NULL;
+	if (p->src.ss_family) {
+		src = p->src;
+		knet_addr_set_port(&src, 0);
+		srcp = (struct sockaddr *)&src;
+	}
 	ret = knet_cm_wait(ep, rdma_resolve_addr(ep->cm_id, srcp, (struct sockaddr *)&p->addr,
 						 p->timeout_ms ?: KNET_CM_TIMEOUT_MS));
 	if (!ret)

@@ -12,11 +12,14 @@
 
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
+#include <linux/in6.h>
+#include <linux/inet.h>
 #include <linux/list.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <net/ipv6.h>
 #include <rdma/ib_verbs.h>
 
 #include "knet.h"
@@ -172,6 +175,99 @@ unsigned int knet_device_count(void)
 	return n;
 }
 EXPORT_SYMBOL_GPL(knet_device_count);
+
+/**
+ * knet_parse_addr() - a server's or a source's address, from text
+ * @s: an IPv4 address (192.0.2.10) or an IPv6 address, bare or in
+ *	brackets, a link-local one with its zone (fe80::1%eth0 or %2)
+ * @len: bytes of @s to read (the text need not end with a NUL)
+ * @port: the port to put in it
+ * @ss: out: an AF_INET or AF_INET6 address
+ *
+ * Context: process context.
+ * Return: 0, or -EINVAL if @s is not such an address.
+ */
+int knet_parse_addr(const char *s, size_t len, u16 port, struct sockaddr_storage *ss)
+{
+	char buf[INET6_ADDRSTRLEN + IFNAMSIZ + 2];
+
+	if (len >= 2 && s[0] == '[' && s[len - 1] == ']') {
+		s++;
+		len -= 2;
+	}
+	if (!len || len >= sizeof(buf) || memchr(s, 0, len))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton_with_scope(&init_net, AF_UNSPEC, buf, NULL, ss))
+		return -EINVAL;
+	knet_addr_set_port(ss, port);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(knet_parse_addr);
+
+/**
+ * knet_addr_set_port() - set the port of an address
+ * @ss: an AF_INET or AF_INET6 address (another family is left alone)
+ * @port: the port, host order
+ *
+ * Context: any.
+ */
+void knet_addr_set_port(struct sockaddr_storage *ss, u16 port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+EXPORT_SYMBOL_GPL(knet_addr_set_port);
+
+/**
+ * knet_addr_port() - the port of an address
+ * @ss: an AF_INET or AF_INET6 address
+ *
+ * Context: any.
+ * Return: the port, host order; 0 for another family.
+ */
+u16 knet_addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(knet_addr_port);
+
+/**
+ * knet_addr_same() - do two addresses name the same peer?
+ * @a: an address from knet_parse_addr()
+ * @b: another
+ *
+ * Family, address, port and, for IPv6, zone must match.
+ *
+ * Context: any.
+ * Return: true if they do.
+ */
+bool knet_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin_addr.s_addr == y->sin_addr.s_addr && x->sin_port == y->sin_port;
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+
+		return ipv6_addr_equal(&x->sin6_addr, &y->sin6_addr) &&
+		       x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id;
+	}
+	return false;
+}
+EXPORT_SYMBOL_GPL(knet_addr_same);
 
 /**
  * knet_register_ulp() - register an upper-layer protocol

@@ -96,7 +96,7 @@ static int knet_session_reconnect(struct knet_session *s, struct knet_ep *old)
 		ret = knet_session_connect(s, &reason);
 		if (!ret) {
 			atomic_inc(&s->reconnects);
-			pr_info("%pI4: reconnected to '%s'\n", &s->params.addr.sin_addr,
+			pr_info("%pISc: reconnected to '%s'\n", &s->params.addr,
 				s->params.name);
 		}
 	}
@@ -195,8 +195,8 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 		if (!ret || !knet_session_retryable(ret))
 			return ret;
 		if (ret == -EPROTO)
-			pr_warn_ratelimited("%pI4: the answer to %u did not parse\n",
-					    &s->params.addr.sin_addr, rq->opcode);
+			pr_warn_ratelimited("%pISc: the answer to %u did not parse\n",
+					    &s->params.addr, rq->opcode);
 		atomic_inc(&s->resent);
 		/* A new connection, then the same request again. */
 		do {
@@ -210,8 +210,8 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 			if (ret) {
 				atomic_inc(&s->connect_failures);
 				if (tries < 2 || !(tries % 16))
-					pr_warn_ratelimited("%pI4: server not responding (%d), %s\n",
-							    &s->params.addr.sin_addr, ret,
+					pr_warn_ratelimited("%pISc: server not responding (%d), %s\n",
+							    &s->params.addr, ret,
 							    s->hard ? "still trying" : "timed out");
 				if (knet_sleep_killable(backoff))
 					return -EINTR;

@@ -164,6 +164,7 @@ static long knet_test_connect(struct knet_test_file *tf, void __user *arg)
 {
 	struct knet_test_connect c;
 	struct knet_ep_params p = {};
+	struct sockaddr_in *sin = (struct sockaddr_in *)&p.addr;
 	struct knet_limits lim;
 	struct knet_ep *ep;
 	int reason, ret = 0;
@@ -178,9 +179,9 @@ static long knet_test_connect(struct knet_test_file *tf, void __user *arg)
 		ret = -EISCONN;
 		goto unlock;
 	}
-	p.addr.sin_family = AF_INET;
-	p.addr.sin_addr.s_addr = c.addr;
-	p.addr.sin_port = htons(c.port ?: KNET_DEFAULT_PORT);
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = c.addr;
+	sin->sin_port = htons(c.port ?: KNET_DEFAULT_PORT);
 	p.service = c.service;
 	p.name = c.name;
 	if (c.queues > 1) {

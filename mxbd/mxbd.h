@@ -38,8 +38,8 @@
  * @read_only: attach read-only even if the server allows writes
  */
 struct mxbd_opts {
-	struct sockaddr_in	addr;
-	__be32			srcaddr;	/* connect from it; 0: routing's choice */
+	struct sockaddr_storage	addr;
+	struct sockaddr_storage	srcaddr;	/* connect from it; family 0: routing's */
 	char			volume[KNET_NAME_MAX + 1];
 	unsigned int		nr_queues;
 	unsigned int		io_timeout;

@@ -312,8 +312,8 @@ static int mxbd_get_info(const struct mxbd_dev *d, struct knet_ep *ep, struct mx
 		return -(int)rq.status;
 	fault = mxbd_info_fault(info, rq.reply_len);
 	if (fault) {
-		pr_warn_ratelimited("volume '%s' of %pI4: INFO refused: %s\n", d->opts.volume,
-				    &d->opts.addr.sin_addr, fault);
+		pr_warn_ratelimited("volume '%s' of %pISc: INFO refused: %s\n", d->opts.volume,
+				    &d->opts.addr, fault);
 		return -EPROTO;
 	}
 	return 0;
@@ -353,7 +353,7 @@ static struct knet_mq *mxbd_connect(struct mxbd_dev *d, int *reason)
 {
 	struct knet_ep_params p = {
 		.addr = d->opts.addr,
-		.src.sin_addr.s_addr = d->opts.srcaddr,
+		.src = d->opts.srcaddr,
 		.service = KNET_SVC_BLOCK,
 		.name = d->opts.volume,
 		.request_timeout_ms = d->opts.io_timeout * 1000,
@@ -393,8 +393,8 @@ static void mxbd_err_work(struct work_struct *w)
 		knet_mq_destroy(d->mq);
 		WRITE_ONCE(d->mq, NULL);
 	}
-	pr_warn("%s: connection to %pI4 lost: I/O held, reconnecting\n", mxbd_name(d),
-		&d->opts.addr.sin_addr);
+	pr_warn("%s: connection to %pISc lost: I/O held, reconnecting\n", mxbd_name(d),
+		&d->opts.addr);
 	d->lost_at = jiffies;
 	d->backoff_ms = MXBD_BACKOFF_MIN_MS;
 	mod_delayed_work(mxbd_wq, &d->reconnect_work, 0);
@@ -441,8 +441,8 @@ static void mxbd_reconnect_work(struct work_struct *w)
 				d->state = MXBD_LIVE;
 			spin_unlock_irq(&d->state_lock);
 			atomic_inc(&d->reconnects);
-			pr_info("%s: reconnected to %pI4 after %u ms\n", mxbd_name(d),
-				&d->opts.addr.sin_addr, jiffies_to_msecs(jiffies - d->lost_at));
+			pr_info("%s: reconnected to %pISc after %u ms\n", mxbd_name(d),
+				&d->opts.addr, jiffies_to_msecs(jiffies - d->lost_at));
 			mxbd_release_held(d);
 			goto out;
 		}
@@ -501,14 +501,16 @@ static ssize_t server_show(struct device *dev, struct device_attribute *attr, ch
 {
 	struct mxbd_dev *d = mxbd_from_dev(dev);
 
-	return sysfs_emit(buf, "%pI4:%u\n", &d->opts.addr.sin_addr,
-			  ntohs(d->opts.addr.sin_port));
+	return sysfs_emit(buf, "%pISpc\n", &d->opts.addr);
 }
 static DEVICE_ATTR_RO(server);
 
 static ssize_t srcaddr_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%pI4\n", &mxbd_from_dev(dev)->opts.srcaddr);
+	const struct sockaddr_storage *src = &mxbd_from_dev(dev)->opts.srcaddr;
+
+	/* None: the routing table's choice, shown as the IPv4 "any". */
+	return src->ss_family ? sysfs_emit(buf, "%pISc\n", src) : sysfs_emit(buf, "0.0.0.0\n");
 }
 static DEVICE_ATTR_RO(srcaddr);
 
@@ -651,10 +653,10 @@ static struct gendisk *mxbd_alloc_disk(struct mxbd_dev *d, const struct knet_lim
 static void mxbd_report_connect_error(const struct mxbd_opts *o, int ret, int reason)
 {
 	if (ret == -ECONNREFUSED)
-		pr_err("cannot attach volume '%s' of %pI4: refused: %s\n", o->volume,
-		       &o->addr.sin_addr, knet_reject_str(reason));
+		pr_err("cannot attach volume '%s' of %pISc: refused: %s\n", o->volume,
+		       &o->addr, knet_reject_str(reason));
 	else
-		pr_err("cannot attach volume '%s' of %pI4: %d\n", o->volume, &o->addr.sin_addr,
+		pr_err("cannot attach volume '%s' of %pISc: %d\n", o->volume, &o->addr,
 		       ret);
 }
 
@@ -732,8 +734,8 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 		goto put_disk;
 	if (mxbd_rescan_every)
 		queue_delayed_work(mxbd_wq, &d->rescan_work, mxbd_rescan_every);
-	pr_info("%s: volume '%s' of %pI4, %llu bytes, %u-byte blocks, %u queues of depth %u, largest I/O %u KiB%s\n",
-		d->disk->disk_name, o->volume, &o->addr.sin_addr, le64_to_cpu(d->info.size),
+	pr_info("%s: volume '%s' of %pISc, %llu bytes, %u-byte blocks, %u queues of depth %u, largest I/O %u KiB%s\n",
+		d->disk->disk_name, o->volume, &o->addr, le64_to_cpu(d->info.size),
 		le32_to_cpu(d->info.logical_block), d->mq->nr, d->tag_set.queue_depth,
 		mxbd_max_io(d, &kl) / SZ_1K, get_disk_ro(d->disk) ? ", read-only" : "");
 	*out = d;

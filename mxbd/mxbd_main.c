@@ -5,8 +5,9 @@
  *
  * At load, for the simple case:
  *	modprobe mxbd server=192.0.2.10 volume=vol0 [port=20077]
+ * (an IPv6 server: server=fd00::10, with or without brackets)
  * At run time (tools/mxbdctl wraps these):
- *	echo "server=192.0.2.10 volume=vol0 [port=N] [srcaddr=A.B.C.D] [queues=N]
+ *	echo "server=192.0.2.10 volume=vol0 [port=N] [srcaddr=ADDRESS] [queues=N]
  *	      [io_timeout=S] [loss_timeout=S|-1] [queue_depth=N] [max_io_kb=N] [ro]"
  *	      > /sys/class/mxbd/attach
  *	echo "mxbd0 [force]" > /sys/class/mxbd/detach
@@ -16,7 +17,6 @@
 #include <linux/blkdev.h>
 #include <linux/device.h>
 #include <linux/idr.h>
-#include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -26,7 +26,7 @@
 
 static char *server;
 module_param(server, charp, 0444);
-MODULE_PARM_DESC(server, "IPv4 address of the server to attach a volume from at load");
+MODULE_PARM_DESC(server, "IPv4 or IPv6 address of the server to attach a volume from at load");
 static char *volume;
 module_param(volume, charp, 0444);
 MODULE_PARM_DESC(volume, "Name of the volume to attach at load");
@@ -105,14 +105,15 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 			pr_err("attach: '%s' needs a value\n", tok);
 			return -EINVAL;
 		} else if (!strcmp(tok, "server")) {
-			if (!in4_pton(val, -1, (u8 *)&o->addr.sin_addr.s_addr, -1, NULL)) {
-				pr_err("attach: server '%s' is not an IPv4 address\n", val);
+			if (knet_parse_addr(val, strlen(val), 0, &o->addr)) {
+				pr_err("attach: server '%s' is not an IPv4 or IPv6 address\n", val);
 				return -EINVAL;
 			}
 			have_server = true;
 		} else if (!strcmp(tok, "srcaddr")) {
-			if (!in4_pton(val, -1, (u8 *)&o->srcaddr, -1, NULL)) {
-				pr_err("attach: srcaddr '%s' is not an IPv4 address\n", val);
+			if (knet_parse_addr(val, strlen(val), 0, &o->srcaddr)) {
+				pr_err("attach: srcaddr '%s' is not an IPv4 or IPv6 address\n",
+				       val);
 				return -EINVAL;
 			}
 		} else if (!strcmp(tok, "volume")) {
@@ -161,8 +162,12 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 		pr_err("attach: server= and volume= are needed\n");
 		return -EINVAL;
 	}
-	o->addr.sin_family = AF_INET;
-	o->addr.sin_port = htons(port_nr);
+	if (o->srcaddr.ss_family && o->srcaddr.ss_family != o->addr.ss_family) {
+		pr_err("attach: srcaddr %pISc and server %pISc are not of one family\n",
+		       &o->srcaddr, &o->addr);
+		return -EINVAL;
+	}
+	knet_addr_set_port(&o->addr, port_nr);
 	return 0;
 }
 
@@ -173,9 +178,7 @@ static struct mxbd_dev *mxbd_find(const struct mxbd_opts *o)
 	int id;
 
 	idr_for_each_entry(&mxbd_devs, d, id)
-		if (d->opts.addr.sin_addr.s_addr == o->addr.sin_addr.s_addr &&
-		    d->opts.addr.sin_port == o->addr.sin_port &&
-		    !strcmp(d->opts.volume, o->volume))
+		if (knet_addr_same(&d->opts.addr, &o->addr) && !strcmp(d->opts.volume, o->volume))
 			return d;
 	return NULL;
 }
@@ -187,8 +190,7 @@ static int mxbd_attach(const struct mxbd_opts *o)
 
 	mutex_lock(&mxbd_devs_lock);
 	if (mxbd_find(o)) {
-		pr_err("attach: volume '%s' of %pI4 is attached already\n", o->volume,
-		       &o->addr.sin_addr);
+		pr_err("attach: volume '%s' of %pISpc is attached already\n", o->volume, &o->addr);
 		ret = -EEXIST;
 		goto unlock;
 	}

@@ -1161,8 +1161,8 @@ static loff_t orfs_seek_server(struct inode *inode, loff_t offset, int whence)
 		return ret;
 	at = (loff_t)le64_to_cpu(rep.offset);
 	if (at < offset || at > inode->i_sb->s_maxbytes) {
-		pr_warn_ratelimited("%pI4: SEEK from %lld answered %lld: not a place of the file\n",
-				    &sbi->addr.sin_addr, offset, at);
+		pr_warn_ratelimited("%pISc: SEEK from %lld answered %lld: not a place of the file\n",
+				    &sbi->addr, offset, at);
 		return -EIO;
 	}
 	return at;

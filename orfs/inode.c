@@ -551,8 +551,8 @@ ssize_t orfs_copy_range(struct file *in, loff_t pos_in, struct file *out, loff_t
 			break;
 		n = le64_to_cpu(rep->copied);
 		if (n > want) {
-			pr_warn_ratelimited("%pI4: COPY of %llu bytes answered %llu copied\n",
-					    &sbi->addr.sin_addr, want, n);
+			pr_warn_ratelimited("%pISc: COPY of %llu bytes answered %llu copied\n",
+					    &sbi->addr, want, n);
 			ret = -EIO;
 			break;
 		}

@@ -106,8 +106,8 @@ static int orfs_lock_call_fh(struct orfs_sb *sbi, const struct orfs_fh *fh, u64 
 
 	ret = orfs_call(sbi, ORFS_OP_LOCK, &r, sizeof(r), rep, sizeof(*rep));
 	if (ret == -EOPNOTSUPP) {
-		pr_warn_once("%pI4: the server keeps no locks; mount with locks=local\n",
-			     &sbi->addr.sin_addr);
+		pr_warn_once("%pISc: the server keeps no locks; mount with locks=local\n",
+			     &sbi->addr);
 		ret = -ENOLCK;
 	}
 	return ret;
@@ -153,8 +153,8 @@ static void orfs_dying_work(struct work_struct *work)
 
 	ret = orfs_lock_call_fh(sbi, &u->fh, u->owner, u->type, u->flags, u->start, u->end, &rep);
 	if (ret && u->type == ORFS_LOCK_UNLOCK)
-		pr_warn_ratelimited("%pI4: unlock of a dead process's lock failed (%d)\n",
-				    &sbi->addr.sin_addr, ret);
+		pr_warn_ratelimited("%pISc: unlock of a dead process's lock failed (%d)\n",
+				    &sbi->addr, ret);
 	complete(&u->done);
 	orfs_dying_put(u);
 	if (atomic_dec_and_test(&sbi->unlocks))
@@ -423,8 +423,8 @@ void orfs_unlocks_end(struct orfs_sb *sbi)
 {
 	if (wait_var_event_timeout(&sbi->unlocks, !atomic_read(&sbi->unlocks), 5 * HZ))
 		return;
-	pr_warn("%pI4 does not answer: unlocks not sent, the server's lease ends them\n",
-		&sbi->addr.sin_addr);
+	pr_warn("%pISc does not answer: unlocks not sent, the server's lease ends them\n",
+		&sbi->addr);
 	orfs_abort(sbi);
 	wait_var_event(&sbi->unlocks, !atomic_read(&sbi->unlocks));
 }
@@ -734,14 +734,14 @@ static void orfs_reclaim_drop(struct orfs_sb *sbi, struct orfs_reclaimed *rec, b
 			continue;
 		dropped = orfs_drop_dirty(inode, h->start, h->end);
 		if (revoked)
-			pr_warn("%pI4: a lock on inode %lu, bytes %lld-%lld, is lost (the server dropped it): its owner's I/O on the file fails until it unlocks\n",
-				&sbi->addr.sin_addr, inode->i_ino, h->start, h->end);
+			pr_warn("%pISc: a lock on inode %lu, bytes %lld-%lld, is lost (the server dropped it): its owner's I/O on the file fails until it unlocks\n",
+				&sbi->addr, inode->i_ino, h->start, h->end);
 		else
-			pr_warn("%pI4 restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d): its owner's I/O on the file fails until it unlocks\n",
-				&sbi->addr.sin_addr, inode->i_ino, h->start, h->end, h->err);
+			pr_warn("%pISc restarted: a lock on inode %lu, bytes %lld-%lld, is lost (%d): its owner's I/O on the file fails until it unlocks\n",
+				&sbi->addr, inode->i_ino, h->start, h->end, h->err);
 		if (dropped)
-			pr_warn("%pI4: inode %lu: %u dirty folios written under that lock dropped unwritten (fsync() and close() say EIO)\n",
-				&sbi->addr.sin_addr, inode->i_ino, dropped);
+			pr_warn("%pISc: inode %lu: %u dirty folios written under that lock dropped unwritten (fsync() and close() say EIO)\n",
+				&sbi->addr, inode->i_ino, dropped);
 	}
 	spin_lock(&sbi->reclaim_lock);
 	rec->dropping = false;
@@ -795,8 +795,8 @@ int orfs_admit(struct knet_session *s, const struct knet_request *rq)
 			if (rec->h[i].err && rec->h[i].start <= end && start <= rec->h[i].end)
 				ret = -EIO;
 		if (ret) {
-			pr_warn_ratelimited("%pI4: a write of inode %lu, bytes %lld-%lld, made under a lock found lost, not sent (EIO)\n",
-					    &sbi->addr.sin_addr, rec->ino, start, end);
+			pr_warn_ratelimited("%pISc: a write of inode %lu, bytes %lld-%lld, made under a lock found lost, not sent (EIO)\n",
+					    &sbi->addr, rec->ino, start, end);
 			break;
 		}
 	}
@@ -867,8 +867,8 @@ static void orfs_revoked_seen(struct orfs_sb *sbi)
 	ret = orfs_lock_call_fh(sbi, &ORFS_I(d_inode(sbi->sb->s_root))->fh, 0, ORFS_LOCK_READ,
 				ORFS_LOCK_TEST | ORFS_LOCK_REVOKED_SEEN, 0, 0, &rep);
 	if (ret)
-		pr_warn("%pI4: could not tell the server that the dropped locks were seen (%d): it will say so again\n",
-			&sbi->addr.sin_addr, ret);
+		pr_warn("%pISc: could not tell the server that the dropped locks were seen (%d): it will say so again\n",
+			&sbi->addr, ret);
 }
 
 /*

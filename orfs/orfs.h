@@ -33,7 +33,7 @@ struct seq_file;
 /* Mount options, as parsed; shown in /proc/mounts. */
 struct orfs_opts {
 	u16		port;
-	__be32		srcaddr;	/* connect from this address; 0: routing's choice */
+	struct sockaddr_storage srcaddr; /* connect from it; family 0: routing's choice */
 	u32		rsize;		/* 0: the server's limit */
 	u32		wsize;
 	unsigned int	acregmin;	/* seconds */
@@ -137,7 +137,7 @@ struct orfs_sb {
 	atomic64_t		sess_calls[ORFS_MAX_CONNECT];
 	struct orfs_stats __percpu *stats;
 	time64_t		mounted;
-	struct sockaddr_in	addr;
+	struct sockaddr_storage	addr;
 	char			export[KNET_NAME_MAX + 1];
 	struct orfs_opts	opts;
 	u64			client_id;

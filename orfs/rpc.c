@@ -191,10 +191,10 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	spin_unlock(&sbi->reclaim_lock);
 	WRITE_ONCE(sbi->lock_hold, !!(le32_to_cpu(rep.flags) & ORFS_SESSION_LOCK_HOLD));
 	if (restarted)
-		pr_info("server %pI4 restarted\n", &sbi->addr.sin_addr);
+		pr_info("server %pISc restarted\n", &sbi->addr);
 	if (revoked)
-		pr_warn("%pI4: this client was cut off for longer than the server's lease, and its locks were given to others\n",
-			&sbi->addr.sin_addr);
+		pr_warn("%pISc: this client was cut off for longer than the server's lease, and its locks were given to others\n",
+			&sbi->addr);
 	knet_ep_limits(ep, &lim);
 	sbi->inline_max = lim.inline_max;
 	sbi->rsize = min_not_zero(min_not_zero(sbi->opts.rsize, lim.max_io),
@@ -255,7 +255,7 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 
 	sess->params = (struct knet_ep_params){
 		.addr = sbi->addr,
-		.src.sin_addr.s_addr = sbi->opts.srcaddr,
+		.src = sbi->opts.srcaddr,
 		.service = KNET_SVC_FILE,
 		.name = sbi->export,
 		.timeout_ms = 5000,
@@ -272,7 +272,7 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 	sess->priv = sbi;
 	ret = knet_session_open(sess, &reason);
 	if (ret == -ECONNREFUSED && reason)
-		pr_warn_ratelimited("%pI4: export '%s' refused: %s\n", &sbi->addr.sin_addr,
+		pr_warn_ratelimited("%pISc: export '%s' refused: %s\n", &sbi->addr,
 				    sbi->export, knet_reject_str(reason));
 	if (ret == -ECONNREFUSED && reason == KNET_REJ_NOENT)
 		return -ENOENT;
@@ -392,7 +392,7 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 		ret = orfs_status_errno(rq.status);
 		answered = true;
 	} else if (rq.reply_len < reply_min) {
-		pr_warn_ratelimited("%pI4: short answer to %u (%u bytes)\n", &sbi->addr.sin_addr,
+		pr_warn_ratelimited("%pISc: short answer to %u (%u bytes)\n", &sbi->addr,
 				    op, rq.reply_len);
 		ret = -EIO;
 	} else {

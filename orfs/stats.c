@@ -137,8 +137,8 @@ int orfs_show_stats(struct seq_file *m, struct dentry *root)
 	unsigned int i, op;
 	int cpu;
 
-	seq_printf(m, "statvers=1\n\tserver %pI4 port %u export %s\n", &sbi->addr.sin_addr,
-		   ntohs(sbi->addr.sin_port), sbi->export);
+	seq_printf(m, "statvers=1\n\tserver %pISc port %u export %s\n", &sbi->addr,
+		   knet_addr_port(&sbi->addr), sbi->export);
 	seq_printf(m, "\tage %lld\n", ktime_get_boottime_seconds() - sbi->mounted);
 	seq_printf(m, "\tconnections %u\n", sbi->nsess);
 	for (i = 0; i < sbi->nsess; i++) {

@@ -5,8 +5,9 @@
  *
  *   mount -t orfs 10.0.0.1:/export /mnt -o rsize=262144,acregmax=30,soft
  *
- * The source names the server by IPv4 address (mount.orfs resolves host
- * names and passes addr=) and the export by name.
+ * The source names the server by IPv4 or IPv6 address (mount.orfs resolves
+ * host names and passes addr=), an IPv6 one in brackets as for NFS
+ * ([fd00::1]:/export), and the export by name.
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
@@ -16,7 +17,7 @@
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
-#include <linux/inet.h>
+#include <linux/in6.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
@@ -83,8 +84,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 
 struct orfs_fs_context {
 	struct orfs_opts	opts;
-	bool			have_addr;
-	__be32			addr;
+	struct sockaddr_storage	addr;	/* from addr=; family 0: none */
 };
 
 static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
@@ -99,13 +99,13 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		return opt;
 	switch (opt) {
 	case ORFS_OPT_ADDR:
-		if (!in4_pton(param->string, -1, (u8 *)&ctx->addr, -1, NULL))
-			return invalfc(fc, "addr=%s is not an IPv4 address", param->string);
-		ctx->have_addr = true;
+		if (knet_parse_addr(param->string, strlen(param->string), 0, &ctx->addr))
+			return invalfc(fc, "addr=%s is not an IPv4 or IPv6 address", param->string);
 		break;
 	case ORFS_OPT_SRCADDR:
-		if (!in4_pton(param->string, -1, (u8 *)&o->srcaddr, -1, NULL))
-			return invalfc(fc, "srcaddr=%s is not an IPv4 address", param->string);
+		if (knet_parse_addr(param->string, strlen(param->string), 0, &o->srcaddr))
+			return invalfc(fc, "srcaddr=%s is not an IPv4 or IPv6 address",
+				       param->string);
 		break;
 	case ORFS_OPT_PORT:
 		if (!r.uint_32 || r.uint_32 > 65535)
@@ -180,7 +180,10 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	return 0;
 }
 
-/* "10.0.0.1:/export": the address (unless addr= gave it) and the export's name. */
+/*
+ * "10.0.0.1:/export", "[fd00::1]:/export": the address (unless addr= gave
+ * it) and the export's name.
+ */
 static int orfs_parse_source(struct fs_context *fc, struct orfs_sb *sbi)
 {
 	struct orfs_fs_context *ctx = fc->fs_private;
@@ -202,14 +205,17 @@ static int orfs_parse_source(struct fs_context *fc, struct orfs_sb *sbi)
 			       src, KNET_NAME_MAX);
 	memcpy(sbi->export, name, nlen);
 	sbi->export[nlen] = 0;
-	sbi->addr.sin_family = AF_INET;
-	sbi->addr.sin_port = htons(ctx->opts.port);
-	if (ctx->have_addr) {
-		sbi->addr.sin_addr.s_addr = ctx->addr;
-		return 0;
+	if (ctx->addr.ss_family) {
+		sbi->addr = ctx->addr;
+		knet_addr_set_port(&sbi->addr, ctx->opts.port);
+	} else if (knet_parse_addr(src, hlen, ctx->opts.port, &sbi->addr)) {
+		return invalfc(fc, "server in %s: not an IPv4 or IPv6 address (use mount.orfs)",
+			       src);
 	}
-	if (!hlen || !in4_pton(src, hlen, (u8 *)&sbi->addr.sin_addr.s_addr, ':', NULL))
-		return invalfc(fc, "server in %s: not an IPv4 address (use mount.orfs)", src);
+	if (ctx->opts.srcaddr.ss_family && ctx->opts.srcaddr.ss_family != sbi->addr.ss_family)
+		return invalfc(fc,
+			       "srcaddr=%pISc and the server's address %pISc are not of one family",
+			       &ctx->opts.srcaddr, &sbi->addr);
 	return 0;
 }
 
@@ -270,15 +276,27 @@ static int orfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 	return 0;
 }
 
+/* ",KEY=ADDRESS", with the zone of a link-local IPv6 address. */
+static void orfs_show_addr(struct seq_file *m, const char *key, const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+	if (ss->ss_family == AF_INET6 && sin6->sin6_scope_id)
+		seq_printf(m, ",%s=%pISsc", key, ss);
+	else
+		seq_printf(m, ",%s=%pISc", key, ss);
+}
+
 static int orfs_show_options(struct seq_file *m, struct dentry *root)
 {
 	struct orfs_sb *sbi = ORFS_SB(root->d_sb);
 	struct orfs_opts *o = &sbi->opts;
 
-	seq_printf(m, ",addr=%pI4,port=%u,rsize=%u,wsize=%u", &sbi->addr.sin_addr,
-		   ntohs(sbi->addr.sin_port), sbi->rsize, sbi->wsize);
-	if (o->srcaddr)
-		seq_printf(m, ",srcaddr=%pI4", &o->srcaddr);
+	orfs_show_addr(m, "addr", &sbi->addr);
+	seq_printf(m, ",port=%u,rsize=%u,wsize=%u", knet_addr_port(&sbi->addr), sbi->rsize,
+		   sbi->wsize);
+	if (o->srcaddr.ss_family)
+		orfs_show_addr(m, "srcaddr", &o->srcaddr);
 	seq_printf(m, ",acregmin=%u,acregmax=%u,acdirmin=%u,acdirmax=%u", o->acregmin,
 		   o->acregmax, o->acdirmin, o->acdirmax);
 	if (o->noac)
@@ -369,8 +387,7 @@ static int orfs_fill_super(struct super_block *sb, struct fs_context *fc)
 
 	ret = orfs_connect(sbi);
 	if (ret) {
-		errorfc(fc, "cannot reach %pI4:%u export '%s': %d", &sbi->addr.sin_addr,
-			ntohs(sbi->addr.sin_port), sbi->export, ret);
+		errorfc(fc, "cannot reach %pISpc export '%s': %d", &sbi->addr, sbi->export, ret);
 		return ret;
 	}
 	ret = super_setup_bdi(sb);

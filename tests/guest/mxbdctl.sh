@@ -71,13 +71,13 @@ attach_fails() {
 	cat /tmp/out
 	expect_grep "$want" /tmp/out
 }
-attach_fails "volume 'va' of $ORFS_ADDR is attached already" "$ORFS_ADDR" va
+attach_fails "volume 'va' of $ORFS_ADDR:20077 is attached already" "$ORFS_ADDR" va
 attach_fails "refused: no such export or volume" "$ORFS_ADDR" nosuch
 attach_fails "unknown option 'bogus'" "$ORFS_ADDR" va bogus=1
 attach_fails "bad value '0' for queues" "$ORFS_ADDR" vb queues=0
 attach_fails "bad value 'x' for loss_timeout" "$ORFS_ADDR" vb loss_timeout=x
-attach_fails "'10.1.2' is not an IPv4 address" 10.1.2 va
-attach_fails "srcaddr '10.1.2' is not an IPv4 address" "$ORFS_ADDR" vb srcaddr=10.1.2
+attach_fails "'10.1.2' is not an IPv4 or IPv6 address" 10.1.2 va
+attach_fails "srcaddr '10.1.2' is not an IPv4 or IPv6 address" "$ORFS_ADDR" vb srcaddr=10.1.2
 attach_fails "bad value '0' for queue_depth" "$ORFS_ADDR" vb queue_depth=0
 attach_fails "bad value '6' for max_io_kb" "$ORFS_ADDR" vb max_io_kb=6
 expect_eq "devices" "$(ls -d /sys/block/mxbd* | wc -l)" 3

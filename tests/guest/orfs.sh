@@ -87,7 +87,7 @@ expect_fail mnt -o nconnect=0
 expect_fail mnt -o nconnect=9
 expect_grep 'nconnect=9: 1 to 8 connections' <(dmesg)
 expect_fail mnt -o srcaddr=10.77.0
-expect_grep 'srcaddr=10.77.0 is not an IPv4 address' <(dmesg)
+expect_grep 'srcaddr=10.77.0 is not an IPv4 or IPv6 address' <(dmesg)
 # An address this host does not have: nothing to connect from.
 expect_fail mnt -o srcaddr=192.0.2.9
 mnt -o "srcaddr=$ORFS_ADDR"
