@@ -77,18 +77,47 @@ int conn_post_recv(struct conn *c, int i)
  * The file handle key: 16 random bytes in STATE_DIR/handle-key, made on
  * first use and kept, so that handles stay valid across restarts.
  */
-static int load_key(struct srv *s, const char *dir)
+/* Could this process make a file in DIR, or make DIR itself and then one? */
+static int could_make_in(const char *dir)
+{
+	char parent[PATH_MAX], *slash;
+
+	if (!access(dir, W_OK | X_OK))
+		return 1;
+	if (errno != ENOENT || strlen(dir) >= sizeof(parent))
+		return 0;
+	strcpy(parent, dir);
+	slash = strrchr(parent, '/');
+	if (!slash)
+		return !access(".", W_OK | X_OK);
+	slash[slash == parent] = '\0';	/* "/x" -> "/" */
+	return !access(parent, W_OK | X_OK);
+}
+
+/*
+ * The file handle key of state directory DIR into s->key, made there on
+ * first use. With MAKE 0 (a check), nothing is made: a missing key only
+ * needs a place where a start could make it.
+ */
+static int load_key(struct srv *s, const char *dir, int make)
 {
 	char path[PATH_MAX];
 	ssize_t n;
 	int fd;
 
-	if (mkdir(dir, 0700) && errno != EEXIST) {
+	if (make && mkdir(dir, 0700) && errno != EEXIST) {
 		srv_log("state directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/handle-key", dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR) && !make) {
+		if (could_make_in(dir))
+			return 0;
+		srv_log("state directory %s: %s: a start could not make its file handle key", dir,
+			strerror(errno));
+		return -1;
+	}
 	if (fd < 0 && errno == ENOENT) {
 		if (getrandom(s->key, sizeof(s->key), 0) != (ssize_t)sizeof(s->key)) {
 			srv_log("getrandom: %s", strerror(errno));
@@ -1106,7 +1135,7 @@ static void srv_reload(struct srv *s)
 	for (i = 0; i < n->nex; i++) {
 		if (find_export(s, n->ex[i].name, n->ex[i].service))
 			continue;
-		if (n->ex[i].service == KNET_SVC_FILE && load_key(s, s->cfg.state_dir))
+		if (n->ex[i].service == KNET_SVC_FILE && load_key(s, s->cfg.state_dir, 1))
 			continue;
 		if (!export_add(s, &n->ex[i]))
 			added++;
@@ -1403,12 +1432,56 @@ static int main_loop(struct srv *s)
 	return failed ? -1 : 0;
 }
 
+/*
+ * -n: would this configuration start? Its address must be an RDMA
+ * device's (its port is not checked), its state directory usable, and each export and volume must
+ * open as at a start; they are closed again, nothing is served, listened
+ * on or made. Each problem is logged. Returns how many there are.
+ */
+static int check_config(struct srv *s)
+{
+	struct fi_info *hints = fab_hints(s->prov, s->cfg.listen), *info = NULL;
+	int i, nfile = 0, nblock = 0, bad = 0, ret;
+
+	if (!hints)
+		return 1;
+	/* Not the port: the server being checked for may hold it. */
+	ret = fi_getinfo(FAB_VERSION, s->cfg.listen, NULL, FI_SOURCE, hints, &info);
+	fi_freeinfo(hints);
+	if (ret) {
+		srv_log("listen %s: no RDMA device has that address (%s)", s->cfg.listen,
+			fi_strerror(-ret));
+		bad++;
+	}
+	for (i = 0; i < s->cfg.nex; i++) {
+		const struct cfg_export *e = &s->cfg.ex[i];
+
+		if (e->service == KNET_SVC_FILE && !nfile++ && load_key(s, s->cfg.state_dir, 0))
+			bad++;
+		nblock += e->service == KNET_SVC_BLOCK;
+		if (export_add(s, e))
+			bad++;
+	}
+	for (i = 0; i < SRV_MAX_EXPORTS; i++)
+		if (s->ex[i].used)
+			export_release(s, &s->ex[i]);
+	if (bad)
+		srv_log("configuration checked: %d problem%s", bad, bad == 1 ? "" : "s");
+	else
+		srv_log("configuration checked: listen %s port %s on %s, %d exports, %d volumes, %d allowed networks%s",
+			s->cfg.listen, s->cfg.port, info->domain_attr->name, nfile, nblock,
+			s->cfg.nallow, s->cfg.nallow ? "" : " (every client)");
+	if (info)
+		fi_freeinfo(info);
+	return bad;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: orfs-server [-c FILE] [-a ADDRESS] [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
 		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-T PROGRESS]\n"
-		"                   [-B USEC] [-L LEASE] [-G GRACE] [-s DIR] [-P PROVIDER] [-v]\n"
+		"                   [-B USEC] [-L LEASE] [-G GRACE] [-s DIR] [-P PROVIDER] [-v] [-n]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on\n"
 		"  -p  port (default %d)\n"
@@ -1429,7 +1502,9 @@ static void usage(FILE *f)
 		"      nobody takes a new one (default: the lease)\n"
 		"  -s  state directory, for the file handle key (default /var/lib/orfs-server)\n"
 		"  -P  libfabric provider (default verbs)\n"
-		"  -v  log failed operations too\n", KNET_DEFAULT_PORT, CFG_AUTO_PROGRESS, CFG_POLL_US,
+		"  -v  log failed operations too\n"
+		"  -n  check the configuration and exit: 0 if it would start, 1 with its\n"
+		"      problems, 2 if it does not parse\n", KNET_DEFAULT_PORT, CFG_AUTO_PROGRESS, CFG_POLL_US,
 		LOCKS_LEASE);
 }
 
@@ -1437,10 +1512,10 @@ int main(int argc, char **argv)
 {
 	static struct srv s;
 	char err[512], line[96];
-	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:L:G:s:P:vh";
+	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:L:G:s:P:vnh";
 	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
 	unsigned long long buffer_waits = 0;
-	int opt, i, ret;
+	int opt, i, ret, check = 0;
 
 	s.prov = "verbs";
 	pthread_mutex_init(&s.lock, NULL);
@@ -1519,6 +1594,9 @@ int main(int argc, char **argv)
 		case 'v':
 			s.verbose = 1;
 			break;
+		case 'n':
+			check = 1;
+			break;
 		case 'c':
 			break;
 		default:
@@ -1545,6 +1623,11 @@ int main(int argc, char **argv)
 	if (s.nchunks < (uint32_t)s.nshards) {
 		fprintf(stderr, "orfs-server: the pool must hold at least one chunk per progress thread\n");
 		goto fail_usage;
+	}
+	if (check) {
+		ret = check_config(&s) ? 1 : 0;
+		srv_close(&s);
+		return ret;
 	}
 	umask(0);	/* clients send the modes they mean, their umask applied */
 	if (getenv("ORFS_SERVER_FAULT")) {
@@ -1593,7 +1676,7 @@ int main(int argc, char **argv)
 		s.boot = ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40);
 	}
 	for (i = 0; i < s.cfg.nex; i++) {
-		if (s.cfg.ex[i].service == KNET_SVC_FILE && load_key(&s, s.cfg.state_dir)) {
+		if (s.cfg.ex[i].service == KNET_SVC_FILE && load_key(&s, s.cfg.state_dir, 1)) {
 			srv_close(&s);
 			return 2;
 		}

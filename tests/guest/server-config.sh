@@ -4,7 +4,8 @@
 # reloads that add and retire volumes (a retired volume's running client
 # finishes, new ones are refused, the volume is released after), a reload
 # that takes a running client out of the allow list (cut at once), and a
-# reload with a broken file that changes nothing; a status report on
+# reload with a broken file that changes nothing; a check (-n) of a good
+# file and of one with problems beside the running server; a status report on
 # SIGUSR1; the allow lists of one
 # export or volume (refused outside them, a running client cut when a
 # reload takes it out); SIGTERM under load.
@@ -154,6 +155,51 @@ cut_by_reload v2 "s|^volume v2 .*|volume v2 /tmp/v2 prio=high allow=10.99.0.0/16
 sed -i "s|^volume v2 .*|volume v2 /tmp/v2 prio=high|" $conf
 reload
 expect_grep "reload: volume 'v2' allows 0 networks" "$ORFS_SERVER_LOG"
+load -n v2 -w info > /tmp/out
+expect_grep 'size 33554432' /tmp/out
+
+step "-n checks a configuration beside the running server: it passes, or each problem is named"
+set +e
+"$ORFS_BIN/orfs-server" -n -c $conf > /tmp/check.out 2>&1; rc=$?
+set -e
+cat /tmp/check.out
+expect_eq "exit code of the check of the file in force" "$rc" 0
+nexp=$(grep -c '^export ' $conf || true)
+nvol=$(grep -c '^volume ' $conf || true)
+nallow=$(awk '$1 == "allow" { n += NF - 1 } END { print n + 0 }' $conf)
+expect_grep "configuration checked: listen $ORFS_ADDR port 20077 on $ORFS_RDMA_DEV, $nexp exports, $nvol volumes, $nallow allowed networks" /tmp/check.out
+# A file export whose state directory does not exist yet: the check makes nothing.
+mkdir -p /tmp/ck-exp
+set +e
+"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -s /tmp/ck-state -e ck=/tmp/ck-exp > /tmp/check.out 2>&1; rc=$?
+set -e
+cat /tmp/check.out
+expect_eq "exit code of a check with a new state directory" "$rc" 0
+expect_grep "1 exports, 0 volumes, 0 allowed networks \(every client\)" /tmp/check.out
+[ ! -e /tmp/ck-state ] || fail "the check made the state directory"
+{
+	echo "listen 192.0.2.1"
+	echo "state /tmp/v1/state"
+	echo "export gone /tmp/no-such-dir"
+	echo "export ok /tmp/ck-exp"
+	echo "volume lost /tmp/no-such-file"
+	echo "volume v1 /tmp/v1"
+} > /tmp/bad.conf
+set +e
+"$ORFS_BIN/orfs-server" -n -c /tmp/bad.conf > /tmp/check.out 2>&1; rc=$?
+set -e
+cat /tmp/check.out
+expect_eq "exit code of a check that finds problems" "$rc" 1
+expect_grep "listen 192.0.2.1: no RDMA device has that address" /tmp/check.out
+expect_grep "state directory /tmp/v1/state: .*a start could not make its file handle key" /tmp/check.out
+expect_grep "export gone: /tmp/no-such-dir is not a directory" /tmp/check.out
+expect_grep "volume /tmp/no-such-file: No such file or directory" /tmp/check.out
+expect_grep "configuration checked: 4 problems" /tmp/check.out
+set +e
+"$ORFS_BIN/orfs-server" -n -c /nonexistent.conf > /tmp/check.out 2>&1; rc=$?
+set -e
+expect_eq "exit code of a check of a file that does not parse" "$rc" 2
+# The running server noticed none of it.
 load -n v2 -w info > /tmp/out
 expect_grep 'size 33554432' /tmp/out
 
