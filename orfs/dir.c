@@ -106,8 +106,8 @@ static int orfs_dentry_cached(struct inode *dir, struct dentry *dentry, struct i
 	 * Not the attributes' own age: our changes to a directory expire its
 	 * attributes, not its name in its parent.
 	 */
-	if (!ORFS_SB(dir->i_sb)->opts.noac &&
-	    time_before(jiffies, checked + READ_ONCE(ORFS_I(inode)->attr_timeo)))
+	if (!READ_ONCE(ORFS_SB(dir->i_sb)->opts.noac) &&
+	    time_before(jiffies, checked + orfs_attr_timeo(inode)))
 		return 1;
 	return -ECHILD;
 }

@@ -211,12 +211,23 @@ static inline struct orfs_sb *ORFS_SB(struct super_block *sb)
 }
 
 /* INODE's cached attributes are within their timeout (no lock: RCU walks use it). */
+/*
+ * How long INODE's attributes are trusted from their last refresh: its
+ * timeout, but no more than the mount's maximum now (a remount may have
+ * lowered it).
+ */
+static inline unsigned long orfs_attr_timeo(struct inode *inode)
+{
+	struct orfs_opts *o = &ORFS_SB(inode->i_sb)->opts;
+	unsigned int max = S_ISDIR(inode->i_mode) ? READ_ONCE(o->acdirmax) : READ_ONCE(o->acregmax);
+
+	return min_t(unsigned long, READ_ONCE(ORFS_I(inode)->attr_timeo), max * HZ);
+}
+
 static inline bool orfs_attr_fresh(struct inode *inode)
 {
-	struct orfs_inode *ci = ORFS_I(inode);
-
-	return !ORFS_SB(inode->i_sb)->opts.noac &&
-	       time_before(jiffies, READ_ONCE(ci->attr_time) + READ_ONCE(ci->attr_timeo));
+	return !READ_ONCE(ORFS_SB(inode->i_sb)->opts.noac) &&
+	       time_before(jiffies, READ_ONCE(ORFS_I(inode)->attr_time) + orfs_attr_timeo(inode));
 }
 
 /* A request body under construction. */

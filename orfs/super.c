@@ -41,7 +41,7 @@ static struct knet_ulp orfs_ulp = {
 enum {
 	ORFS_OPT_ADDR, ORFS_OPT_PORT, ORFS_OPT_RSIZE, ORFS_OPT_WSIZE,
 	ORFS_OPT_ACREGMIN, ORFS_OPT_ACREGMAX, ORFS_OPT_ACDIRMIN, ORFS_OPT_ACDIRMAX,
-	ORFS_OPT_ACTIMEO, ORFS_OPT_NOAC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
+	ORFS_OPT_ACTIMEO, ORFS_OPT_AC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
 	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO, ORFS_OPT_LOCKS,
 	ORFS_OPT_SRCADDR,
@@ -69,7 +69,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_u32("acdirmin",		ORFS_OPT_ACDIRMIN),
 	fsparam_u32("acdirmax",		ORFS_OPT_ACDIRMAX),
 	fsparam_u32("actimeo",		ORFS_OPT_ACTIMEO),
-	fsparam_flag("noac",		ORFS_OPT_NOAC),
+	fsparam_flag_no("ac",		ORFS_OPT_AC),
 	fsparam_flag("hard",		ORFS_OPT_HARD),
 	fsparam_flag("soft",		ORFS_OPT_SOFT),
 	fsparam_u32("timeo",		ORFS_OPT_TIMEO),
@@ -140,8 +140,8 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		o->acdirmin = r.uint_32;
 		o->acdirmax = r.uint_32;
 		break;
-	case ORFS_OPT_NOAC:
-		o->noac = true;
+	case ORFS_OPT_AC:
+		o->noac = r.negated;
 		break;
 	case ORFS_OPT_HARD:
 		o->soft = false;
@@ -452,9 +452,79 @@ static void orfs_free_fc(struct fs_context *fc)
 	kfree(fc->fs_private);
 }
 
+/* Are the source addresses A and B (family 0: none) the same? */
+static bool orfs_same_src(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	return a->ss_family == b->ss_family && (!a->ss_family || knet_addr_same(a, b));
+}
+
+/*
+ * mount -o remount: the attribute cache's times (acregmin...acdirmax,
+ * actimeo, ac/noac), hard/soft with retrans, and regcache change; ro/rw
+ * is the VFS's. The rest is the connection's and the page cache's: given
+ * again with the value in force it is accepted (mount(8) may repeat what
+ * /proc/mounts shows), another value is refused and nothing changes.
+ */
+static int orfs_reconfigure(struct fs_context *fc)
+{
+	struct orfs_fs_context *ctx = fc->fs_private;
+	struct super_block *sb = fc->root->d_sb;
+	struct orfs_sb *sbi = ORFS_SB(sb);
+	struct orfs_opts *n = &ctx->opts, *o = &sbi->opts;
+	const char *what = NULL;
+	unsigned int i;
+	int ret;
+
+	if (n->acregmin > n->acregmax || n->acdirmin > n->acdirmax)
+		return invalfc(fc, "attribute cache minimum above its maximum");
+	if (ctx->addr.ss_family) {
+		knet_addr_set_port(&ctx->addr, knet_addr_port(&sbi->addr));
+		if (!knet_addr_same(&ctx->addr, &sbi->addr))
+			what = "addr";
+	}
+	if (n->port != knet_addr_port(&sbi->addr))
+		what = "port";
+	else if (n->rsize != sbi->rsize)
+		what = "rsize";
+	else if (n->wsize != sbi->wsize)
+		what = "wsize";
+	else if (!orfs_same_src(&n->srcaddr, &o->srcaddr))
+		what = "srcaddr";
+	else if (n->nconnect != sbi->nsess)
+		what = "nconnect";
+	else if (n->timeo != o->timeo)
+		what = "timeo";
+	else if (n->largefolio != o->largefolio)
+		what = "largefolio";
+	else if (n->local_locks != o->local_locks)
+		what = "locks";
+	if (what)
+		return invalfc(fc, "%s= cannot change on a remount", what);
+	/* Going read-only: what this client holds dirty is written first. */
+	if ((fc->sb_flags_mask & SB_RDONLY) && (fc->sb_flags & SB_RDONLY) && !sb_rdonly(sb)) {
+		ret = sync_filesystem(sb);
+		if (ret)
+			return ret;
+	}
+	WRITE_ONCE(o->acregmin, n->acregmin);
+	WRITE_ONCE(o->acregmax, n->acregmax);
+	WRITE_ONCE(o->acdirmin, n->acdirmin);
+	WRITE_ONCE(o->acdirmax, n->acdirmax);
+	WRITE_ONCE(o->noac, n->noac);
+	WRITE_ONCE(o->regcache, n->regcache);
+	WRITE_ONCE(o->soft, n->soft);
+	WRITE_ONCE(o->retrans, n->retrans);
+	for (i = 0; i < sbi->nsess; i++) {
+		WRITE_ONCE(sbi->sess[i].hard, !n->soft);
+		WRITE_ONCE(sbi->sess[i].retries, n->retrans);
+	}
+	return 0;
+}
+
 static const struct fs_context_operations orfs_context_ops = {
 	.parse_param	= orfs_parse_param,
 	.get_tree	= orfs_get_tree,
+	.reconfigure	= orfs_reconfigure,
 	.free		= orfs_free_fc,
 };
 
@@ -465,6 +535,19 @@ static int orfs_init_fs_context(struct fs_context *fc)
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return -ENOMEM;
+	fc->fs_private = ctx;
+	fc->ops = &orfs_context_ops;
+	/* A remount starts from what is in force, as /proc/mounts shows it. */
+	if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE) {
+		struct orfs_sb *sbi = ORFS_SB(fc->root->d_sb);
+
+		ctx->opts = sbi->opts;
+		ctx->opts.port = knet_addr_port(&sbi->addr);
+		ctx->opts.rsize = sbi->rsize;
+		ctx->opts.wsize = sbi->wsize;
+		ctx->opts.nconnect = sbi->nsess;
+		return 0;
+	}
 	ctx->opts.port = KNET_DEFAULT_PORT;
 	ctx->opts.acregmin = 3;
 	ctx->opts.acregmax = 60;
@@ -480,8 +563,6 @@ static int orfs_init_fs_context(struct fs_context *fc)
 	 * time stay on the first connection (orfs_sess_get()).
 	 */
 	ctx->opts.nconnect = min_t(unsigned int, num_online_cpus(), ORFS_AUTO_CONNECT);
-	fc->fs_private = ctx;
-	fc->ops = &orfs_context_ops;
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# ORFS against the real server over rxe: mount options, the POSIX checks of
+# ORFS against the real server over rxe: mount options and remounts, the POSIX checks of
 # orfs-fstest (first on ext4, to check the checks, then on ORFS, as root
 # and as a user), close-to-open consistency with changes made on the
 # server, fio with verification through the page cache and O_DIRECT
@@ -105,6 +105,56 @@ umnt
 expect_fail "$ORFS_PROJ/tools/mount.orfs" localhost:/data /tmp/mnt
 expect_grep "orfs: cannot reach 127.0.0.1:20077 export 'data'" <(dmesg)
 expect_fail "$ORFS_PROJ/tools/mount.orfs" no-such-host.invalid:/data /tmp/mnt
+
+step "remount: attribute cache times, soft/hard and ro/rw change; what cannot change is refused"
+mnt -o actimeo=3600,nconnect=2
+on_exit "umount -f /tmp/mnt 2>/dev/null || true"
+echo one > $exp/rm-f
+expect_eq "first read" "$(cat /tmp/mnt/rm-f)" one
+# Changed on the server: the cached attributes (for an hour) hide it.
+echo three > $exp/rm-f
+expect_eq "size within the attribute timeout" "$(stat -c %s /tmp/mnt/rm-f)" 4
+mount -o remount,noac,soft,retrans=5 /tmp/mnt
+grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
+expect_grep ",noac,soft,timeo=600,retrans=5," /tmp/out
+expect_eq "size after a remount with noac" "$(stat -c %s /tmp/mnt/rm-f)" 6
+expect_fail mount -o remount,ac,hard,acregmax=7 /tmp/mnt	# acregmin is 3600
+expect_grep "attribute cache minimum above its maximum" <(dmesg | tail -n 3)
+grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
+expect_grep "acregmin=3600,acregmax=3600,.*,noac,soft," /tmp/out	# nothing changed
+mount -o remount,ac,hard,actimeo=7 /tmp/mnt
+grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
+expect_grep "acregmin=7,acregmax=7,acdirmin=7,acdirmax=7,hard," /tmp/out
+if grep -q noac /tmp/out; then fail "noac still shown after remount,ac"; fi
+# What the mount's connections and page cache were made with stays.
+fixed="rsize=65536 wsize=65536 nconnect=1 port=20078 timeo=50 addr=10.77.0.2 srcaddr=$ORFS_ADDR"
+fixed="$fixed locks=local"
+# (6.1 refuses largefolio=on at any mount: it has no folio size bound)
+((k612 == 0)) || fixed="$fixed largefolio=off"
+for o in $fixed; do
+	expect_fail mount -o "remount,$o" /tmp/mnt
+	expect_grep "${o%%=*}= cannot change on a remount" <(dmesg | tail -n 3)
+done
+grep ' /tmp/mnt ' /proc/mounts > /tmp/out2
+cmp /tmp/out /tmp/out2 || fail "a refused remount changed the options"
+# ... but given again as they are, they are taken (mount(8) may repeat them).
+mount -o "remount,rsize=1048576,nconnect=2,port=20077,addr=$ORFS_ADDR,timeo=600,locks=remote" /tmp/mnt
+# Read-only: refused while a file is open for writing; then writes fail
+# with EROFS and reads go on; read-write again.
+exec 8>> /tmp/mnt/rm-f
+expect_fail mount -o remount,ro /tmp/mnt
+exec 8>&-
+echo dirty > /tmp/mnt/rm-g
+mount -o remount,ro /tmp/mnt
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs ro," /proc/mounts
+expect_eq "written before ro" "$(cat $exp/rm-g)" dirty
+if touch /tmp/mnt/rm-h 2> /tmp/err; then fail "a create on a read-only remount"; fi
+expect_grep "Read-only file system" /tmp/err
+expect_eq "read on a read-only remount" "$(cat /tmp/mnt/rm-f)" three
+mount -o remount,rw /tmp/mnt
+touch /tmp/mnt/rm-h
+rm /tmp/mnt/rm-f /tmp/mnt/rm-g /tmp/mnt/rm-h
+umnt
 
 step "the POSIX checks pass on ext4 (the reference) and on ORFS exporting it, as root and uid 1000"
 "$ft" /tmp/e4/ref 1000 | tee /tmp/ref.out || true	# counted below
