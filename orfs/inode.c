@@ -71,14 +71,16 @@ static unsigned long orfs_timeo_min(struct inode *inode)
 {
 	struct orfs_opts *o = &ORFS_SB(inode->i_sb)->opts;
 
-	return (S_ISDIR(inode->i_mode) ? READ_ONCE(o->acdirmin) : READ_ONCE(o->acregmin)) * HZ;
+	return (unsigned long)(S_ISDIR(inode->i_mode) ? READ_ONCE(o->acdirmin) :
+			       READ_ONCE(o->acregmin)) * HZ;
 }
 
 static unsigned long orfs_timeo_max(struct inode *inode)
 {
 	struct orfs_opts *o = &ORFS_SB(inode->i_sb)->opts;
 
-	return (S_ISDIR(inode->i_mode) ? READ_ONCE(o->acdirmax) : READ_ONCE(o->acregmax)) * HZ;
+	return (unsigned long)(S_ISDIR(inode->i_mode) ? READ_ONCE(o->acdirmax) :
+			       READ_ONCE(o->acregmax)) * HZ;
 }
 
 static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool own)

@@ -221,7 +221,7 @@ static inline unsigned long orfs_attr_timeo(struct inode *inode)
 	struct orfs_opts *o = &ORFS_SB(inode->i_sb)->opts;
 	unsigned int max = S_ISDIR(inode->i_mode) ? READ_ONCE(o->acdirmax) : READ_ONCE(o->acregmax);
 
-	return min_t(unsigned long, READ_ONCE(ORFS_I(inode)->attr_timeo), max * HZ);
+	return min_t(unsigned long, READ_ONCE(ORFS_I(inode)->attr_timeo), (unsigned long)max * HZ);
 }
 
 static inline bool orfs_attr_fresh(struct inode *inode)
