@@ -40,6 +40,41 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+int config_add_listen(struct config *c, const char *addr, const char *port, char *err,
+		      size_t errlen)
+{
+	struct cfg_listen *l;
+
+	if (c->nlisten == CFG_MAX_LISTEN)
+		return fail(err, errlen, "listen: more than %d addresses", CFG_MAX_LISTEN);
+	l = &c->listen[c->nlisten];
+	if (!*addr || strlen(addr) >= sizeof(l->addr) || (port && strlen(port) >= sizeof(l->port)))
+		return fail(err, errlen, "listen: '%s'%s%s: too long or empty", addr,
+			    port ? " " : "", port ? port : "");
+	snprintf(l->addr, sizeof(l->addr), "%s", addr);
+	snprintf(l->port, sizeof(l->port), "%s", port ? port : "");
+	c->nlisten++;
+	return 0;
+}
+
+const char *config_listen_port(const struct config *c, int i)
+{
+	return c->listen[i].port[0] ? c->listen[i].port : c->port;
+}
+
+int config_same_listen(const struct config *a, const struct config *b)
+{
+	int i;
+
+	if (a->nlisten != b->nlisten)
+		return 0;
+	for (i = 0; i < a->nlisten; i++)
+		if (strcmp(a->listen[i].addr, b->listen[i].addr) ||
+		    strcmp(config_listen_port(a, i), config_listen_port(b, i)))
+			return 0;
+	return 1;
+}
+
 const struct cfg_export *config_find(const struct config *c, int service, const char *name)
 {
 	int i;
@@ -256,14 +291,8 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 	if (!n)
 		return 0;
 
-	if (!strcmp(w[0], "listen") && (n == 2 || n == 3)) {
-		if (strlen(w[1]) >= sizeof(c->listen) || (n == 3 && strlen(w[2]) >= sizeof(c->port)))
-			return fail(err, errlen, "listen: too long");
-		strcpy(c->listen, w[1]);
-		if (n == 3)
-			strcpy(c->port, w[2]);
-		return 0;
-	}
+	if (!strcmp(w[0], "listen") && (n == 2 || n == 3))
+		return config_add_listen(c, w[1], n == 3 ? w[2] : NULL, err, errlen);
 	if (!strcmp(w[0], "state") && n == 2) {
 		if (w[1][0] != '/' || strlen(w[1]) >= sizeof(c->state_dir))
 			return fail(err, errlen, "state: an absolute path");

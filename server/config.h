@@ -17,6 +17,7 @@
 #define CFG_MAX_EXPORTS	64
 #define CFG_MAX_ALLOW	64
 #define CFG_EXPORT_MAX_ALLOW	16	/* allow= options of one export or volume */
+#define CFG_MAX_LISTEN		8	/* addresses listened on, of one RDMA device */
 #define CFG_POLL_US	0	/* see 'poll' in orfs-server(8) */
 #define CFG_MAX_PROGRESS	64	/* progress threads */
 #define CFG_AUTO_PROGRESS	4	/* most of them by default (progress 0) */
@@ -50,8 +51,13 @@ struct cfg_export {
 };
 
 struct config {
-	char			listen[64];
-	char			port[16];
+	/* Addresses to listen on, each with its port ("": the default). */
+	struct cfg_listen {
+		char		addr[64];
+		char		port[16];
+	}			listen[CFG_MAX_LISTEN];
+	int			nlisten;
+	char			port[16];		/* the default port */
 	char			state_dir[PATH_MAX];	/* file handle key */
 	unsigned int		pool_mib;
 	unsigned int		chunk_kib;
@@ -107,6 +113,19 @@ int config_export_allowed(const struct cfg_export *e, const struct cfg_addr *a);
 
 /* Do A and B allow the same clients (the same entries, in the same order)? */
 int config_same_allow(const struct cfg_export *a, const struct cfg_export *b);
+
+/* The port of listen address I: its own, or the default. */
+const char *config_listen_port(const struct config *c, int i);
+
+/*
+ * Add listen address ADDR with PORT (NULL or "": the default); returns 0,
+ * or -1 with a message in ERR (too long, too many).
+ */
+int config_add_listen(struct config *c, const char *addr, const char *port, char *err,
+		      size_t errlen);
+
+/* Do A and B listen on the same addresses and ports, in the same order? */
+int config_same_listen(const struct config *a, const struct config *b);
 
 /* The export named NAME for SERVICE, or NULL. */
 const struct cfg_export *config_find(const struct config *c, int service, const char *name);

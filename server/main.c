@@ -294,7 +294,8 @@ void conn_close(struct conn *c, const char *why)
 	conn_put(c);
 }
 
-static void reject(struct srv *s, struct fi_info *info, int reason, const char *what)
+/* Reject the connection request INFO that came on passive endpoint PEP. */
+static void reject(fid_t pep, struct fi_info *info, int reason, const char *what)
 {
 	struct knet_cm_rej rej = {
 		.version = htole16(KNET_PROTO_VERSION),
@@ -303,7 +304,8 @@ static void reject(struct srv *s, struct fi_info *info, int reason, const char *
 	int ret;
 
 	srv_log("rejecting a connection: %s%s", proto_reject_str(reason), what ? what : "");
-	ret = fi_reject(s->pep, info->handle, &rej, sizeof(rej));
+	/* A passive endpoint's fid is its first member. */
+	ret = fi_reject((struct fid_pep *)pep, info->handle, &rej, sizeof(rej));
 	if (ret)
 		fab_err("fi_reject", ret);
 }
@@ -390,18 +392,18 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	pthread_mutex_unlock(&s->lock);
 	if (!allowed) {
 		snprintf(detail, sizeof(detail), " (%s)", config_addr_str(&ip, host, sizeof(host)));
-		reject(s, e->info, KNET_REJ_ACCESS, detail);
+		reject(e->fid, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
 	}
 	reason = proto_parse_cm_req(e->data, datalen, &p);
 	if (reason) {
-		reject(s, e->info, reason, NULL);
+		reject(e->fid, e->info, reason, NULL);
 		goto out;
 	}
 	ex = export_get(s, p.name, p.service);
 	if (!ex) {
 		snprintf(detail, sizeof(detail), " ('%s', service %u)", p.name, p.service);
-		reject(s, e->info, KNET_REJ_NOENT, detail);
+		reject(e->fid, e->info, KNET_REJ_NOENT, detail);
 		goto out;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -412,7 +414,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	if (!allowed) {
 		snprintf(detail, sizeof(detail), " (%s, to '%s')", config_addr_str(&ip, host, sizeof(host)),
 			 p.name);
-		reject(s, e->info, KNET_REJ_ACCESS, detail);
+		reject(e->fid, e->info, KNET_REJ_ACCESS, detail);
 		goto out;
 	}
 	c = NULL;
@@ -429,7 +431,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 		pthread_mutex_lock(&s->lock);
 		export_put(s, ex);
 		pthread_mutex_unlock(&s->lock);
-		reject(s, e->info, KNET_REJ_BUSY, NULL);
+		reject(e->fid, e->info, KNET_REJ_BUSY, NULL);
 		goto out;
 	}
 
@@ -474,7 +476,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	goto out;
 
 fail:
-	reject(s, e->info, KNET_REJ_BUSY, NULL);
+	reject(e->fid, e->info, KNET_REJ_BUSY, NULL);
 	/* Never connected: the queue pair goes with its unflushed receives. */
 	conn_free(c);
 	s->nconns--;
@@ -673,7 +675,7 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 
 	if (!q) {
 		srv_log("out of memory for a connection");
-		reject(s, ev->cm.info, KNET_REJ_BUSY, NULL);
+		reject(ev->cm.fid, ev->cm.info, KNET_REJ_BUSY, NULL);
 		fi_freeinfo(ev->cm.info);
 		return;
 	}
@@ -717,7 +719,7 @@ static void handle_listen(struct srv *s)
 		if (event != FI_CONNREQ || (size_t)rd < sizeof(ev.cm)) {
 			srv_log("unexpected listener event %u", event);
 		} else if (s->stopping) {
-			reject(s, ev.cm.info, KNET_REJ_BUSY, NULL);
+			reject(ev.cm.fid, ev.cm.info, KNET_REJ_BUSY, NULL);
 			fi_freeinfo(ev.cm.info);
 		} else {
 			hand_over(s, &ev, (size_t)rd);
@@ -914,22 +916,44 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 static int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
-	struct fi_info *hints = fab_hints(s->prov, s->cfg.listen);
 	sigset_t mask;
 	int i, ret;
 
-	if (!hints)
-		return -FI_ENOMEM;
-	ret = fi_getinfo(FAB_VERSION, s->cfg.listen, s->cfg.port, FI_SOURCE, hints, &s->info);
-	fi_freeinfo(hints);
-	if (ret)
-		return fab_err("fi_getinfo (is there an RDMA device on that address?)", ret);
+	for (i = 0; i < s->cfg.nlisten; i++) {
+		const char *addr = s->cfg.listen[i].addr, *port = config_listen_port(&s->cfg, i);
+		struct fi_info *hints = fab_hints(s->prov, addr);
+
+		if (!hints)
+			return -FI_ENOMEM;
+		ret = fi_getinfo(FAB_VERSION, addr, port, FI_SOURCE, hints, &s->linfo[i]);
+		fi_freeinfo(hints);
+		if (ret) {
+			srv_log("listen %s port %s: %s (is there an RDMA device on that address?)",
+				addr, port, fi_strerror(-ret));
+			return ret;
+		}
+		/* One domain: the pool is registered with it, the queues made on it. */
+		if (i && strcmp(s->linfo[i]->domain_attr->name, s->linfo[0]->domain_attr->name)) {
+			srv_log("listen %s is on %s and %s on %s: a server serves one RDMA device (run one a device, each on its own port)",
+				s->cfg.listen[0].addr, s->linfo[0]->domain_attr->name, addr,
+				s->linfo[i]->domain_attr->name);
+			return -FI_EINVAL;
+		}
+	}
+	s->info = s->linfo[0];
 	if ((ret = fi_fabric(s->info->fabric_attr, &s->fabric, NULL)) ||
 	    (ret = fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL)) ||
-	    (ret = fi_domain(s->fabric, s->info, &s->domain, NULL)) ||
-	    (ret = fi_passive_ep(s->fabric, s->info, &s->pep, NULL)) ||
-	    (ret = fi_pep_bind(s->pep, &s->eq->fid, 0)))
+	    (ret = fi_domain(s->fabric, s->info, &s->domain, NULL)))
 		return fab_err("setting up the fabric", ret);
+	for (i = 0; i < s->cfg.nlisten; i++) {
+		ret = fi_passive_ep(s->fabric, s->linfo[i], &s->pep[i], NULL);
+		if (ret)
+			return fab_err("setting up a listener", ret);
+		s->npep++;
+		ret = fi_pep_bind(s->pep[i], &s->eq->fid, 0);
+		if (ret)
+			return fab_err("setting up a listener", ret);
+	}
 	ret = fi_control(&s->eq->fid, FI_GETWAIT, &s->eqfd);
 	if (ret)
 		return fab_err("getting wait objects", ret);
@@ -978,9 +1002,11 @@ static int srv_open(struct srv *s)
 	if (epoll_add(s->epfd, s->eqfd) || epoll_add(s->epfd, s->sigfd) ||
 	    epoll_add(s->epfd, s->wakefd))
 		return -1;
-	ret = fi_listen(s->pep);
-	if (ret)
-		return fab_err("fi_listen", ret);
+	for (i = 0; i < s->npep; i++) {
+		ret = fi_listen(s->pep[i]);
+		if (ret)
+			return fab_err("fi_listen", ret);
+	}
 	return 0;
 }
 
@@ -1037,16 +1063,19 @@ static void srv_close(struct srv *s)
 			shard_close(&s->shards[i]);
 	free(s->shards);
 	s->shards = NULL;
-	if (s->pep)
-		fi_close(&s->pep->fid);
+	for (i = 0; i < s->npep; i++)
+		fi_close(&s->pep[i]->fid);
+	s->npep = 0;
 	if (s->domain)
 		fi_close(&s->domain->fid);
 	if (s->eq)
 		fi_close(&s->eq->fid);
 	if (s->fabric)
 		fi_close(&s->fabric->fid);
-	if (s->info)
-		fi_freeinfo(s->info);
+	for (i = 0; i < CFG_MAX_LISTEN; i++)
+		if (s->linfo[i])
+			fi_freeinfo(s->linfo[i]);
+	s->info = NULL;
 	if (s->epfd > 0)
 		close(s->epfd);
 	if (s->sigfd > 0)
@@ -1101,7 +1130,7 @@ static void srv_reload(struct srv *s)
 	}
 	for (i = 0; i < s->cmdline.nallow && n->nallow < CFG_MAX_ALLOW; i++)
 		n->allow[n->nallow++] = s->cmdline.allow[i];
-	if ((n->listen[0] && strcmp(n->listen, s->cfg.listen)) || strcmp(n->port, s->cfg.port) ||
+	if ((n->nlisten && !config_same_listen(n, &s->cfg)) ||
 	    n->pool_mib != s->cfg.pool_mib || n->chunk_kib != s->cfg.chunk_kib ||
 	    n->threads != s->cfg.threads || n->progress != s->cfg.progress)
 		srv_log("reload: listen, pool, chunk, threads and progress changes take effect at the next start");
@@ -1432,26 +1461,53 @@ static int main_loop(struct srv *s)
 	return failed ? -1 : 0;
 }
 
+/* "A port P, B port Q": the addresses of C, for the log. */
+static const char *listen_str(const struct config *c, char *buf, size_t len)
+{
+	size_t n = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < c->nlisten && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s port %s", i ? ", " : "",
+				      c->listen[i].addr, config_listen_port(c, i));
+	return buf;
+}
+
 /*
- * -n: would this configuration start? Its address must be an RDMA
- * device's (its port is not checked), its state directory usable, and each export and volume must
+ * -n: would this configuration start? Its addresses must be of one RDMA
+ * device (their ports are not checked: the server being checked for may
+ * hold them), its state directory usable, and each export and volume must
  * open as at a start; they are closed again, nothing is served, listened
  * on or made. Each problem is logged. Returns how many there are.
  */
 static int check_config(struct srv *s)
 {
-	struct fi_info *hints = fab_hints(s->prov, s->cfg.listen), *info = NULL;
+	struct fi_info *info[CFG_MAX_LISTEN] = { NULL };
 	int i, nfile = 0, nblock = 0, bad = 0, ret;
+	char where[CFG_MAX_LISTEN * 96];
 
-	if (!hints)
-		return 1;
-	/* Not the port: the server being checked for may hold it. */
-	ret = fi_getinfo(FAB_VERSION, s->cfg.listen, NULL, FI_SOURCE, hints, &info);
-	fi_freeinfo(hints);
-	if (ret) {
-		srv_log("listen %s: no RDMA device has that address (%s)", s->cfg.listen,
-			fi_strerror(-ret));
-		bad++;
+	for (i = 0; i < s->cfg.nlisten; i++) {
+		const char *addr = s->cfg.listen[i].addr;
+		struct fi_info *hints = fab_hints(s->prov, addr);
+
+		if (!hints)
+			return 1;
+		/* Not the port: the server being checked for may hold it. */
+		ret = fi_getinfo(FAB_VERSION, addr, NULL, FI_SOURCE, hints, &info[i]);
+		fi_freeinfo(hints);
+		if (ret) {
+			srv_log("listen %s: no RDMA device has that address (%s)", addr,
+				fi_strerror(-ret));
+			info[i] = NULL;
+			bad++;
+		} else if (info[0] && i &&
+			   strcmp(info[i]->domain_attr->name, info[0]->domain_attr->name)) {
+			srv_log("listen %s is on %s and %s on %s: a server serves one RDMA device",
+				s->cfg.listen[0].addr, info[0]->domain_attr->name, addr,
+				info[i]->domain_attr->name);
+			bad++;
+		}
 	}
 	for (i = 0; i < s->cfg.nex; i++) {
 		const struct cfg_export *e = &s->cfg.ex[i];
@@ -1468,11 +1524,12 @@ static int check_config(struct srv *s)
 	if (bad)
 		srv_log("configuration checked: %d problem%s", bad, bad == 1 ? "" : "s");
 	else
-		srv_log("configuration checked: listen %s port %s on %s, %d exports, %d volumes, %d allowed networks%s",
-			s->cfg.listen, s->cfg.port, info->domain_attr->name, nfile, nblock,
-			s->cfg.nallow, s->cfg.nallow ? "" : " (every client)");
-	if (info)
-		fi_freeinfo(info);
+		srv_log("configuration checked: listen %s on %s, %d exports, %d volumes, %d allowed networks%s",
+			listen_str(&s->cfg, where, sizeof(where)), info[0]->domain_attr->name, nfile,
+			nblock, s->cfg.nallow, s->cfg.nallow ? "" : " (every client)");
+	for (i = 0; i < s->cfg.nlisten; i++)
+		if (info[i])
+			fi_freeinfo(info[i]);
 	return bad;
 }
 
@@ -1483,8 +1540,9 @@ static void usage(FILE *f)
 		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-T PROGRESS]\n"
 		"                   [-B USEC] [-L LEASE] [-G GRACE] [-s DIR] [-P PROVIDER] [-v] [-n]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
-		"  -a  address of the RDMA interface to listen on\n"
-		"  -p  port (default %d)\n"
+		"  -a  address of the RDMA interface to listen on (repeat it for several\n"
+		"      addresses of one RDMA device: IPv4 and IPv6, VLANs, partitions)\n"
+		"  -p  port of every address (default %d)\n"
 		"  -e  export directory DIR as file-service name NAME\n"
 		"  -b  export file or block device FILE as volume NAME\n"
 		"      OPT: ro, squash (exports), prio=high|normal|low (share of buffers 4:2:1),\n"
@@ -1515,7 +1573,8 @@ int main(int argc, char **argv)
 	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:L:G:s:P:vnh";
 	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
 	unsigned long long buffer_waits = 0;
-	int opt, i, ret, check = 0;
+	int opt, i, ret, check = 0, a_given = 0, p_given = 0;
+	char where[CFG_MAX_LISTEN * 96];
 
 	s.prov = "verbs";
 	pthread_mutex_init(&s.lock, NULL);
@@ -1542,16 +1601,19 @@ int main(int argc, char **argv)
 		err[0] = '\0';
 		switch (opt) {
 		case 'a':
+			/* -a replaces the file's listen lines; several -a listen on each. */
+			if (!a_given++)
+				s.cfg.nlisten = 0;
+			if (config_add_listen(&s.cfg, optarg, NULL, err, sizeof(err)))
+				goto fail_msg;
+			break;
 		case 'p':
-			if (strlen(optarg) >= sizeof(s.cfg.port) && opt == 'p') {
+			if (strlen(optarg) >= sizeof(s.cfg.port)) {
 				snprintf(err, sizeof(err), "-p: '%s' is not a port", optarg);
 				goto fail_msg;
 			}
-			if (strlen(optarg) >= sizeof(s.cfg.listen)) {
-				snprintf(err, sizeof(err), "-a: address too long");
-				goto fail_msg;
-			}
-			strcpy(opt == 'a' ? s.cfg.listen : s.cfg.port, optarg);
+			strcpy(s.cfg.port, optarg);
+			p_given = 1;
 			break;
 		case 'm':
 		case 'C':
@@ -1605,7 +1667,10 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto fail_usage;
-	if (!s.cfg.listen[0]) {
+	/* -p is the port of every address, the file's too. */
+	for (i = 0; p_given && i < s.cfg.nlisten; i++)
+		s.cfg.listen[i].port[0] = '\0';
+	if (!s.cfg.nlisten) {
 		fprintf(stderr, "orfs-server: no address to listen on (-a, or 'listen' in the file)\n");
 		goto fail_usage;
 	}
@@ -1694,12 +1759,13 @@ int main(int argc, char **argv)
 	/* Clients can reclaim from now on (opening can take seconds). */
 	locks_grace(&s.locks, s.cfg.grace == CFG_GRACE_LEASE ? s.cfg.lease : s.cfg.grace,
 		    (time_t)(now_us() / 1000000));
-	srv_log("listening on %s port %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
-		s.cfg.listen, s.cfg.port, s.info->domain_attr->name, s.cfg.nex,
+	srv_log("listening on %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
+		listen_str(&s.cfg, where, sizeof(where)), s.info->domain_attr->name, s.cfg.nex,
 		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads, s.nshards,
 		s.cfg.poll_us);
 	if (!s.cfg.nallow)
-		srv_log("no allow list: any client that reaches %s may connect", s.cfg.listen);
+		srv_log("no allow list: any client that reaches %s may connect",
+			listen_str(&s.cfg, where, sizeof(where)));
 	for (i = 0; i < s.nshards; i++) {
 		ret = pthread_create(&s.shards[i].thread, NULL, shard_main, &s.shards[i]);
 		if (ret) {

@@ -218,10 +218,12 @@ struct srv {
 	uint32_t		nchunks;	/* all shards together */
 	pthread_mutex_t		lock;		/* ex[], cfg.allow, key */
 	struct export		ex[SRV_MAX_EXPORTS];
-	struct fi_info		*info;
+	struct fi_info		*info;		/* the first listen address's: the domain's */
+	struct fi_info		*linfo[CFG_MAX_LISTEN];	/* each listen address's */
 	struct fid_fabric	*fabric;
-	struct fid_eq		*eq;		/* the listener's */
-	struct fid_pep		*pep;
+	struct fid_eq		*eq;		/* the listeners' */
+	struct fid_pep		*pep[CFG_MAX_LISTEN];
+	int			npep;
 	struct fid_domain	*domain;
 	struct shard		*shards;
 	struct workers		w;		/* the I/O workers, shared by the shards */

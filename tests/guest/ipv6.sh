@@ -3,7 +3,8 @@
 # ORFS and MXBD over IPv6: the server listens on an IPv6 address; a mount
 # names it in brackets, bare, or through addr=, from a chosen source
 # address or not; a volume is attached and found again through mxbdctl;
-# allow lists of IPv6 networks let in and keep out; addresses that are not
+# allow lists of IPv6 networks let in and keep out; a server on an IPv4
+# and an IPv6 address at once; addresses that are not
 # ones, or of two families, are refused with the reason.
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
@@ -93,3 +94,33 @@ expect_grep "rejecting a connection: .*\($v6, to 'v6r'\)" "$ORFS_SERVER_LOG"
 if ctl attach "$v6" v6 "srcaddr=$ORFS_ADDR" > /tmp/out 2>&1; then fail "a source of the other family"; fi
 expect_grep "srcaddr $ORFS_ADDR and server $v6 are not of one family" /tmp/out
 expect_eq "devices" "$(($(ctl list | wc -l) - 1))" 0
+
+step "one server listens on an IPv4 and an IPv6 address at once; a check names an address without a device"
+"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -a "$v6" -p 20090 -s /tmp/s2 -e e6=/tmp/e6 \
+	> /tmp/server2.log 2>&1 &
+server2=$!
+on_exit "kill $server2 2>/dev/null; wait $server2 2>/dev/null"
+wait_until 100 grep -q 'listening on' /tmp/server2.log || { cat /tmp/server2.log; fail "no second server"; }
+expect_grep "listening on $ORFS_ADDR port 20090, $v6 port 20090 \($ORFS_RDMA_DEV\)" /tmp/server2.log
+mkdir -p /tmp/m4 /tmp/m6b
+mount -t orfs -o port=20090,nconnect=1 "$ORFS_ADDR:/e6" /tmp/m4
+on_exit "umount -f /tmp/m4 2>/dev/null || true"
+mount -t orfs -o port=20090,nconnect=1 "[$v6]:/e6" /tmp/m6b
+on_exit "umount -f /tmp/m6b 2>/dev/null || true"
+echo both > /tmp/m4/both
+expect_eq "written over IPv4, read over IPv6" "$(cat /tmp/m6b/both)" both
+expect_grep "$ORFS_ADDR connected to export 'e6'" /tmp/server2.log
+expect_grep "$v6 connected to export 'e6'" /tmp/server2.log
+umount /tmp/m4
+umount /tmp/m6b
+set +e
+"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -a 192.0.2.1 -e e6=/tmp/e6 -s /tmp/s2 > /tmp/check.out 2>&1
+rc=$?
+set -e
+cat /tmp/check.out
+expect_eq "exit code of a check with an address of no device" "$rc" 1
+expect_grep "listen 192.0.2.1: no RDMA device has that address" /tmp/check.out
+"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -a "$v6" -p 20090 -e e6=/tmp/e6 -s /tmp/s2 > /tmp/check.out 2>&1
+expect_grep "configuration checked: listen $ORFS_ADDR port 20090, $v6 port 20090 on $ORFS_RDMA_DEV, 1 exports" /tmp/check.out
+kill -TERM $server2
+wait $server2 || fail "the second server exited with $?"

@@ -124,6 +124,42 @@ static void test_allow_v6(void)
 	CU_ASSERT_TRUE(config_addr_known(&a));	/* 0.0.0.0 is mapped: known */
 }
 
+/* Several listen addresses, each with its port or the default. */
+static void test_listen(void)
+{
+	struct config a, b;
+	char err[256], line[64];
+	int i;
+
+	config_init(&a);
+	CU_ASSERT_EQUAL(config_parse_line(&a, "listen 10.0.0.1", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_parse_line(&a, "listen fd00::1 20100", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(a.nlisten, 2);
+	CU_ASSERT_STRING_EQUAL(a.listen[1].addr, "fd00::1");
+	CU_ASSERT_STRING_EQUAL(config_listen_port(&a, 0), "20077");	/* the default */
+	CU_ASSERT_STRING_EQUAL(config_listen_port(&a, 1), "20100");
+	snprintf(a.port, sizeof(a.port), "20200");			/* -p after the file */
+	CU_ASSERT_STRING_EQUAL(config_listen_port(&a, 0), "20200");
+	CU_ASSERT_STRING_EQUAL(config_listen_port(&a, 1), "20100");
+
+	config_init(&b);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "10.0.0.1", "20200", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "fd00::1", "20100", err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(config_same_listen(&a, &b));	/* the same ports, however given */
+	CU_ASSERT_EQUAL(config_add_listen(&b, "10.0.0.2", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_FALSE(config_same_listen(&a, &b));
+
+	config_init(&b);
+	for (i = 0; i < CFG_MAX_LISTEN; i++) {
+		snprintf(line, sizeof(line), "listen 10.0.0.%d", i + 1);
+		CU_ASSERT_EQUAL(config_parse_line(&b, line, err, sizeof(err)), 0);
+	}
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&b, "listen 10.0.1.1", err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "more than 8 addresses"));
+	CU_ASSERT_EQUAL(b.nlisten, CFG_MAX_LISTEN);
+	CU_ASSERT_NOT_EQUAL(config_add_listen(&a, "", NULL, err, sizeof(err)), 0);
+}
+
 /* allow= of one export or volume: its own clients, in both forms. */
 static void test_export_allow(void)
 {
@@ -197,8 +233,9 @@ static void test_file(void)
 	fclose(f);
 	config_init(&c);
 	CU_ASSERT_EQUAL(config_parse_file(&c, path, err, sizeof(err)), 0);
-	CU_ASSERT_STRING_EQUAL(c.listen, "10.0.0.1");
-	CU_ASSERT_STRING_EQUAL(c.port, "20099");
+	CU_ASSERT_EQUAL(c.nlisten, 1);
+	CU_ASSERT_STRING_EQUAL(c.listen[0].addr, "10.0.0.1");
+	CU_ASSERT_STRING_EQUAL(config_listen_port(&c, 0), "20099");
 	CU_ASSERT_EQUAL(c.pool_mib, 128);
 	CU_ASSERT_EQUAL(c.chunk_kib, 512);
 	CU_ASSERT_EQUAL(c.threads, 8);
@@ -250,6 +287,7 @@ int unit_add_config_suite(void)
 	    !CU_add_test(s, "exports and volumes from the command line", test_specs) ||
 	    !CU_add_test(s, "allowed client networks", test_allow) ||
 	    !CU_add_test(s, "IPv6 clients and networks", test_allow_v6) ||
+	    !CU_add_test(s, "several listen addresses", test_listen) ||
 	    !CU_add_test(s, "clients of one export or volume", test_export_allow) ||
 	    !CU_add_test(s, "configuration file, errors name their line", test_file))
 		return -1;
