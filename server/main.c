@@ -73,10 +73,6 @@ int conn_post_recv(struct conn *c, int i)
 	return 0;
 }
 
-/*
- * The file handle key: 16 random bytes in STATE_DIR/handle-key, made on
- * first use and kept, so that handles stay valid across restarts.
- */
 /* Could this process make a file in DIR, or make DIR itself and then one? */
 static int could_make_in(const char *dir)
 {
@@ -95,9 +91,10 @@ static int could_make_in(const char *dir)
 }
 
 /*
- * The file handle key of state directory DIR into s->key, made there on
- * first use. With MAKE 0 (a check), nothing is made: a missing key only
- * needs a place where a start could make it.
+ * The file handle key: 16 random bytes in STATE_DIR/handle-key, made on
+ * first use and kept, so that handles stay valid across restarts.
+ * With MAKE 0 (a check, -n), nothing is made: a missing key only needs a
+ * place where a start could make it.
  */
 static int load_key(struct srv *s, const char *dir, int make)
 {
@@ -913,6 +910,23 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 	return 0;
 }
 
+/* What libfabric has at listen address I of S, PORT (NULL: any port) into *INFO. */
+static int listen_getinfo(const struct srv *s, int i, const char *port, struct fi_info **info)
+{
+	const char *addr = s->cfg.listen[i].addr;
+	struct fi_info *hints = fab_hints(s->prov, addr);
+	int ret;
+
+	*info = NULL;
+	if (!hints)
+		return -FI_ENOMEM;
+	ret = fi_getinfo(FAB_VERSION, addr, port, FI_SOURCE, hints, info);
+	fi_freeinfo(hints);
+	if (ret)
+		*info = NULL;
+	return ret;
+}
+
 static int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
@@ -921,12 +935,8 @@ static int srv_open(struct srv *s)
 
 	for (i = 0; i < s->cfg.nlisten; i++) {
 		const char *addr = s->cfg.listen[i].addr, *port = config_listen_port(&s->cfg, i);
-		struct fi_info *hints = fab_hints(s->prov, addr);
 
-		if (!hints)
-			return -FI_ENOMEM;
-		ret = fi_getinfo(FAB_VERSION, addr, port, FI_SOURCE, hints, &s->linfo[i]);
-		fi_freeinfo(hints);
+		ret = listen_getinfo(s, i, port, &s->linfo[i]);
 		if (ret) {
 			srv_log("listen %s port %s: %s (is there an RDMA device on that address?)",
 				addr, port, fi_strerror(-ret));
@@ -1072,9 +1082,11 @@ static void srv_close(struct srv *s)
 		fi_close(&s->eq->fid);
 	if (s->fabric)
 		fi_close(&s->fabric->fid);
-	for (i = 0; i < CFG_MAX_LISTEN; i++)
+	for (i = 0; i < CFG_MAX_LISTEN; i++) {
 		if (s->linfo[i])
 			fi_freeinfo(s->linfo[i]);
+		s->linfo[i] = NULL;
+	}
 	s->info = NULL;
 	if (s->epfd > 0)
 		close(s->epfd);
@@ -1489,17 +1501,12 @@ static int check_config(struct srv *s)
 
 	for (i = 0; i < s->cfg.nlisten; i++) {
 		const char *addr = s->cfg.listen[i].addr;
-		struct fi_info *hints = fab_hints(s->prov, addr);
 
-		if (!hints)
-			return 1;
 		/* Not the port: the server being checked for may hold it. */
-		ret = fi_getinfo(FAB_VERSION, addr, NULL, FI_SOURCE, hints, &info[i]);
-		fi_freeinfo(hints);
+		ret = listen_getinfo(s, i, NULL, &info[i]);
 		if (ret) {
 			srv_log("listen %s: no RDMA device has that address (%s)", addr,
 				fi_strerror(-ret));
-			info[i] = NULL;
 			bad++;
 		} else if (info[0] && i &&
 			   strcmp(info[i]->domain_attr->name, info[0]->domain_attr->name)) {
