@@ -365,7 +365,10 @@ int config_parse_file(struct config *c, const char *path, char *err, size_t errl
 	return 0;
 }
 
-/* Is A in one of the N networks of NETS (none: everyone is)? */
+/*
+ * Is A in one of the N networks of NETS? With none, everyone is; with
+ * some, an address not known (all zero) is in none of them.
+ */
 static int nets_match(const struct cfg_net *nets, int n, const struct cfg_addr *a)
 {
 	struct cfg_addr m;
@@ -373,6 +376,8 @@ static int nets_match(const struct cfg_net *nets, int n, const struct cfg_addr *
 
 	if (!n)
 		return 1;
+	if (!config_addr_known(a))
+		return 0;
 	for (i = 0; i < n; i++) {
 		m = *a;
 		addr_mask(&m, nets[i].bits);

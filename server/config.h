@@ -105,10 +105,13 @@ int config_addr_known(const struct cfg_addr *a);
  */
 const char *config_addr_str(const struct cfg_addr *a, char *buf, size_t len);
 
-/* Is the client at A allowed to connect (by the server's allow list)? */
+/*
+ * Is the client at A allowed to connect (by the server's allow list)? One
+ * whose address is not known is, only where there is no list.
+ */
 int config_allowed(const struct config *c, const struct cfg_addr *a);
 
-/* May the client at A use export or volume E (by its own allow= list)? */
+/* May the client at A use export or volume E (by its own allow= list, as above)? */
 int config_export_allowed(const struct cfg_export *e, const struct cfg_addr *a);
 
 /* Do A and B allow the same clients (the same entries, in the same order)? */

@@ -344,18 +344,6 @@ static struct conn *conn_alloc(struct shard *sh, struct export *ex, const struct
 	return c;
 }
 
-/* Is a client at IP (not known: only with no list) allowed? Under s->lock. */
-static int ip_allowed(struct srv *s, const struct cfg_addr *ip)
-{
-	return config_addr_known(ip) ? config_allowed(&s->cfg, ip) : !s->cfg.nallow;
-}
-
-/* May a client at IP use EX, by EX's own allow list? Under s->lock. */
-static int ip_allowed_export(const struct export *ex, const struct cfg_addr *ip)
-{
-	return config_addr_known(ip) ? config_export_allowed(&ex->cfg, ip) : !ex->cfg.nallow;
-}
-
 /* Export or volume NAME for a new connection, with a reference taken, or NULL. */
 static struct export *export_get(struct srv *s, const char *name, int service)
 {
@@ -385,7 +373,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	/* Not known (no address, another family): only where all may come. */
 	config_addr_from_sa(e->info->dest_addr, e->info->dest_addrlen, &ip);
 	pthread_mutex_lock(&s->lock);
-	allowed = ip_allowed(s, &ip);
+	allowed = config_allowed(&s->cfg, &ip);
 	pthread_mutex_unlock(&s->lock);
 	if (!allowed) {
 		snprintf(detail, sizeof(detail), " (%s)", config_addr_str(&ip, host, sizeof(host)));
@@ -404,7 +392,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 		goto out;
 	}
 	pthread_mutex_lock(&s->lock);
-	allowed = ip_allowed_export(ex, &ip);
+	allowed = config_export_allowed(&ex->cfg, &ip);
 	if (!allowed)
 		export_put(s, ex);
 	pthread_mutex_unlock(&s->lock);
@@ -566,7 +554,8 @@ static void apply_allow(struct shard *sh)
 		if (c->closing)
 			continue;
 		pthread_mutex_lock(&s->lock);
-		allowed = ip_allowed(s, &c->ip) && ip_allowed_export(c->ex, &c->ip);
+		allowed = config_allowed(&s->cfg, &c->ip) &&
+			  config_export_allowed(&c->ex->cfg, &c->ip);
 		pthread_mutex_unlock(&s->lock);
 		if (!allowed)
 			conn_close(c, "its address is no longer allowed");

@@ -118,6 +118,10 @@ static void test_allow_v6(void)
 	CU_ASSERT_NOT_EQUAL(config_addr_from_sa(&un, sizeof(un), &a), 0);
 	CU_ASSERT_FALSE(config_addr_known(&a));
 	CU_ASSERT_STRING_EQUAL(config_addr_str(&a, buf, sizeof(buf)), "?");
+	/* Not known: refused by any list, even ::/0 (in c's), let in by none. */
+	CU_ASSERT_FALSE(config_allowed(&c, &a));
+	config_init(&c);
+	CU_ASSERT_TRUE(config_allowed(&c, &a));
 	CU_ASSERT_NOT_EQUAL(config_addr_from_sa(&sin, sizeof(sin) - 1, &a), 0);
 	CU_ASSERT_NOT_EQUAL(config_addr_from_sa(NULL, 0, &a), 0);
 	CU_ASSERT_EQUAL(config_addr_from_sa(&sin, sizeof(sin), &a), 0);
