@@ -17,7 +17,7 @@
 #define CFG_MAX_EXPORTS	64
 #define CFG_MAX_ALLOW	64
 #define CFG_EXPORT_MAX_ALLOW	16	/* allow= options of one export or volume */
-#define CFG_MAX_LISTEN		8	/* addresses listened on, of one RDMA device */
+#define CFG_MAX_LISTEN		8	/* addresses listened on (and so RDMA devices) */
 #define CFG_POLL_US	0	/* see 'poll' in orfs-server(8) */
 #define CFG_MAX_PROGRESS	64	/* progress threads */
 #define CFG_AUTO_PROGRESS	4	/* most of them by default (progress 0) */

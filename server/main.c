@@ -424,7 +424,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	e->info->rx_attr->size = (size_t)c->ncredits;
 	/* No fi_inject(): no inline room in every send queue entry. */
 	e->info->tx_attr->inject_size = 0;
-	ret = fi_endpoint(s->domain, e->info, &c->ep, c);
+	ret = fi_endpoint(s->dev[sh->dev].domain, e->info, &c->ep, c);
 	if (!ret)
 		ret = fi_ep_bind(c->ep, &sh->eq->fid, 0);
 	if (!ret)
@@ -434,8 +434,8 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	if (!ret)
 		ret = fi_enable(c->ep);
 	if (!ret)
-		ret = fi_mr_reg(s->domain, c->buf, conn_buf_size(c), FI_SEND | FI_RECV, 0, 0, 0,
-				&c->mr, NULL);
+		ret = fi_mr_reg(s->dev[sh->dev].domain, c->buf, conn_buf_size(c), FI_SEND | FI_RECV,
+				0, 0, 0, &c->mr, NULL);
 	for (i = 0; !ret && i < c->ncredits; i++)
 		ret = conn_post_recv(c, i);
 	if (ret) {
@@ -482,9 +482,9 @@ static void on_connected(struct conn *c)
 	if (!fi_getpeer(c->ep, &ss, &len))
 		config_addr_from_sa(&ss, len, &a);
 	snprintf(c->peer, sizeof(c->peer), "%s", config_addr_str(&a, host, sizeof(host)));
-	srv_log("%s connected to %s '%s' (credits %d, progress thread %d)", c->peer,
+	srv_log("%s connected to %s '%s' (credits %d, progress thread %d on %s)", c->peer,
 		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, c->ncredits,
-		c->sh->id);
+		c->sh->id, c->s->dev[c->sh->dev].info->domain_attr->name);
 }
 
 static void cm_done(struct conn *c, const char *why)
@@ -579,8 +579,9 @@ static void report_status(struct shard *sh)
 	sh->status_seen = gen;
 	for (c = sh->conns; c; c = c->next)
 		n++;
-	srv_log("status: progress thread %d: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer",
-		sh->id, n, atomic_load(&sh->active), sh->pool.nfree, sh->pool.nchunks,
+	srv_log("status: progress thread %d on %s: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer",
+		sh->id, s->dev[sh->dev].info->domain_attr->name, n, atomic_load(&sh->active),
+		sh->pool.nfree, sh->pool.nchunks,
 		(unsigned long long)sh->buffer_waits);
 	for (c = sh->conns; c; c = c->next)
 		srv_log("status: %s %s '%s' (thread %d): %s %llu s, %d requests in service, %llu requests, %llu malformed, %llu bytes in, %llu out",
@@ -648,32 +649,50 @@ static int shard_load(struct shard *sh)
 	return sh->nconns + sh->queued;
 }
 
+/* The device of S named NAME (a domain name), or -1. */
+static int srv_dev_find(const struct srv *s, const char *name)
+{
+	int d;
+
+	for (d = 0; d < s->ndev; d++)
+		if (!strcmp(s->dev[d].info->domain_attr->name, name))
+			return d;
+	return -1;
+}
+
 /*
- * Main: hand a connection request to the shard with the fewest connections,
- * counting those handed to it and not yet taken: a burst of requests
- * (clients starting together) spreads over the shards.
+ * Main: hand a connection request to the shard with the fewest connections
+ * among those of the device it came on, counting those handed to it and
+ * not yet taken: a burst of requests (clients starting together) spreads
+ * over the shards.
  */
 static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 {
-	struct connreq *q = calloc(1, sizeof(*q));
-	struct shard *sh = &s->shards[0];
-	int i, load = shard_load(sh), other;
+	int i, load = 0, other, dev = srv_dev_find(s, ev->cm.info->domain_attr->name);
+	struct connreq *q = NULL;
+	struct shard *sh = NULL;
 
-	if (!q) {
+	for (i = 0; dev >= 0 && i < s->nshards; i++) {
+		if (s->shards[i].dev != dev)
+			continue;
+		other = shard_load(&s->shards[i]);
+		if (!sh || other < load) {
+			sh = &s->shards[i];
+			load = other;
+		}
+	}
+	if (!sh)
+		srv_log("a connection request on %s, not a device listened on",
+			ev->cm.info->domain_attr->name);
+	else if (!(q = calloc(1, sizeof(*q))))
 		srv_log("out of memory for a connection");
+	if (!q) {
 		reject(ev->cm.fid, ev->cm.info, KNET_REJ_BUSY, NULL);
 		fi_freeinfo(ev->cm.info);
 		return;
 	}
 	memcpy(&q->ev, ev, len);
 	q->datalen = len - sizeof(q->ev.cm);
-	for (i = 1; i < s->nshards; i++) {
-		other = shard_load(&s->shards[i]);
-		if (other < load) {
-			sh = &s->shards[i];
-			load = other;
-		}
-	}
 	sh->queued++;
 	pthread_mutex_lock(&sh->mail_lock);
 	q->next = sh->mail;
@@ -832,6 +851,7 @@ static int epoll_add(int epfd, int fd)
 static int shard_open(struct shard *sh, uint32_t nchunks)
 {
 	struct srv *s = sh->s;
+	const struct srv_dev *dev = &s->dev[sh->dev];
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
 	/* Every receive posted; every reply buffer and RDMA operation in flight. */
 	struct fi_cq_attr rx_attr = {
@@ -853,8 +873,8 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 		sh->rx_budget = SRV_CREDITS;
 	sh->fault_rng = s->fault_seed;
 	if ((ret = fi_eq_open(s->fabric, &eq_attr, &sh->eq, NULL)) ||
-	    (ret = fi_cq_open(s->domain, &rx_attr, &sh->rxcq, NULL)) ||
-	    (ret = fi_cq_open(s->domain, &tx_attr, &sh->txcq, NULL)))
+	    (ret = fi_cq_open(dev->domain, &rx_attr, &sh->rxcq, NULL)) ||
+	    (ret = fi_cq_open(dev->domain, &tx_attr, &sh->txcq, NULL)))
 		return fab_err("setting up a progress thread's queues", ret);
 	if ((ret = fi_control(&sh->eq->fid, FI_GETWAIT, &sh->eqfd)) ||
 	    (ret = fi_control(&sh->rxcq->fid, FI_GETWAIT, &sh->rxcqfd)) ||
@@ -871,9 +891,9 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 	 * The pool is the sink of our RDMA READs: on iWARP a READ sink must
 	 * allow remote writes (the protocol writes READ responses into it).
 	 */
-	ret = fi_mr_reg(s->domain, sh->pool.base, s->chunk_size * nchunks,
+	ret = fi_mr_reg(dev->domain, sh->pool.base, s->chunk_size * nchunks,
 			FI_READ | FI_WRITE |
-			(s->info->ep_attr && s->info->ep_attr->protocol == FI_PROTO_IWARP ?
+			(dev->info->ep_attr && dev->info->ep_attr->protocol == FI_PROTO_IWARP ?
 			 FI_REMOTE_WRITE : 0), 0, 0, 0, &sh->pool_mr, NULL);
 	if (ret)
 		return fab_err("registering the buffer pool", ret);
@@ -916,6 +936,75 @@ static int listen_getinfo(const struct srv *s, int i, const char *port, struct f
 	return ret;
 }
 
+/*
+ * The RDMA devices of N listen addresses, from what libfabric has at each
+ * (INFO[i], NULL where nothing): the first address of each device into
+ * DEV[]. Returns how many devices there are.
+ */
+static int listen_devices(struct fi_info *const info[], int n, struct fi_info *dev[])
+{
+	int i, d, ndev = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!info[i])
+			continue;
+		for (d = 0; d < ndev; d++)
+			if (!strcmp(dev[d]->domain_attr->name, info[i]->domain_attr->name))
+				break;
+		if (d == ndev)
+			dev[ndev++] = info[i];
+	}
+	return ndev;
+}
+
+/* "rxe0, rxe1": the names of S's devices into BUF (LEN bytes). */
+static const char *dev_str(const struct srv *s, char *buf, size_t len)
+{
+	size_t n = 0;
+	int d;
+
+	buf[0] = '\0';
+	for (d = 0; d < s->ndev && n < len; d++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", d ? ", " : "",
+				      s->dev[d].info->domain_attr->name);
+	return buf;
+}
+
+/*
+ * The fabric, a domain on each RDMA device listened on, and the progress
+ * threads dealt out to the devices in turn: at least one a device.
+ */
+static int srv_open_devices(struct srv *s)
+{
+	struct fi_info *dev[CFG_MAX_LISTEN];
+	int d, ret;
+
+	s->ndev = listen_devices(s->linfo, s->cfg.nlisten, dev);
+	for (d = 0; d < s->ndev; d++)
+		s->dev[d].info = dev[d];
+	if (s->nshards < s->ndev) {
+		srv_log("progress threads: %d, one for each of %d RDMA devices (not %d)", s->ndev,
+			s->ndev, s->nshards);
+		s->nshards = s->ndev;
+		if (s->nchunks < (uint32_t)s->nshards) {
+			srv_log("the pool must hold at least one chunk per progress thread");
+			return -FI_EINVAL;
+		}
+	}
+	ret = fi_fabric(s->dev[0].info->fabric_attr, &s->fabric, NULL);
+	if (ret)
+		return fab_err("setting up the fabric", ret);
+	for (d = 0; d < s->ndev; d++) {
+		ret = fi_domain(s->fabric, s->dev[d].info, &s->dev[d].domain, NULL);
+		if (ret) {
+			srv_log("opening RDMA device %s: %s", s->dev[d].info->domain_attr->name,
+				fi_strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
 static int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
@@ -931,18 +1020,12 @@ static int srv_open(struct srv *s)
 				addr, port, fi_strerror(-ret));
 			return ret;
 		}
-		/* One domain: the pool is registered with it, the queues made on it. */
-		if (i && strcmp(s->linfo[i]->domain_attr->name, s->linfo[0]->domain_attr->name)) {
-			srv_log("listen %s is on %s and %s on %s: a server serves one RDMA device (run one a device, each on its own port)",
-				s->cfg.listen[0].addr, s->linfo[0]->domain_attr->name, addr,
-				s->linfo[i]->domain_attr->name);
-			return -FI_EINVAL;
-		}
 	}
-	s->info = s->linfo[0];
-	if ((ret = fi_fabric(s->info->fabric_attr, &s->fabric, NULL)) ||
-	    (ret = fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL)) ||
-	    (ret = fi_domain(s->fabric, s->info, &s->domain, NULL)))
+	ret = srv_open_devices(s);
+	if (ret)
+		return ret;
+	ret = fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL);
+	if (ret)
 		return fab_err("setting up the fabric", ret);
 	for (i = 0; i < s->cfg.nlisten; i++) {
 		ret = fi_passive_ep(s->fabric, s->linfo[i], &s->pep[i], NULL);
@@ -978,6 +1061,7 @@ static int srv_open(struct srv *s)
 
 		sh->s = s;
 		sh->id = i;
+		sh->dev = i % s->ndev;
 		if (shard_open(sh, nchunks))
 			return -1;
 	}
@@ -1065,8 +1149,13 @@ static void srv_close(struct srv *s)
 	for (i = 0; i < s->npep; i++)
 		fi_close(&s->pep[i]->fid);
 	s->npep = 0;
-	if (s->domain)
-		fi_close(&s->domain->fid);
+	for (i = 0; i < s->ndev; i++) {
+		if (s->dev[i].domain)
+			fi_close(&s->dev[i].domain->fid);
+		s->dev[i].domain = NULL;
+		s->dev[i].info = NULL;
+	}
+	s->ndev = 0;
 	if (s->eq)
 		fi_close(&s->eq->fid);
 	if (s->fabric)
@@ -1076,7 +1165,6 @@ static void srv_close(struct srv *s)
 			fi_freeinfo(s->linfo[i]);
 		s->linfo[i] = NULL;
 	}
-	s->info = NULL;
 	if (s->epfd > 0)
 		close(s->epfd);
 	if (s->sigfd > 0)
@@ -1476,35 +1564,30 @@ static const char *listen_str(const struct config *c, char *buf, size_t len)
 }
 
 /*
- * -n: would this configuration start? Its addresses must be of one RDMA
- * device (their ports are not checked: the server being checked for may
- * hold them), its state directory usable, and each export and volume must
- * open as at a start; they are closed again, nothing is served, listened
- * on or made. Each problem is logged. Returns how many there are.
+ * -n: would this configuration start? Each address must be on an RDMA
+ * device (its port is not checked: the server being checked for may hold
+ * it), the state directory usable, and each export and volume must open
+ * as at a start; they are closed again, nothing is served, listened on or
+ * made. Each problem is logged. Returns how many there are.
  */
 static int check_config(struct srv *s)
 {
-	struct fi_info *info[CFG_MAX_LISTEN] = { NULL };
+	struct fi_info *info[CFG_MAX_LISTEN] = { NULL }, *dev[CFG_MAX_LISTEN];
 	int i, nfile = 0, nblock = 0, bad = 0, ret;
-	char where[CFG_MAX_LISTEN * 96];
+	char where[CFG_MAX_LISTEN * 96], devs[CFG_MAX_LISTEN * 64];
 
 	for (i = 0; i < s->cfg.nlisten; i++) {
-		const char *addr = s->cfg.listen[i].addr;
-
 		/* Not the port: the server being checked for may hold it. */
 		ret = listen_getinfo(s, i, NULL, &info[i]);
 		if (ret) {
-			srv_log("listen %s: no RDMA device has that address (%s)", addr,
-				fi_strerror(-ret));
-			bad++;
-		} else if (info[0] && i &&
-			   strcmp(info[i]->domain_attr->name, info[0]->domain_attr->name)) {
-			srv_log("listen %s is on %s and %s on %s: a server serves one RDMA device",
-				s->cfg.listen[0].addr, info[0]->domain_attr->name, addr,
-				info[i]->domain_attr->name);
+			srv_log("listen %s: no RDMA device has that address (%s)",
+				s->cfg.listen[i].addr, fi_strerror(-ret));
 			bad++;
 		}
 	}
+	s->ndev = listen_devices(info, s->cfg.nlisten, dev);
+	for (i = 0; i < s->ndev; i++)
+		s->dev[i].info = dev[i];
 	for (i = 0; i < s->cfg.nex; i++) {
 		const struct cfg_export *e = &s->cfg.ex[i];
 
@@ -1521,8 +1604,11 @@ static int check_config(struct srv *s)
 		srv_log("configuration checked: %d problem%s", bad, bad == 1 ? "" : "s");
 	else
 		srv_log("configuration checked: listen %s on %s, %d exports, %d volumes, %d allowed networks%s",
-			listen_str(&s->cfg, where, sizeof(where)), info[0]->domain_attr->name, nfile,
-			nblock, s->cfg.nallow, s->cfg.nallow ? "" : " (every client)");
+			listen_str(&s->cfg, where, sizeof(where)), dev_str(s, devs, sizeof(devs)),
+			nfile, nblock, s->cfg.nallow, s->cfg.nallow ? "" : " (every client)");
+	for (i = 0; i < s->ndev; i++)
+		s->dev[i].info = NULL;
+	s->ndev = 0;
 	for (i = 0; i < s->cfg.nlisten; i++)
 		if (info[i])
 			fi_freeinfo(info[i]);
@@ -1570,7 +1656,7 @@ int main(int argc, char **argv)
 	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
 	unsigned long long buffer_waits = 0;
 	int opt, i, ret, check = 0, a_given = 0, p_given = 0;
-	char where[CFG_MAX_LISTEN * 96];
+	char where[CFG_MAX_LISTEN * 96], devs[CFG_MAX_LISTEN * 64];
 
 	s.prov = "verbs";
 	pthread_mutex_init(&s.lock, NULL);
@@ -1756,7 +1842,7 @@ int main(int argc, char **argv)
 	locks_grace(&s.locks, s.cfg.grace == CFG_GRACE_LEASE ? s.cfg.lease : s.cfg.grace,
 		    (time_t)(now_us() / 1000000));
 	srv_log("listening on %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
-		listen_str(&s.cfg, where, sizeof(where)), s.info->domain_attr->name, s.cfg.nex,
+		listen_str(&s.cfg, where, sizeof(where)), dev_str(&s, devs, sizeof(devs)), s.cfg.nex,
 		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads, s.nshards,
 		s.cfg.poll_us);
 	if (!s.cfg.nallow)

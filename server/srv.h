@@ -165,6 +165,7 @@ struct connreq {
 struct shard {
 	struct srv		*s;
 	int			id;
+	int			dev;		/* the RDMA device it serves: srv.dev[] */
 	pthread_t		thread;
 	int			started;	/* the thread runs: join it */
 	struct fid_eq		*eq;		/* its connections' CM events */
@@ -206,6 +207,16 @@ struct shard {
 	uint64_t		fault_rng;	/* the "fs-random" fault's state */
 };
 
+/*
+ * An RDMA device the server listens on. Each progress thread serves one
+ * (its queues are made on it and its share of the pool is registered with
+ * it); a connection goes to a thread of the device it came on.
+ */
+struct srv_dev {
+	struct fi_info		*info;		/* its first listen address's (in linfo[]) */
+	struct fid_domain	*domain;
+};
+
 struct srv {
 	struct config		cfg;		/* in force (allow list: under lock) */
 	struct config		cmdline;	/* exports and allows given as options */
@@ -218,13 +229,13 @@ struct srv {
 	uint32_t		nchunks;	/* all shards together */
 	pthread_mutex_t		lock;		/* ex[], cfg.allow, key */
 	struct export		ex[SRV_MAX_EXPORTS];
-	struct fi_info		*info;		/* the first listen address's: the domain's */
 	struct fi_info		*linfo[CFG_MAX_LISTEN];	/* each listen address's */
+	struct srv_dev		dev[CFG_MAX_LISTEN];
+	int			ndev;
 	struct fid_fabric	*fabric;
 	struct fid_eq		*eq;		/* the listeners' */
 	struct fid_pep		*pep[CFG_MAX_LISTEN];
 	int			npep;
-	struct fid_domain	*domain;
 	struct shard		*shards;
 	struct workers		w;		/* the I/O workers, shared by the shards */
 	atomic_int		nconns;		/* all shards together */

@@ -97,7 +97,7 @@ log_lines() { wc -l < "$ORFS_SERVER_LOG"; }
 # line MARK of its log
 conn_threads() {
 	tail -n +$((${3:-0} + 1)) "$ORFS_SERVER_LOG" |
-		sed -n "s/.*connected to $1 '$2' (credits [0-9]*, progress thread \([0-9]*\)).*/\1/p" |
+		sed -n "s/.*connected to $1 '$2' (credits [0-9]*, progress thread \([0-9]*\) on [^)]*).*/\1/p" |
 		sort -un | paste -sd ' '
 }
 

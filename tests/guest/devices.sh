@@ -1,0 +1,109 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# One server on two RDMA devices: a second soft-RoCE device on a second
+# interface. Each device gets its own progress threads, queues and
+# registration of their buffers; a connection is served on the device it
+# came on. ORFS mounts and an MXBD volume through either address, data
+# moved both ways (RDMA READ and WRITE through each device's pool), the
+# status report and the configuration check naming both devices.
+# timeout: 240
+. "$(dirname "$0")/lib.sh"
+
+dev2=dummy1
+addr2=10.78.0.1
+rdma2=rxe1
+modprobe dummy numdummies=0
+ip link add "$dev2" type dummy
+on_exit "ip link del $dev2 2>/dev/null || true"
+ip addr add "$addr2/24" dev "$dev2"
+ip link set "$dev2" up
+rdma link add "$rdma2" type rxe netdev "$dev2"
+on_exit "rdma link delete $rdma2 2>/dev/null || true"
+gid_has() { grep -qs "^$1" /sys/class/infiniband/"$rdma2"/ports/1/gids/*; }
+# rxe takes the address into its GID table in the background.
+wait_until 50 gid_has 0000:0000:0000:0000:0000:ffff:0a4e:0001 ||
+	fail "no GID for $addr2 on $rdma2"
+# sent_pkts DEV: the packets DEV has sent so far
+sent_pkts() { cat /sys/class/infiniband/"$1"/ports/1/hw_counters/sent_pkts; }
+
+mkdir -p /tmp/ed /tmp/m1 /tmp/m2
+truncate -s 64M /tmp/vd
+step "a server on an address of each device, asked for one progress thread, takes one a device"
+start_server -a "$addr2" -T 1 -e ed=/tmp/ed -b vd=/tmp/vd
+cat "$ORFS_SERVER_LOG"
+expect_grep "progress threads: 2, one for each of 2 RDMA devices \(not 1\)" "$ORFS_SERVER_LOG"
+expect_grep "listening on $ORFS_ADDR port 20077, $addr2 port 20077 \($ORFS_RDMA_DEV, $rdma2\): .* 2 progress threads," \
+	"$ORFS_SERVER_LOG"
+load_suite
+
+step "a mount through each address is served on its own device; data goes through that device only"
+mount -t orfs -o nconnect=1 "$ORFS_ADDR:/ed" /tmp/m1
+on_exit "umount -f /tmp/m1 2>/dev/null || true"
+mount -t orfs -o nconnect=1 "$addr2:/ed" /tmp/m2
+on_exit "umount -f /tmp/m2 2>/dev/null || true"
+expect_grep "$ORFS_ADDR connected to export 'ed' \(credits [0-9]+, progress thread 0 on $ORFS_RDMA_DEV\)" \
+	"$ORFS_SERVER_LOG"
+expect_grep "$addr2 connected to export 'ed' \(credits [0-9]+, progress thread 1 on $rdma2\)" \
+	"$ORFS_SERVER_LOG"
+# through MOUNT, 8 MiB written with O_DIRECT to file F and read back: the
+# server pulls and pushes it through its pool as registered with the
+# device of MOUNT's address. Prints the packets each device sent.
+through() {
+	local p1 p2
+	p1=$(sent_pkts "$ORFS_RDMA_DEV")
+	p2=$(sent_pkts "$rdma2")
+	dd if=/tmp/src of="$1/$2" bs=1M oflag=direct status=none
+	dd if="$1/$2" of=/tmp/back bs=1M iflag=direct status=none
+	cmp /tmp/src /tmp/back
+	cmp /tmp/src "/tmp/ed/$2"
+	echo "$(($(sent_pkts "$ORFS_RDMA_DEV") - p1)) $(($(sent_pkts "$rdma2") - p2))"
+}
+head -c 8M /dev/urandom > /tmp/src
+# 16 MiB is at least 4096 packets (4 KiB at most each); the other device
+# sends at most a keep-alive or two meanwhile.
+read -r n1 n2 < <(through /tmp/m1 f)
+echo "through $ORFS_ADDR: $ORFS_RDMA_DEV sent $n1 packets, $rdma2 $n2"
+if [ "$n1" -lt 4096 ] || [ "$n2" -ge 100 ]; then
+	fail "the transfer through $ORFS_ADDR did not stay on $ORFS_RDMA_DEV"
+fi
+read -r n1 n2 < <(through /tmp/m2 g)
+echo "through $addr2: $ORFS_RDMA_DEV sent $n1 packets, $rdma2 $n2"
+if [ "$n2" -lt 4096 ] || [ "$n1" -ge 100 ]; then
+	fail "the transfer through $addr2 did not stay on $rdma2"
+fi
+cmp /tmp/m1/g /tmp/m2/f
+
+step "an MXBD volume through the second device"
+"$ORFS_PROJ/tools/mxbdctl" attach "$addr2" vd | tee /tmp/out
+devname=$(awk '{ print $NF }' /tmp/out)
+expect_grep "^/dev/mxbd[0-9]+$" <(echo "$devname")
+on_exit "'$ORFS_PROJ/tools/mxbdctl' detach $devname 2>/dev/null || true"
+dd if=/tmp/src of="$devname" bs=1M oflag=direct status=none
+dd if="$devname" of=/tmp/back3 bs=1M count=8 iflag=direct status=none
+cmp /tmp/src /tmp/back3
+cmp /tmp/src <(head -c 8M /tmp/vd)
+expect_grep "$addr2 connected to volume 'vd' \(credits [0-9]+, progress thread 1 on $rdma2\)" \
+	"$ORFS_SERVER_LOG"
+
+step "the status report names each thread's device"
+n0=$(log_lines)
+kill -USR1 "$ORFS_SERVER_PID"
+wait_until 50 grep -q "status: progress thread 1 on $rdma2" <(tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG") ||
+	fail "no status line for the thread on $rdma2"
+tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/status
+cat /tmp/status
+expect_grep "status: progress thread 0 on $ORFS_RDMA_DEV: 1 connections," /tmp/status
+expect_grep "status: progress thread 1 on $rdma2: [0-9]+ connections," /tmp/status
+
+step "the configuration check names both devices"
+"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -a "$addr2" -e ed=/tmp/ed -s /tmp/s2 > /tmp/check.out 2>&1
+cat /tmp/check.out
+expect_grep "configuration checked: listen $ORFS_ADDR port 20077, $addr2 port 20077 on $ORFS_RDMA_DEV, $rdma2, 1 exports" \
+	/tmp/check.out
+
+step "everything ends cleanly"
+"$ORFS_PROJ/tools/mxbdctl" detach "$devname"
+umount /tmp/m1
+umount /tmp/m2
+stop_server
+echo "ok"
