@@ -167,6 +167,7 @@ install: all
 	install -D -m 755 tools/mxbdctl $(DESTDIR)$(PREFIX)/sbin/mxbdctl
 	install -D -m 644 tools/mxbd-volumes.service $(DESTDIR)/etc/systemd/system/mxbd-volumes.service
 	install -D -m 644 tools/mxbd-volumes.example $(DESTDIR)/etc/mxbd/volumes.example
+	install -D -m 644 tools/60-mxbd.rules $(DESTDIR)/etc/udev/rules.d/60-mxbd.rules
 	install -D -m 644 Documentation/man/orfs-server.8 $(DESTDIR)$(PREFIX)/share/man/man8/orfs-server.8
 	install -D -m 644 server/orfs-server.service $(DESTDIR)/etc/systemd/system/orfs-server.service
 	install -D -m 644 server/orfs-server.conf.example $(DESTDIR)/etc/orfs/orfs-server.conf.example

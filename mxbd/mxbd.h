@@ -10,6 +10,7 @@
 #include <linux/mutex.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
+#include <linux/uuid.h>
 #include <linux/workqueue.h>
 
 #include "knet.h"
@@ -71,6 +72,7 @@ enum mxbd_state {
  * @mq: the connections, one per hardware queue; NULL while reconnecting
  * @quiesced: the queue is quiesced by the recovery
  * @info: the volume's geometry, from INFO
+ * @uuid: the volume's identity, from IDENT (null: its server gives none)
  * @tag_set: blk-mq tags, one per server credit
  * @disk: the block device
  * @err_work: takes a broken connection down, holding its requests
@@ -91,6 +93,7 @@ struct mxbd_dev {
 	struct knet_mq		*mq;
 	bool			quiesced;
 	struct mxbd_info	info;
+	uuid_t			uuid;
 	struct blk_mq_tag_set	tag_set;
 	struct gendisk		*disk;
 	struct work_struct	err_work;

@@ -319,6 +319,59 @@ static int mxbd_get_info(const struct mxbd_dev *d, struct knet_ep *ep, struct mx
 	return 0;
 }
 
+/*
+ * Ask the server on EP for the volume's identity into ID: null from a
+ * server that has no IDENT; a bad answer is -EPROTO.
+ */
+static int mxbd_get_ident(const struct mxbd_dev *d, struct knet_ep *ep, uuid_t *id)
+{
+	struct mxbd_ident ident;
+	struct knet_request rq = {
+		.opcode = MXBD_OP_IDENT,
+		.reply = &ident,
+		.reply_max = sizeof(ident),
+	};
+	int ret = knet_call(ep, &rq, 10 * HZ);
+
+	if (ret)
+		return ret;
+	if (rq.status == EOPNOTSUPP) {
+		uuid_copy(id, &uuid_null);
+		return 0;
+	}
+	if (rq.status)
+		return -(int)rq.status;
+	if (rq.reply_len != sizeof(ident)) {
+		pr_warn_ratelimited("volume '%s' of %pISc: IDENT refused: wrong length\n",
+				    d->opts.volume, &d->opts.addr);
+		return -EPROTO;
+	}
+	import_uuid(id, ident.uuid);
+	return 0;
+}
+
+/*
+ * Under d->lock, connecting again: is the volume on EP the one attached?
+ * A server that lost its state (or now serves another file under the
+ * name) must not get the writes meant for the old one: -EPROTO. Where
+ * either side has no identity (a server without IDENT, before or now),
+ * there is nothing to compare.
+ */
+static int mxbd_check_ident(struct mxbd_dev *d, struct knet_ep *ep)
+{
+	uuid_t id;
+	int ret = mxbd_get_ident(d, ep, &id);
+
+	if (ret)
+		return ret;
+	if (!uuid_is_null(&id) && !uuid_is_null(&d->uuid) && !uuid_equal(&id, &d->uuid)) {
+		pr_err("%s: the volume's identity changed from %pUb to %pUb: not the volume attached\n",
+		       mxbd_name(d), &d->uuid, &id);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 static bool mxbd_info_ro(const struct mxbd_dev *d, const struct mxbd_info *info)
 {
 	return d->opts.read_only || (le32_to_cpu(info->flags) & MXBD_INFO_READ_ONLY);
@@ -425,7 +478,9 @@ static void mxbd_reconnect_work(struct work_struct *w)
 		goto out;
 	mq = mxbd_connect(d, &reason);
 	if (!IS_ERR(mq)) {
-		ret = mxbd_get_info(d, mq->q[0], &info);
+		ret = mxbd_check_ident(d, mq->q[0]);
+		if (!ret)
+			ret = mxbd_get_info(d, mq->q[0], &info);
 		if (!ret)
 			ret = mxbd_apply_info(d, &info);
 		if (ret == -EPROTO) {
@@ -520,6 +575,15 @@ static ssize_t volume_show(struct device *dev, struct device_attribute *attr, ch
 }
 static DEVICE_ATTR_RO(volume);
 
+static ssize_t uuid_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	const uuid_t *id = &mxbd_from_dev(dev)->uuid;
+
+	/* Empty when the server gives none: nothing to match paths by. */
+	return uuid_is_null(id) ? sysfs_emit(buf, "\n") : sysfs_emit(buf, "%pUb\n", id);
+}
+static DEVICE_ATTR_RO(uuid);
+
 static ssize_t state_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", mxbd_state_names[READ_ONCE(mxbd_from_dev(dev)->state)]);
@@ -572,6 +636,7 @@ static struct attribute *mxbd_attrs[] = {
 	&dev_attr_server.attr,
 	&dev_attr_srcaddr.attr,
 	&dev_attr_volume.attr,
+	&dev_attr_uuid.attr,
 	&dev_attr_state.attr,
 	&dev_attr_queues.attr,
 	&dev_attr_io_timeout.attr,
@@ -700,6 +765,11 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 	ret = mxbd_get_info(d, d->mq->q[0], &d->info);
 	if (ret) {
 		pr_err("volume '%s': INFO failed: %d\n", o->volume, ret);
+		goto destroy_ep;
+	}
+	ret = mxbd_get_ident(d, d->mq->q[0], &d->uuid);
+	if (ret) {
+		pr_err("volume '%s': IDENT failed: %d\n", o->volume, ret);
 		goto destroy_ep;
 	}
 	knet_ep_limits(d->mq->q[0], &kl);

@@ -150,6 +150,7 @@ int block_decode(const struct volume *v, const void *msg, uint32_t len,
 
 	switch (out->opcode) {
 	case MXBD_OP_INFO:
+	case MXBD_OP_IDENT:
 	case MXBD_OP_FLUSH:
 		if (body_len || out->nsegs || out->inl_len)
 			return EINVAL;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* orfs-server configuration: command line and configuration file. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netinet/in.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -176,9 +177,45 @@ const char *config_addr_str(const struct cfg_addr *a, char *buf, size_t len)
 	return buf;
 }
 
+int config_uuid_parse(const char *text, uint8_t u[16])
+{
+	int i, hi, lo;
+
+	for (i = 0; i < 16; i++) {
+		/* A hyphen before bytes 4, 6, 8 and 10. */
+		if (i == 4 || i == 6 || i == 8 || i == 10) {
+			if (*text++ != '-')
+				return -1;
+		}
+		if (!isxdigit((unsigned char)text[0]) || !isxdigit((unsigned char)text[1]))
+			return -1;
+		hi = isdigit((unsigned char)text[0]) ? text[0] - '0' : (tolower(text[0]) - 'a' + 10);
+		lo = isdigit((unsigned char)text[1]) ? text[1] - '0' : (tolower(text[1]) - 'a' + 10);
+		u[i] = (uint8_t)(hi << 4 | lo);
+		text += 2;
+	}
+	return *text ? -1 : 0;
+}
+
+const char *config_uuid_str(const uint8_t u[16], char *buf)
+{
+	snprintf(buf, CFG_UUID_STRLEN,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+		 u[12], u[13], u[14], u[15]);
+	return buf;
+}
+
 static int set_option(struct cfg_export *e, const char *opt, char *err, size_t errlen)
 {
-	if (!strncmp(opt, "allow=", 6)) {
+	if (!strncmp(opt, "uuid=", 5) && e->service == KNET_SVC_BLOCK) {
+		static const uint8_t zero[16];
+
+		if (config_uuid_parse(opt + 5, e->uuid) || !memcmp(e->uuid, zero, sizeof(zero)))
+			return fail(err, errlen, "%s: '%s': a UUID (8-4-4-4-12 hexadecimal digits, not all zero)",
+				    e->name, opt + 5);
+		e->has_uuid = 1;
+	} else if (!strncmp(opt, "allow=", 6)) {
 		if (e->nallow == CFG_EXPORT_MAX_ALLOW)
 			return fail(err, errlen, "%s: more than %d allow= options", e->name,
 				    CFG_EXPORT_MAX_ALLOW);

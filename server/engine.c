@@ -65,12 +65,26 @@ static void req_finish(struct req *r)
 	conn_maybe_free(c);
 }
 
-static uint32_t info_body(struct req *r, struct mxbd_info *info)
+/* The body of a block service reply. */
+union block_body {
+	struct mxbd_info	info;
+	struct mxbd_ident	ident;
+};
+
+/* R's reply body (INFO and IDENT have one) into B; returns its length. */
+static uint32_t block_body(struct req *r, union block_body *b)
 {
-	if (r->f.status || r->br.opcode != MXBD_OP_INFO || r->c->ex->cfg.service != KNET_SVC_BLOCK)
+	if (r->f.status || r->c->ex->cfg.service != KNET_SVC_BLOCK)
 		return 0;
-	block_info(&r->c->ex->vol, info);
-	return sizeof(*info);
+	switch (r->br.opcode) {
+	case MXBD_OP_INFO:
+		block_info(&r->c->ex->vol, &b->info);
+		return sizeof(b->info);
+	case MXBD_OP_IDENT:
+		memcpy(b->ident.uuid, r->c->ex->uuid, sizeof(b->ident.uuid));
+		return sizeof(b->ident);
+	}
+	return 0;
 }
 
 /* Make the reply in BUF (N bytes) lie as FAULT says; returns its new length. */
@@ -198,17 +212,16 @@ static void inject_fs_fault(int fault, struct req *r)
 
 /*
  * Make a block service reply lie as FAULT says (a test aid), well framed:
- * INFO's body BLEN bytes long at INFO. Returns the body's new length.
+ * its body B, BLEN bytes long. Returns the body's new length.
  */
-static uint32_t inject_block_fault(int fault, struct req *r, struct mxbd_info *info,
-				   uint32_t blen)
+static uint32_t inject_block_fault(int fault, struct req *r, union block_body *b, uint32_t blen)
 {
 	if (fault == FAULT_BLOCK_RANDOM) {
-		scramble(r, (uint8_t *)info, blen);
+		scramble(r, (uint8_t *)b, blen);
 		return r->f.status ? 0 : blen;
 	}
-	if (fault == FAULT_BLOCK_INFO && blen)
-		info->physical_block = htole32(3000);
+	if (fault == FAULT_BLOCK_INFO && blen && r->br.opcode == MXBD_OP_INFO)
+		b->info.physical_block = htole32(3000);
 	return blen;
 }
 
@@ -236,7 +249,7 @@ static void reply(struct req *r)
 {
 	struct conn *c = r->c;
 	int lie = fault_lies(c, r);
-	struct mxbd_info info;
+	union block_body b;
 	uint32_t blen, ilen;
 	size_t n;
 	ssize_t ret;
@@ -273,12 +286,12 @@ static void reply(struct req *r)
 		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, body, blen,
 				      body ? body + blen : NULL, ilen);
 	} else {
-		blen = info_body(r, &info);
+		blen = block_body(r, &b);
 		if (lie)
-			blen = inject_block_fault(c->s->fault, r, &info, blen);
+			blen = inject_block_fault(c->s->fault, r, &b, blen);
 		ilen = r->f.status ? 0 : r->inl_reply;
 		/* Inline read data was read into the request's receive buffer. */
-		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &info, blen,
+		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &b, blen,
 				      conn_rx_buf(c, r->slot), ilen);
 	}
 	if (!n) {
@@ -663,6 +676,9 @@ static void start(struct req *r, char *msg)
 		if (volume_refresh(&r->c->ex->vol, r->c->ex->cfg.path))
 			srv_log("volume '%s' is now %llu bytes", r->c->ex->cfg.name,
 				(unsigned long long)r->c->ex->vol.size);
+		reply(r);
+		return;
+	case MXBD_OP_IDENT:
 		reply(r);
 		return;
 	case MXBD_OP_FLUSH:

@@ -12,6 +12,7 @@
  * handler holds it (conn_get()/conn_put()).
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/siphash.h"
 #include "server/srv.h"
 
 #define DRAIN_SECONDS	10
@@ -91,8 +93,9 @@ static int could_make_in(const char *dir)
 }
 
 /*
- * The file handle key: 16 random bytes in STATE_DIR/handle-key, made on
- * first use and kept, so that handles stay valid across restarts.
+ * The server's key: 16 random bytes in STATE_DIR/handle-key, made on
+ * first use and kept, so that file handles stay valid and volumes keep
+ * their identities (volume_uuid()) across restarts.
  * With MAKE 0 (a check, -n), nothing is made: a missing key only needs a
  * place where a start could make it.
  */
@@ -161,6 +164,35 @@ static struct export *find_export(struct srv *s, const char *name, int service)
 }
 
 /* Open CFG's export or volume into a free slot; 0 or -1 (message logged). */
+/*
+ * The identity of volume CFG when its line gives none: a UUID (version 8,
+ * RFC 9562) from the server's key, kept in its state directory, the
+ * volume's name and its backing path. It stays while they do, across
+ * restarts, and is the same through every address; two servers sharing a
+ * state directory give two volumes of one name different ones, unless
+ * they are one file. The key also seals file handles: what is hashed here
+ * starts with a byte no export name has (a handle's seal starts with its
+ * export's name), so neither gives away anything of the other.
+ */
+static void volume_uuid(const struct srv *s, const struct cfg_export *cfg, uint8_t u[16])
+{
+	uint8_t in[2 + KNET_NAME_MAX + 1 + PATH_MAX];
+	size_t n = strlen(cfg->name), m = strnlen(cfg->path, PATH_MAX - 1);
+	uint64_t h;
+	int i;
+
+	memcpy(in + 2, cfg->name, n + 1);
+	memcpy(in + 3 + n, cfg->path, m);
+	for (i = 0; i < 2; i++) {
+		in[0] = (uint8_t)(1 + i);
+		in[1] = 'V';
+		h = htole64(siphash24(s->key, in, 3 + n + m));
+		memcpy(u + 8 * i, &h, sizeof(h));
+	}
+	u[6] = (uint8_t)((u[6] & 0x0f) | 0x80);	/* version 8 */
+	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);	/* the RFC's variant */
+}
+
 static int export_add(struct srv *s, const struct cfg_export *cfg)
 {
 	struct export *ex = NULL;
@@ -189,6 +221,10 @@ static int export_add(struct srv *s, const struct cfg_export *cfg)
 			return -1;
 	} else if (volume_open(&ex->vol, cfg->path, cfg->read_only, SRV_MAX_IO)) {
 		return -1;
+	} else if (cfg->has_uuid) {
+		memcpy(ex->uuid, cfg->uuid, sizeof(ex->uuid));
+	} else {
+		volume_uuid(s, cfg, ex->uuid);
 	}
 	ex->used = 1;
 	return 0;
@@ -1180,7 +1216,8 @@ static void srv_close(struct srv *s)
 static int same_export(const struct cfg_export *a, const struct cfg_export *b)
 {
 	return !strcmp(a->path, b->path) && a->read_only == b->read_only &&
-	       a->squash == b->squash && a->class == b->class;
+	       a->squash == b->squash && a->class == b->class && a->has_uuid == b->has_uuid &&
+	       !memcmp(a->uuid, b->uuid, sizeof(a->uuid));
 }
 
 /*
@@ -1253,7 +1290,7 @@ static void srv_reload(struct srv *s)
 	for (i = 0; i < n->nex; i++) {
 		if (find_export(s, n->ex[i].name, n->ex[i].service))
 			continue;
-		if (n->ex[i].service == KNET_SVC_FILE && load_key(s, s->cfg.state_dir, 1))
+		if (load_key(s, s->cfg.state_dir, 1))
 			continue;
 		if (!export_add(s, &n->ex[i]))
 			added++;
@@ -1591,8 +1628,9 @@ static int check_config(struct srv *s)
 	for (i = 0; i < s->cfg.nex; i++) {
 		const struct cfg_export *e = &s->cfg.ex[i];
 
-		if (e->service == KNET_SVC_FILE && !nfile++ && load_key(s, s->cfg.state_dir, 0))
+		if (!i && load_key(s, s->cfg.state_dir, 0))
 			bad++;
+		nfile += e->service == KNET_SVC_FILE;
 		nblock += e->service == KNET_SVC_BLOCK;
 		if (export_add(s, e))
 			bad++;
@@ -1822,11 +1860,10 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		s.boot = ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40);
 	}
-	for (i = 0; i < s.cfg.nex; i++) {
-		if (s.cfg.ex[i].service == KNET_SVC_FILE && load_key(&s, s.cfg.state_dir, 1)) {
-			srv_close(&s);
-			return 2;
-		}
+	/* The key seals file handles and names volumes (volume_uuid()). */
+	if (s.cfg.nex && load_key(&s, s.cfg.state_dir, 1)) {
+		srv_close(&s);
+		return 2;
 	}
 	for (i = 0; i < s.cfg.nex; i++) {
 		if (export_add(&s, &s.cfg.ex[i])) {

@@ -107,6 +107,7 @@ struct export {
 	struct cfg_export	cfg;
 	struct volume		vol;		/* block service */
 	struct fsvc_export	fx;		/* file service */
+	uint8_t			uuid[16];	/* block service: the volume's identity */
 	int			used;
 	int			removed;
 	int			refs;		/* connections using it */

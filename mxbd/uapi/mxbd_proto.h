@@ -17,6 +17,7 @@ enum mxbd_opcode {
 	MXBD_OP_FLUSH,		/* no body: make every acknowledged write durable */
 	MXBD_OP_DISCARD,	/* body: mxbd_io; the range may read back as zeroes */
 	MXBD_OP_WRITE_ZEROES,	/* body: mxbd_io; the range reads back as zeroes */
+	MXBD_OP_IDENT,		/* no body; reply body: mxbd_ident */
 };
 
 /* mxbd_io.flags */
@@ -50,7 +51,19 @@ struct mxbd_info {
 	__le32	flags;			/* MXBD_INFO_* */
 };
 
+/*
+ * Reply body of IDENT: the volume's identity, an RFC 9562 UUID, the same
+ * through every address of its server and across its restarts, so that a
+ * client knows two paths to one volume (multipath) and the volume it
+ * attached when it connects again. A server that predates IDENT answers
+ * EOPNOTSUPP: the volume has no identity.
+ */
+struct mxbd_ident {
+	__u8	uuid[16];
+};
+
 static_assert(sizeof(struct mxbd_io) == 16, "mxbd_io layout");
+static_assert(sizeof(struct mxbd_ident) == 16, "mxbd_ident layout");
 static_assert(sizeof(struct mxbd_info) == 24, "mxbd_info layout");
 
 #endif /* _UAPI_MXBD_PROTO_H */

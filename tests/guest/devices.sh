@@ -5,7 +5,8 @@
 # registration of their buffers; a connection is served on the device it
 # came on. ORFS mounts and an MXBD volume through either address, data
 # moved both ways (RDMA READ and WRITE through each device's pool), the
-# status report and the configuration check naming both devices.
+# status report and the configuration check naming both devices; the
+# volume attached through both, its two devices of one identity.
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
 
@@ -84,6 +85,27 @@ cmp /tmp/src /tmp/back3
 cmp /tmp/src <(head -c 8M /tmp/vd)
 expect_grep "$addr2 connected to volume 'vd' \(credits [0-9]+, progress thread 1 on $rdma2\)" \
 	"$ORFS_SERVER_LOG"
+
+step "the volume through the other device too: two paths with one identity, for multipath"
+"$ORFS_PROJ/tools/mxbdctl" attach "$ORFS_ADDR" vd | tee /tmp/out
+devname1=$(awk '{ print $NF }' /tmp/out)
+on_exit "'$ORFS_PROJ/tools/mxbdctl' detach $devname1 2>/dev/null || true"
+[ "$devname1" != "$devname" ] || fail "one device for two paths"
+id=$(cat "/sys/block/${devname#/dev/}/mxbd/uuid")
+echo "identity: $id"
+expect_grep '^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' <(echo "$id")
+expect_eq "identity through $ORFS_ADDR" "$(cat "/sys/block/${devname1#/dev/}/mxbd/uuid")" "$id"
+cmp /tmp/src <(dd if="$devname1" bs=1M count=8 iflag=direct status=none)
+# The udev rule names both by the identity (what multipath-tools groups by).
+mkdir -p /run/udev/rules.d
+cp "$ORFS_PROJ/tools/60-mxbd.rules" /run/udev/rules.d/
+on_exit "rm -f /run/udev/rules.d/60-mxbd.rules"
+for d in "$devname" "$devname1"; do
+	udevadm test --action=add "/sys/block/${d#/dev/}" > /tmp/udev.out 2>&1 || true
+	expect_grep "^ID_SERIAL=mxbd-$id$" /tmp/udev.out
+	expect_grep "^DEVLINKS=.*/dev/disk/by-id/mxbd-$id" /tmp/udev.out
+done
+"$ORFS_PROJ/tools/mxbdctl" detach "$devname1"
 
 step "the status report names each thread's device"
 n0=$(log_lines)

@@ -4,7 +4,9 @@
 # fio run (I/O is held, resent, and fio finds every block right); flushed
 # data survives a kill; a server that hangs is found by the I/O time-out
 # and I/O resumes when it wakes; a server that never comes back fails I/O
-# after the loss time-out, and the failed device detaches.
+# after the loss time-out, and the failed device detaches. A volume keeps
+# its identity across restarts; a server that serves another file under
+# its name fails the device rather than take its writes.
 # timeout: 360
 . "$(dirname "$0")/lib.sh"
 
@@ -69,6 +71,37 @@ wait $dd_pid || fail "the read failed"
 cmp /tmp/read.bin /tmp/flushed.bin || fail "the read after the hang differs"
 [ "$(stat_of reconnects)" -gt "$r0" ] || fail "no reconnect after the hang"
 expect_eq "failed requests" "$(stat_of failed)" 0
+
+step "the volume keeps its identity across a restart; another file under its name is refused"
+id=$(cat /sys/block/mxbd0/mxbd/uuid)
+echo "identity: $id"
+expect_grep '^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' <(echo "$id")
+r0=$(stat_of reconnects)
+kill_server KILL
+start_server -b rvol=/tmp/rvol
+dd if=/dev/mxbd0 of=/dev/null bs=4k count=1 iflag=direct status=none
+[ "$(stat_of reconnects)" -gt "$r0" ] || fail "no reconnect after the restart"
+expect_eq "identity after a restart" "$(cat /sys/block/mxbd0/mxbd/uuid)" "$id"
+# The server now serves another file as rvol: the client must not write
+# what was meant for the first one there.
+truncate -s 128M /tmp/rvol2
+kill_server KILL
+start_server -b rvol=/tmp/rvol2
+if dd if=/dev/urandom of=/dev/mxbd0 bs=4k count=1 oflag=direct status=none 2>/tmp/dd.err; then
+	fail "a write went to another volume"
+fi
+cat /tmp/dd.err
+expect_grep "mxbd0: the volume's identity changed from $id to [0-9a-f-]{36}: not the volume attached" \
+	<(dmesg)
+expect_eq "state" "$(cat /sys/block/mxbd0/mxbd/state)" failed
+expect_eq "bytes written to the other file" "$(tr -d '\0' < /tmp/rvol2 | wc -c)" 0
+ctl detach mxbd0
+# uuid= gives the identity: the same volume, served from a second path or
+# by another server (shared storage), says so.
+kill_server KILL
+start_server -b "rvol=/tmp/rvol2,uuid=$id"
+expect_eq "attach" "$(ctl attach "$ORFS_ADDR" rvol)" /dev/mxbd0
+expect_eq "identity given by uuid=" "$(cat /sys/block/mxbd0/mxbd/uuid)" "$id"
 
 step "a server that never comes back: I/O fails after the loss time-out"
 ctl detach mxbd0

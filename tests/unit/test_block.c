@@ -110,6 +110,8 @@ static void test_decode_bad(void)
 	CU_ASSERT_EQUAL(decode(buf, req(buf, MXBD_OP_READ, 0, 512, MXBD_IO_FUA, 0, NULL, 0), &r), EINVAL);
 	CU_ASSERT_EQUAL(decode(buf, req(buf, MXBD_OP_DISCARD, 0, 4096, 0, 1, segs, 0), &r), EINVAL);
 	CU_ASSERT_EQUAL(decode(buf, req(buf, 99, 0, 512, 0, 0, NULL, 0), &r), EOPNOTSUPP);
+	/* IDENT, like INFO, has no body. */
+	CU_ASSERT_EQUAL(decode(buf, req(buf, MXBD_OP_IDENT, 0, 512, 0, 0, NULL, 0), &r), EINVAL);
 	/* A read-only volume refuses every change. */
 	vol.read_only = 1;
 	CU_ASSERT_EQUAL(decode(buf, req(buf, MXBD_OP_WRITE, 0, 512, 0, 0, NULL, 512), &r), EROFS);

@@ -222,6 +222,51 @@ static void test_export_allow(void)
 	}
 }
 
+/* uuid= of a volume: its identity, in the one text form, never all zero. */
+static void test_uuid(void)
+{
+	static const uint8_t want[16] = { 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0x8d, 0xef,
+					  0x80, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0xff };
+	char err[256], text[CFG_UUID_STRLEN];
+	const struct cfg_export *e;
+	struct config c;
+	uint8_t u[16];
+
+	CU_ASSERT_EQUAL(config_uuid_parse("12345678-9ABC-8def-8001-0203040506ff", u), 0);
+	CU_ASSERT_EQUAL(memcmp(u, want, sizeof(want)), 0);
+	CU_ASSERT_STRING_EQUAL(config_uuid_str(want, text), "12345678-9abc-8def-8001-0203040506ff");
+	CU_ASSERT_NOT_EQUAL(config_uuid_parse("123456789abc8def80010203040506ff", u), 0);
+	CU_ASSERT_NOT_EQUAL(config_uuid_parse("12345678-9abc-8def-8001-0203040506f", u), 0);
+	CU_ASSERT_NOT_EQUAL(config_uuid_parse("12345678-9abc-8def-8001-0203040506ff0", u), 0);
+	CU_ASSERT_NOT_EQUAL(config_uuid_parse("12345678-9abc-8def-8001-0203040506fg", u), 0);
+	CU_ASSERT_NOT_EQUAL(config_uuid_parse("1234567-89abc-8def-8001-0203040506ff", u), 0);
+	CU_ASSERT_NOT_EQUAL(config_uuid_parse("", u), 0);
+
+	config_init(&c);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK,
+					"db=/dev/sdb,uuid=12345678-9abc-8def-8001-0203040506ff", err,
+					sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "volume plain /plain", err, sizeof(err)), 0);
+	e = config_find(&c, KNET_SVC_BLOCK, "db");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_TRUE(e->has_uuid);
+	CU_ASSERT_EQUAL(memcmp(e->uuid, want, sizeof(want)), 0);
+	e = config_find(&c, KNET_SVC_BLOCK, "plain");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_FALSE(e->has_uuid);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "volume z /z uuid=00000000-0000-0000-0000-000000000000",
+					      err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not all zero"));
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "volume z /z uuid=volume-one", err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "z: 'volume-one': a UUID"));
+	/* A file export has no identity to give. */
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_FILE,
+					    "x=/x,uuid=12345678-9abc-8def-8001-0203040506ff", err,
+					    sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown option"));
+	CU_ASSERT_EQUAL(c.nex, 2);
+}
+
 static void test_file(void)
 {
 	char path[] = "/tmp/orfs-unit-confXXXXXX", err[256];
@@ -293,6 +338,7 @@ int unit_add_config_suite(void)
 	    !CU_add_test(s, "IPv6 clients and networks", test_allow_v6) ||
 	    !CU_add_test(s, "several listen addresses", test_listen) ||
 	    !CU_add_test(s, "clients of one export or volume", test_export_allow) ||
+	    !CU_add_test(s, "a volume's identity", test_uuid) ||
 	    !CU_add_test(s, "configuration file, errors name their line", test_file))
 		return -1;
 	return 0;
