@@ -993,6 +993,25 @@ static int listen_devices(struct fi_info *const info[], int n, struct fi_info *d
 	return ndev;
 }
 
+/*
+ * Add what FMT says to the text in BUF (LEN bytes, N of them used, LEN > 0);
+ * returns how many are used then (cut at LEN - 1).
+ */
+static size_t appendf(char *buf, size_t len, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static size_t appendf(char *buf, size_t len, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (n >= len - 1)
+		return n;
+	va_start(ap, fmt);
+	r = vsnprintf(buf + n, len - n, fmt, ap);
+	va_end(ap);
+	return r < 0 ? n : n + (size_t)r >= len ? len - 1 : n + (size_t)r;
+}
+
 /* "rxe0, rxe1": the names of S's devices into BUF (LEN bytes). */
 static const char *dev_str(const struct srv *s, char *buf, size_t len)
 {
@@ -1000,9 +1019,8 @@ static const char *dev_str(const struct srv *s, char *buf, size_t len)
 	int d;
 
 	buf[0] = '\0';
-	for (d = 0; d < s->ndev && n < len; d++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", d ? ", " : "",
-				      s->dev[d].info->domain_attr->name);
+	for (d = 0; d < s->ndev; d++)
+		n = appendf(buf, len, n, "%s%s", d ? ", " : "", s->dev[d].info->domain_attr->name);
 	return buf;
 }
 
@@ -1594,9 +1612,9 @@ static const char *listen_str(const struct config *c, char *buf, size_t len)
 	int i;
 
 	buf[0] = '\0';
-	for (i = 0; i < c->nlisten && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%s port %s", i ? ", " : "",
-				      c->listen[i].addr, config_listen_port(c, i));
+	for (i = 0; i < c->nlisten; i++)
+		n = appendf(buf, len, n, "%s%s port %s", i ? ", " : "", c->listen[i].addr,
+			    config_listen_port(c, i));
 	return buf;
 }
 
