@@ -6,7 +6,9 @@
 # came on. ORFS mounts and an MXBD volume through either address, data
 # moved both ways (RDMA READ and WRITE through each device's pool), the
 # status report and the configuration check naming both devices; the
-# volume attached through both, its two devices of one identity.
+# volume attached through both, its two devices of one identity, joined
+# by dm-multipath, which goes on through one when the other is taken
+# away under verified writes.
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
 
@@ -107,12 +109,25 @@ for d in "$devname" "$devname1"; do
 done
 "$ORFS_PROJ/tools/mxbdctl" detach "$devname1"
 
+# status_report: ask the server for a status report; its lines in
+# /tmp/status once both threads wrote theirs
+status_report() {
+	local n0 i
+	n0=$(log_lines)
+	kill -USR1 "$ORFS_SERVER_PID"
+	for ((i = 0; i < 50; i++)); do
+		tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/status
+		[ "$(grep -c 'status: progress thread [01] on' /tmp/status)" -eq 2 ] && break
+		sleep 0.1
+	done
+	[ "$i" -lt 50 ] || fail "no status report from both threads"
+	# A thread's connection lines follow its own line at once.
+	sleep 0.3
+	tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/status
+}
+
 step "the status report names each thread's device"
-n0=$(log_lines)
-kill -USR1 "$ORFS_SERVER_PID"
-wait_until 50 grep -q "status: progress thread 1 on $rdma2" <(tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG") ||
-	fail "no status line for the thread on $rdma2"
-tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/status
+status_report
 cat /tmp/status
 expect_grep "status: progress thread 0 on $ORFS_RDMA_DEV: 1 connections," /tmp/status
 expect_grep "status: progress thread 1 on $rdma2: [0-9]+ connections," /tmp/status
@@ -122,6 +137,57 @@ step "the configuration check names both devices"
 cat /tmp/check.out
 expect_grep "configuration checked: listen $ORFS_ADDR port 20077, $addr2 port 20077 on $ORFS_RDMA_DEV, $rdma2, 1 exports" \
 	/tmp/check.out
+
+step "dm-multipath joins the two paths; I/O goes on through one when the other is taken away"
+modprobe -a dm-multipath dm-round-robin
+"$ORFS_PROJ/tools/mxbdctl" attach "$ORFS_ADDR" vd | tee /tmp/out
+devname1=$(awk '{ print $NF }' /tmp/out)
+expect_eq "identity through $ORFS_ADDR" "$(cat "/sys/block/${devname1#/dev/}/mxbd/uuid")" "$id"
+sectors=$(cat "/sys/block/${devname#/dev/}/size")
+# Both paths in one group, taken in turns.
+dmsetup create mxbd-mp --noudevsync \
+	--table "0 $sectors multipath 0 0 1 1 round-robin 0 2 1 $devname 1 $devname1 1"
+on_exit "dmsetup remove --noudevsync mxbd-mp 2>/dev/null || true"
+dmsetup status mxbd-mp
+# Its node, as the kernel names it (no udev here to make /dev/mapper's).
+mp=/dev/$(dmsetup info -c --noheadings -o blkdevname mxbd-mp)
+[ -b "$mp" ] || fail "no block device $mp"
+# vd_in ADDR: bytes the server took in on its connections to vd from ADDR,
+# by a status report
+vd_in() {
+	status_report
+	awk -v a="$1" -v v="'vd'" '$2 == "status:" && $3 == a && $5 == v { n += $(NF - 4) }
+		END { print n + 0 }' /tmp/status
+}
+in1=$(vd_in "$ORFS_ADDR")
+in2=$(vd_in "$addr2")
+fio --name=mp --filename="$mp" --direct=1 --ioengine=libaio --rw=randwrite \
+	--bs=64k --iodepth=8 --size=16M --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fio-mp.out || { cat /tmp/fio-mp.out; fail "fio on both paths"; }
+expect_grep 'err= 0' /tmp/fio-mp.out
+in1=$(($(vd_in "$ORFS_ADDR") - in1))
+in2=$(($(vd_in "$addr2") - in2))
+echo "written through $ORFS_ADDR: $in1 bytes, through $addr2: $in2 bytes"
+[ "$in1" -ge $((1 << 20)) ] || fail "little went through $ORFS_ADDR"
+[ "$in2" -ge $((1 << 20)) ] || fail "little went through $addr2"
+# Verified writes again, eight passes; the path through the first device
+# goes during them, with its requests in flight.
+fio --name=mp --filename="$mp" --direct=1 --ioengine=libaio --rw=randwrite \
+	--bs=64k --iodepth=8 --size=48M --loops=8 --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fio-mp.out &
+fio=$!
+sleep 2
+kill -0 $fio 2>/dev/null || { cat /tmp/fio-mp.out; fail "fio ended before a path went"; }
+gone=$(cat "/sys/block/${devname1#/dev/}/dev")
+"$ORFS_PROJ/tools/mxbdctl" detach "${devname1#/dev/}" force
+wait $fio || { cat /tmp/fio-mp.out; fail "fio failed when a path went"; }
+grep -E 'err=|WRITE:|READ:' /tmp/fio-mp.out
+expect_grep 'err= 0' /tmp/fio-mp.out
+dmsetup status mxbd-mp | tee /tmp/mp.status
+# Each path: its device, A(ctive) or F(ailed), its count of failures.
+expect_grep " $(cat "/sys/block/${devname#/dev/}/dev") A 0 " /tmp/mp.status
+expect_grep " $gone F [1-9][0-9]*( |$)" /tmp/mp.status
+dmsetup remove --noudevsync mxbd-mp
 
 step "everything ends cleanly"
 "$ORFS_PROJ/tools/mxbdctl" detach "$devname"
