@@ -1059,6 +1059,18 @@ static int srv_open_devices(struct srv *s)
 	return 0;
 }
 
+/*
+ * Part K of N of TOTAL shared out as evenly as can be, the first parts
+ * taking the rest. The pool goes to the devices so, then each device's
+ * part to its threads: every device gets the same, whatever the number of
+ * threads it has. Every thread gets a chunk at least, as there are no
+ * fewer chunks than threads (both shared out alike).
+ */
+static uint32_t share(uint32_t total, int n, uint32_t k)
+{
+	return total / (uint32_t)n + (k < total % (uint32_t)n);
+}
+
 static int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
@@ -1109,14 +1121,13 @@ static int srv_open(struct srv *s)
 		return -1;
 	for (i = 0; i < s->nshards; i++) {
 		struct shard *sh = &s->shards[i];
-		/* The pool, shared out; the first shards get the rest. */
-		uint32_t nchunks = s->nchunks / (uint32_t)s->nshards +
-				   ((uint32_t)i < s->nchunks % (uint32_t)s->nshards);
 
 		sh->s = s;
 		sh->id = i;
 		sh->dev = i % s->ndev;
-		if (shard_open(sh, nchunks))
+		if (shard_open(sh, share(share(s->nchunks, s->ndev, sh->dev),
+					 share((uint32_t)s->nshards, s->ndev, sh->dev),
+					 (uint32_t)(i / s->ndev))))
 			return -1;
 	}
 	if (workers_start(&s->w, s->nthreads))

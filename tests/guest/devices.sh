@@ -189,6 +189,26 @@ expect_grep " $(cat "/sys/block/${devname#/dev/}/dev") A 0 " /tmp/mp.status
 expect_grep " $gone F [1-9][0-9]*( |$)" /tmp/mp.status
 dmsetup remove --noudevsync mxbd-mp
 
+step "three threads on two devices: each device gets half the pool, split among its threads"
+"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -a "$addr2" -p 20091 -T 3 -s /tmp/s3 -b vd3=/tmp/vd \
+	> /tmp/server3.log 2>&1 &
+server3=$!
+on_exit "kill $server3 2>/dev/null; wait $server3 2>/dev/null"
+wait_until 100 grep -q 'listening on' /tmp/server3.log || { cat /tmp/server3.log; fail "no third server"; }
+kill -USR1 $server3
+reported() { [ "$(grep -c 'status: progress thread' /tmp/server3.log)" -eq 3 ]; }
+wait_until 50 reported || { cat /tmp/server3.log; fail "no status report from three threads"; }
+cat /tmp/server3.log
+# The default pool: 256 chunks of 256 KiB.
+expect_grep "progress thread 0 on $ORFS_RDMA_DEV: 0 connections, 0 requests in service, 64 of 64 buffer chunks free" \
+	/tmp/server3.log
+expect_grep "progress thread 2 on $ORFS_RDMA_DEV: 0 connections, 0 requests in service, 64 of 64 buffer chunks free" \
+	/tmp/server3.log
+expect_grep "progress thread 1 on $rdma2: 0 connections, 0 requests in service, 128 of 128 buffer chunks free" \
+	/tmp/server3.log
+kill -TERM $server3
+wait $server3 || fail "the third server exited with $?"
+
 step "everything ends cleanly"
 "$ORFS_PROJ/tools/mxbdctl" detach "$devname"
 umount /tmp/m1
