@@ -177,33 +177,30 @@ const char *config_addr_str(const struct cfg_addr *a, char *buf, size_t len)
 	return buf;
 }
 
+/* The value of hexadecimal digit C, or -1. */
+static int hex_digit(char c)
+{
+	static const char digits[] = "0123456789abcdef";
+	const char *p = c ? strchr(digits, tolower((unsigned char)c)) : NULL;
+
+	return p ? (int)(p - digits) : -1;
+}
+
 int config_uuid_parse(const char *text, uint8_t u[16])
 {
 	int i, hi, lo;
 
-	for (i = 0; i < 16; i++) {
+	for (i = 0; i < 16; i++, text += 2) {
 		/* A hyphen before bytes 4, 6, 8 and 10. */
-		if (i == 4 || i == 6 || i == 8 || i == 10) {
-			if (*text++ != '-')
-				return -1;
-		}
-		if (!isxdigit((unsigned char)text[0]) || !isxdigit((unsigned char)text[1]))
+		if ((i == 4 || i == 6 || i == 8 || i == 10) && *text++ != '-')
 			return -1;
-		hi = isdigit((unsigned char)text[0]) ? text[0] - '0' : (tolower(text[0]) - 'a' + 10);
-		lo = isdigit((unsigned char)text[1]) ? text[1] - '0' : (tolower(text[1]) - 'a' + 10);
+		hi = hex_digit(text[0]);
+		lo = hi < 0 ? -1 : hex_digit(text[1]);
+		if (lo < 0)
+			return -1;
 		u[i] = (uint8_t)(hi << 4 | lo);
-		text += 2;
 	}
 	return *text ? -1 : 0;
-}
-
-const char *config_uuid_str(const uint8_t u[16], char *buf)
-{
-	snprintf(buf, CFG_UUID_STRLEN,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
-		 u[12], u[13], u[14], u[15]);
-	return buf;
 }
 
 static int set_option(struct cfg_export *e, const char *opt, char *err, size_t errlen)

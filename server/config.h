@@ -108,15 +108,11 @@ int config_addr_known(const struct cfg_addr *a);
  */
 const char *config_addr_str(const struct cfg_addr *a, char *buf, size_t len);
 
-#define CFG_UUID_STRLEN	37	/* 8-4-4-4-12 hexadecimal digits and a NUL */
-
 /*
  * Read a UUID written as 8-4-4-4-12 hexadecimal digits (either case) into
  * U. Returns 0, or -1 if TEXT is not one.
  */
 int config_uuid_parse(const char *text, uint8_t u[16]);
-/* U as 8-4-4-4-12 lowercase hexadecimal digits into BUF (CFG_UUID_STRLEN). */
-const char *config_uuid_str(const uint8_t u[16], char *buf);
 
 /*
  * Is the client at A allowed to connect (by the server's allow list)? One

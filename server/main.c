@@ -163,7 +163,6 @@ static struct export *find_export(struct srv *s, const char *name, int service)
 	return NULL;
 }
 
-/* Open CFG's export or volume into a free slot; 0 or -1 (message logged). */
 /*
  * The identity of volume CFG when its line gives none: a UUID (version 8,
  * RFC 9562) from the server's key, kept in its state directory, the
@@ -193,6 +192,7 @@ static void volume_uuid(const struct srv *s, const struct cfg_export *cfg, uint8
 	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);	/* the RFC's variant */
 }
 
+/* Open CFG's export or volume into a free slot; 0 or -1 (message logged). */
 static int export_add(struct srv *s, const struct cfg_export *cfg)
 {
 	struct export *ex = NULL;
@@ -1259,7 +1259,7 @@ static void srv_reload(struct srv *s)
 {
 	struct config *n = malloc(sizeof(*n));
 	char err[512];
-	int i, added = 0, retired = 0, allow_changed = 0;
+	int i, added = 0, retired = 0, allow_changed = 0, key = 0;
 
 	if (!n) {
 		srv_log("reload: out of memory");
@@ -1319,7 +1319,10 @@ static void srv_reload(struct srv *s)
 	for (i = 0; i < n->nex; i++) {
 		if (find_export(s, n->ex[i].name, n->ex[i].service))
 			continue;
-		if (load_key(s, s->cfg.state_dir, 1))
+		/* Read once (1), or not readable (-1): the new ones wait for a fix. */
+		if (!key)
+			key = load_key(s, s->cfg.state_dir, 1) ? -1 : 1;
+		if (key < 0)
 			continue;
 		if (!export_add(s, &n->ex[i]))
 			added++;

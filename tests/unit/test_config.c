@@ -227,14 +227,13 @@ static void test_uuid(void)
 {
 	static const uint8_t want[16] = { 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0x8d, 0xef,
 					  0x80, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0xff };
-	char err[256], text[CFG_UUID_STRLEN];
+	char err[256];
 	const struct cfg_export *e;
 	struct config c;
 	uint8_t u[16];
 
 	CU_ASSERT_EQUAL(config_uuid_parse("12345678-9ABC-8def-8001-0203040506ff", u), 0);
 	CU_ASSERT_EQUAL(memcmp(u, want, sizeof(want)), 0);
-	CU_ASSERT_STRING_EQUAL(config_uuid_str(want, text), "12345678-9abc-8def-8001-0203040506ff");
 	CU_ASSERT_NOT_EQUAL(config_uuid_parse("123456789abc8def80010203040506ff", u), 0);
 	CU_ASSERT_NOT_EQUAL(config_uuid_parse("12345678-9abc-8def-8001-0203040506f", u), 0);
 	CU_ASSERT_NOT_EQUAL(config_uuid_parse("12345678-9abc-8def-8001-0203040506ff0", u), 0);
