@@ -22,10 +22,7 @@ ip addr add "$addr2/24" dev "$dev2"
 ip link set "$dev2" up
 rdma link add "$rdma2" type rxe netdev "$dev2"
 on_exit "rdma link delete $rdma2 2>/dev/null || true"
-gid_has() { grep -qs "^$1" /sys/class/infiniband/"$rdma2"/ports/1/gids/*; }
-# rxe takes the address into its GID table in the background.
-wait_until 50 gid_has 0000:0000:0000:0000:0000:ffff:0a4e:0001 ||
-	fail "no GID for $addr2 on $rdma2"
+wait_gid "$rdma2" 0000:0000:0000:0000:0000:ffff:0a4e:0001
 # sent_pkts DEV: the packets DEV has sent so far
 sent_pkts() { cat /sys/class/infiniband/"$1"/ports/1/hw_counters/sent_pkts; }
 
@@ -109,21 +106,22 @@ for d in "$devname" "$devname1"; do
 done
 "$ORFS_PROJ/tools/mxbdctl" detach "$devname1"
 
-# status_report: ask the server for a status report; its lines in
-# /tmp/status once both threads wrote theirs
+# status_report [PID LOG THREADS]: ask the server (default the one
+# start_server started, with two threads) for a status report; its lines
+# in /tmp/status once each thread wrote its own
 status_report() {
-	local n0 i
-	n0=$(log_lines)
-	kill -USR1 "$ORFS_SERVER_PID"
+	local pid=${1:-$ORFS_SERVER_PID} log=${2:-$ORFS_SERVER_LOG} threads=${3:-2} n0 i
+	n0=$(wc -l < "$log")
+	kill -USR1 "$pid"
 	for ((i = 0; i < 50; i++)); do
-		tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/status
-		[ "$(grep -c 'status: progress thread [01] on' /tmp/status)" -eq 2 ] && break
+		tail -n +$((n0 + 1)) "$log" > /tmp/status
+		[ "$(grep -c 'status: progress thread [0-9]* on' /tmp/status)" -eq "$threads" ] && break
 		sleep 0.1
 	done
-	[ "$i" -lt 50 ] || fail "no status report from both threads"
+	[ "$i" -lt 50 ] || fail "no status report from $threads threads"
 	# A thread's connection lines follow its own line at once.
 	sleep 0.3
-	tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/status
+	tail -n +$((n0 + 1)) "$log" > /tmp/status
 }
 
 step "the status report names each thread's device"
@@ -195,17 +193,15 @@ step "three threads on two devices: each device gets half the pool, split among 
 server3=$!
 on_exit "kill $server3 2>/dev/null; wait $server3 2>/dev/null"
 wait_until 100 grep -q 'listening on' /tmp/server3.log || { cat /tmp/server3.log; fail "no third server"; }
-kill -USR1 $server3
-reported() { [ "$(grep -c 'status: progress thread' /tmp/server3.log)" -eq 3 ]; }
-wait_until 50 reported || { cat /tmp/server3.log; fail "no status report from three threads"; }
-cat /tmp/server3.log
+status_report "$server3" /tmp/server3.log 3
+cat /tmp/status
 # The default pool: 256 chunks of 256 KiB.
 expect_grep "progress thread 0 on $ORFS_RDMA_DEV: 0 connections, 0 requests in service, 64 of 64 buffer chunks free" \
-	/tmp/server3.log
+	/tmp/status
 expect_grep "progress thread 2 on $ORFS_RDMA_DEV: 0 connections, 0 requests in service, 64 of 64 buffer chunks free" \
-	/tmp/server3.log
+	/tmp/status
 expect_grep "progress thread 1 on $rdma2: 0 connections, 0 requests in service, 128 of 128 buffer chunks free" \
-	/tmp/server3.log
+	/tmp/status
 kill -TERM $server3
 wait $server3 || fail "the third server exited with $?"
 

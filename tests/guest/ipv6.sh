@@ -15,12 +15,8 @@ v6b=fd77::2
 # would be "tentative", unusable, for a second or so).
 ip -6 addr add "$v6/64" dev "$ORFS_DEV" nodad
 ip -6 addr add "$v6b/64" dev "$ORFS_DEV" nodad
-gid_has() { grep -qs "^$1" /sys/class/infiniband/"$ORFS_RDMA_DEV"/ports/1/gids/*; }
-# rxe takes the addresses into its GID table in the background.
-wait_until 50 gid_has fd77:0000:0000:0000:0000:0000:0000:0001 ||
-	fail "no GID for $v6 on $ORFS_RDMA_DEV"
-wait_until 50 gid_has fd77:0000:0000:0000:0000:0000:0000:0002 ||
-	fail "no GID for $v6b on $ORFS_RDMA_DEV"
+wait_gid "$ORFS_RDMA_DEV" fd77:0000:0000:0000:0000:0000:0000:0001
+wait_gid "$ORFS_RDMA_DEV" fd77:0000:0000:0000:0000:0000:0000:0002
 
 mkdir -p /tmp/e6 /tmp/m6
 truncate -s 32M /tmp/v6 /tmp/v6r

@@ -101,6 +101,13 @@ conn_threads() {
 		sort -un | paste -sd ' '
 }
 
+# wait_gid DEV GID: wait until rxe device DEV has GID (written in full) in
+# its table, which it fills from its interface's addresses in the background
+wait_gid() {
+	wait_until 50 grep -qs "^$2" /sys/class/infiniband/"$1"/ports/1/gids/* ||
+		fail "no GID $2 on $1"
+}
+
 # wait_until TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
 # TENTHS times; fails (returns 1) if it never did (the caller checks after)
 wait_until() {
