@@ -162,6 +162,13 @@ struct knet_ep;
  * @keepalive_ms: after this long without a reply, a NOP asks the server
  *	whether it is alive (no answer within the request time-out, or twice
  *	this when there is none, fails the endpoint); 0 for none
+ * @removed: called with @priv, from a workqueue, when the endpoint's RDMA
+ *	device is being removed: the endpoint has failed (-ECONNRESET) and its
+ *	owner must destroy it soon, as the removal waits for that. The
+ *	callback must not destroy it itself (knet_ep_destroy() waits for the
+ *	callback): it hands the work on. NULL: the owner finds the endpoint
+ *	dead at its next request.
+ * @priv: the argument of @removed
  */
 struct knet_ep_params {
 	struct sockaddr_storage	addr;
@@ -172,6 +179,8 @@ struct knet_ep_params {
 	unsigned int		request_timeout_ms;
 	unsigned int		comp_vector;
 	unsigned int		keepalive_ms;
+	void			(*removed)(void *priv);
+	void			*priv;
 };
 
 /**
@@ -231,6 +240,7 @@ void knet_mq_destroy(struct knet_mq *mq);
  * @reconnects: times the endpoint was replaced
  * @resent: requests sent again after a transport failure
  * @connect_failures: attempts to reconnect that failed
+ * @drop_work: private: drops an endpoint whose device goes away
  * @name_buf: private
  */
 struct knet_session {
@@ -248,6 +258,7 @@ struct knet_session {
 	atomic_t		reconnects;
 	atomic_t		resent;
 	atomic_t		connect_failures;
+	struct work_struct	drop_work;
 	char			name_buf[KNET_NAME_MAX + 1];
 };
 
@@ -304,7 +315,12 @@ enum knet_obj {
 
 void knet_obj_add(enum knet_obj o, int n);
 struct ib_device;
-struct regcache *knet_device_regcache(struct ib_device *dev);
+struct knet_device;
+struct regcache;
+int knet_device_attach(struct ib_device *dev, struct list_head *ep_node,
+		       struct knet_device **kdev, struct regcache **rc);
+void knet_device_detach(struct knet_device *kdev, struct list_head *ep_node);
+void knet_ep_device_removed(struct list_head *ep_node);
 int knet_submit(struct knet_ep *ep, struct knet_request *rq);
 bool knet_ep_dead(struct knet_ep *ep);
 struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout);

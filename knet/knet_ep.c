@@ -91,6 +91,11 @@ struct knet_slot {
 struct knet_ep {
 	struct rdma_cm_id	*cm_id;
 	struct ib_device	*dev;
+	struct knet_device	*kdev;		/* knet's @dev, once attached */
+	struct list_head	dev_node;	/* in its device's endpoints */
+	void			(*removed)(void *priv);	/* knet_ep_params */
+	void			*priv;
+	struct work_struct	removed_work;	/* calls @removed */
 	struct ib_pd		*pd;
 	struct ib_cq		*cq;
 	struct regcache		*rc;		/* the device's, for user memory */
@@ -209,6 +214,13 @@ static void knet_fail_work(struct work_struct *w)
 
 	/* Moves the queue pair to the error state: no rkey is reachable now. */
 	rdma_disconnect(ep->cm_id);
+}
+
+static void knet_removed_work(struct work_struct *w)
+{
+	struct knet_ep *ep = container_of(w, struct knet_ep, removed_work);
+
+	ep->removed(ep->priv);
 }
 
 /*
@@ -773,7 +785,15 @@ static int knet_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			pr_info("connection to %pISpc lost (%s)\n", &id->route.addr.dst_addr,
 				rdma_event_msg(ev->event));
 		knet_ep_fail(ep, -ECONNRESET);
-		return 0;
+		if (ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT || READ_ONCE(ep->connected))
+			return 0;
+		/*
+		 * Still connecting (the device went between the route and the
+		 * queue pair): that step ends now, not at its time-out, and the
+		 * connect frees the ID, which the device's removal waits for.
+		 */
+		ep->cm_status = -ENETUNREACH;
+		break;
 	default:
 		return 0;
 	}
@@ -880,7 +900,9 @@ static int knet_setup_qp(struct knet_ep *ep)
 		pr_err("%s cannot do fast memory registration\n", dev_name(&ep->dev->dev));
 		return -EOPNOTSUPP;
 	}
-	ep->rc = knet_device_regcache(ep->dev);
+	ret = knet_device_attach(ep->dev, &ep->dev_node, &ep->kdev, &ep->rc);
+	if (ret)
+		return ret;
 	ep->max_pages = min_t(unsigned int, KNET_MAX_PAGES,
 			      ep->dev->attrs.max_fast_reg_page_list_len);
 	/* No unsafe global rkey: every exposure is a per-request FRWR. */
@@ -934,6 +956,10 @@ static void knet_teardown(struct knet_ep *ep, bool was_connected)
 	if (ep->pd)
 		ib_dealloc_pd(ep->pd);
 	rdma_destroy_id(ep->cm_id);
+	if (ep->kdev)
+		knet_device_detach(ep->kdev, &ep->dev_node);
+	/* Out of the device's list: nothing schedules it any more. */
+	cancel_work_sync(&ep->removed_work);
 	kfree(ep);
 	knet_obj_add(KNET_OBJ_EP, -1);
 }
@@ -976,6 +1002,10 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	init_waitqueue_head(&ep->done_wait);
 	init_completion(&ep->cm_done);
 	INIT_WORK(&ep->fail_work, knet_fail_work);
+	INIT_WORK(&ep->removed_work, knet_removed_work);
+	INIT_LIST_HEAD(&ep->dev_node);
+	ep->removed = p->removed;
+	ep->priv = p->priv;
 	INIT_DELAYED_WORK(&ep->timeo_work, knet_timeo_work);
 	ep->req_timeout = msecs_to_jiffies(p->request_timeout_ms);
 	ep->keepalive = msecs_to_jiffies(p->keepalive_ms);
@@ -1153,6 +1183,20 @@ void knet_ep_abort(struct knet_ep *ep)
 	knet_ep_fail(ep, -ECONNABORTED);
 }
 EXPORT_SYMBOL_GPL(knet_ep_abort);
+
+/*
+ * Under knet_lock, from knet_remove_one(): the device of the endpoint at
+ * EP_NODE goes away. It fails now and its owner is told to destroy it.
+ */
+void knet_ep_device_removed(struct list_head *ep_node)
+{
+	struct knet_ep *ep = list_entry(ep_node, struct knet_ep, dev_node);
+
+	/* A lost connection, as when the CM reports it: sessions retry. */
+	knet_ep_fail(ep, -ECONNRESET);
+	if (ep->removed)
+		schedule_work(&ep->removed_work);
+}
 
 /* Is EP broken (lost, timed out, aborted)? For knet's sessions. */
 bool knet_ep_dead(struct knet_ep *ep)

@@ -19,6 +19,7 @@
 #include <linux/mutex.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/wait.h>
 #include <net/ipv6.h>
 #include <rdma/ib_verbs.h>
 
@@ -30,11 +31,19 @@
  * @node: in knet_devices
  * @ibdev: the device; valid until knet_remove_one() returns
  * @rc: registration cache for user memory mapped for @ibdev
+ * @eps: the endpoints with resources on @ibdev (under knet_lock)
+ * @neps: how many
+ * @eps_gone: woken when an endpoint leaves @eps
+ * @going: being removed: no endpoint joins @eps any more
  */
 struct knet_device {
 	struct list_head	node;
 	struct ib_device	*ibdev;
 	struct regcache		*rc;
+	struct list_head	eps;
+	atomic_t		neps;
+	wait_queue_head_t	eps_gone;
+	bool			going;
 };
 
 static LIST_HEAD(knet_devices);
@@ -99,17 +108,49 @@ static void knet_check_objects(void)
 }
 
 /**
- * knet_device_regcache() - the registration cache of an RDMA device
- * @dev: the device
+ * knet_device_attach() - an endpoint is about to put resources on a device
+ * @dev: the device its connection was routed to
+ * @ep_node: the endpoint's node, put in the device's list
+ * @kdev: out: knet's device, for knet_device_detach()
+ * @rc: out: the device's registration cache
  *
- * Return: the cache, or NULL when knet does not use @dev. It lives until
- * the device goes away, after the endpoints on it.
+ * Context: process context, may sleep.
+ * Return: 0, or -ENODEV when knet does not know @dev or it is being
+ * removed (the endpoint must not use it).
  */
-struct regcache *knet_device_regcache(struct ib_device *dev)
+int knet_device_attach(struct ib_device *dev, struct list_head *ep_node,
+		       struct knet_device **kdev, struct regcache **rc)
 {
-	struct knet_device *kdev = ib_get_client_data(dev, &knet_ib_client);
+	struct knet_device *k;
+	int ret = -ENODEV;
 
-	return kdev ? kdev->rc : NULL;
+	mutex_lock(&knet_lock);
+	k = ib_get_client_data(dev, &knet_ib_client);
+	if (k && !k->going) {
+		list_add_tail(ep_node, &k->eps);
+		atomic_inc(&k->neps);
+		*kdev = k;
+		*rc = k->rc;
+		ret = 0;
+	}
+	mutex_unlock(&knet_lock);
+	return ret;
+}
+
+/**
+ * knet_device_detach() - an endpoint freed what it had on its device
+ * @kdev: from knet_device_attach()
+ * @ep_node: as given to it
+ *
+ * Context: process context, may sleep.
+ */
+void knet_device_detach(struct knet_device *kdev, struct list_head *ep_node)
+{
+	mutex_lock(&knet_lock);
+	list_del(ep_node);
+	atomic_dec(&kdev->neps);
+	wake_up_all(&kdev->eps_gone);
+	mutex_unlock(&knet_lock);
 }
 
 static int knet_add_one(struct ib_device *ibdev)
@@ -121,6 +162,9 @@ static int knet_add_one(struct ib_device *ibdev)
 	if (!kdev)
 		return -ENOMEM;
 	kdev->ibdev = ibdev;
+	INIT_LIST_HEAD(&kdev->eps);
+	atomic_set(&kdev->neps, 0);
+	init_waitqueue_head(&kdev->eps_gone);
 	kdev->rc = regcache_create(ibdev);
 	if (IS_ERR(kdev->rc)) {
 		ret = PTR_ERR(kdev->rc);
@@ -139,13 +183,33 @@ free_kdev:
 	return ret;
 }
 
+/*
+ * The device goes. Like NVMe's and NFS's RDMA transports, knet lets go of
+ * it before returning: every endpoint on it fails at once (-ECONNRESET) and
+ * its owner is asked to destroy it (knet_ep_params.removed); the removal
+ * waits for that, as the device's queue pairs, CQs, PDs and MRs must all
+ * be freed first. Sessions and MXBD then reconnect, through another device
+ * if one reaches the server.
+ */
 static void knet_remove_one(struct ib_device *ibdev, void *client_data)
 {
 	struct knet_device *kdev = client_data;
+	struct list_head *pos;
+	int n;
 
 	mutex_lock(&knet_lock);
 	list_del(&kdev->node);
+	kdev->going = true;
+	list_for_each(pos, &kdev->eps)
+		knet_ep_device_removed(pos);
 	mutex_unlock(&knet_lock);
+	n = atomic_read(&kdev->neps);
+	if (n)
+		pr_info("%s is being removed: closing %d endpoints on it\n",
+			dev_name(&ibdev->dev), n);
+	while (!wait_event_timeout(kdev->eps_gone, !atomic_read(&kdev->neps), 30 * HZ))
+		pr_warn("%s: removal still waits for %d endpoints to be closed\n",
+			dev_name(&ibdev->dev), atomic_read(&kdev->neps));
 	regcache_destroy(kdev->rc);
 	pr_info("released RDMA device %s\n", dev_name(&ibdev->dev));
 	kfree(kdev);

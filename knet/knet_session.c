@@ -51,6 +51,33 @@ static int knet_session_connect(struct knet_session *s, int *reason)
 	return 0;
 }
 
+/*
+ * The endpoint's RDMA device goes away (knet_ep_params.removed): destroy
+ * the endpoint now, which the removal waits for, not at the next call.
+ * That call connects again, through another device if one reaches the
+ * server.
+ */
+static void knet_session_drop_work(struct work_struct *w)
+{
+	struct knet_session *s = container_of(w, struct knet_session, drop_work);
+
+	down_write(&s->lock);
+	if (s->ep && knet_ep_dead(s->ep)) {
+		pr_info("%pISc: the RDMA device of the connection to '%s' is going\n",
+			&s->params.addr, s->params.name);
+		knet_ep_destroy(s->ep);
+		s->ep = NULL;
+	}
+	up_write(&s->lock);
+}
+
+static void knet_session_removed(void *priv)
+{
+	struct knet_session *s = priv;
+
+	queue_work(knet_session_wq, &s->drop_work);
+}
+
 /**
  * knet_session_open() - connect a session for the first time
  * @s: the session: @params, @hard, @retries, @timeout, @setup and @priv
@@ -68,6 +95,9 @@ int knet_session_open(struct knet_session *s, int *reason)
 	if (strscpy(s->name_buf, s->params.name, sizeof(s->name_buf)) < 0)
 		return -EINVAL;
 	s->params.name = s->name_buf;
+	s->params.removed = knet_session_removed;
+	s->params.priv = s;
+	INIT_WORK(&s->drop_work, knet_session_drop_work);
 	init_rwsem(&s->lock);
 	s->ep = NULL;
 	s->shutdown = false;
@@ -387,6 +417,8 @@ void knet_session_close(struct knet_session *s)
 		knet_ep_destroy(s->ep);
 	s->ep = NULL;
 	up_write(&s->lock);
+	/* No endpoint is left to ask for it again. */
+	cancel_work_sync(&s->drop_work);
 }
 EXPORT_SYMBOL_GPL(knet_session_close);
 

@@ -402,6 +402,12 @@ static int mxbd_apply_info(struct mxbd_dev *d, const struct mxbd_info *info)
 	return 0;
 }
 
+/* knet_ep_params.removed: a queue's RDMA device goes; the recovery replaces them all. */
+static void mxbd_removed(void *priv)
+{
+	mxbd_start_recovery(priv);
+}
+
 static struct knet_mq *mxbd_connect(struct mxbd_dev *d, int *reason)
 {
 	struct knet_ep_params p = {
@@ -412,6 +418,8 @@ static struct knet_mq *mxbd_connect(struct mxbd_dev *d, int *reason)
 		.request_timeout_ms = d->opts.io_timeout * 1000,
 		/* An idle connection is checked too, so a lost server shows. */
 		.keepalive_ms = min(d->opts.io_timeout * 500, 10000U),
+		.removed = mxbd_removed,
+		.priv = d,
 	};
 
 	return knet_mq_connect(&p, d->opts.nr_queues, reason);
