@@ -69,7 +69,7 @@ SERVER_SRC := server/main.c server/engine.c server/workers.c
 
 $(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric -lrdmacm -libverbs
 
 KCLIENT_SRC := tools/kclient.c $(FAB_SRC) server/proto.c
 

@@ -28,11 +28,16 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <rdma/rdma_cma.h>
 
 #include "server/siphash.h"
 #include "server/srv.h"
 
 #define DRAIN_SECONDS	10
+/* How long after a device's release to look for its end (dev_watch()). */
+#define DEV_FORGET_SECONDS	120
+/* Then how often to look for it back. */
+#define DEV_RETRY_SECONDS	2
 
 /* One line on stderr, written at once: several threads log. */
 void srv_log(const char *fmt, ...)
@@ -440,7 +445,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	}
 	c = NULL;
 	/* A place among the SRV_MAX_CONNS, taken at once: other shards accept too. */
-	reserved = !sh->stopping;
+	reserved = !sh->stopping && !sh->retiring;
 	if (reserved && atomic_fetch_add(&s->nconns, 1) < SRV_MAX_CONNS) {
 		c = conn_alloc(sh, ex, &p);
 		if (!c)
@@ -675,6 +680,8 @@ static void wake(int fd)
  */
 static void mail_wake(struct shard *sh)
 {
+	if (sh->retired)
+		return;	/* its thread and eventfd are gone */
 	atomic_fetch_add(&sh->mail_seq, 1);
 	wake(sh->mailfd);
 }
@@ -708,7 +715,7 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 	struct connreq *q = NULL;
 	struct shard *sh = NULL;
 
-	for (i = 0; dev >= 0 && i < s->nshards; i++) {
+	for (i = 0; dev >= 0 && !s->dev[dev].lost && i < s->nshards; i++) {
 		if (s->shards[i].dev != dev)
 			continue;
 		other = shard_load(&s->shards[i]);
@@ -718,8 +725,8 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 		}
 	}
 	if (!sh)
-		srv_log("a connection request on %s, not a device listened on",
-			ev->cm.info->domain_attr->name);
+		srv_log("a connection request on %s, %s", ev->cm.info->domain_attr->name,
+			dev < 0 ? "not a device listened on" : "a device being removed");
 	else if (!(q = calloc(1, sizeof(*q))))
 		srv_log("out of memory for a connection");
 	if (!q) {
@@ -737,6 +744,84 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 	mail_wake(sh);
 }
 
+/* The device of the listener whose fid is FID, or -1. */
+static int pep_dev(const struct srv *s, const struct fid *fid)
+{
+	int i;
+
+	for (i = 0; fid && i < s->npep; i++)
+		if (s->pep[i] && &s->pep[i]->fid == fid)
+			return srv_dev_find(s, s->linfo[i]->domain_attr->name);
+	return -1;
+}
+
+/*
+ * Main: RDMA device D was removed (its listener reported it). Its threads
+ * retire: they close every connection on it and end once those are gone,
+ * and main then closes what the server had on it (reap_retired()), which
+ * lets the removal finish. The other devices go on serving.
+ */
+static void dev_lost(struct srv *s, int d)
+{
+	int i, left = 0;
+
+	if (d < 0 || s->dev[d].lost)
+		return;
+	s->dev[d].lost = 1;
+	for (i = 0; i < s->ndev; i++)
+		left += !s->dev[i].lost;
+	srv_log("RDMA device %s removed: its connections close; serving on %d of %d devices",
+		s->dev[d].info->domain_attr->name, left, s->ndev);
+	for (i = 0; i < s->nshards; i++) {
+		if (s->shards[i].dev != d)
+			continue;
+		s->shards[i].retiring = 1;
+		mail_wake(&s->shards[i]);
+	}
+}
+
+/* Main: the listeners and the domain of device D, whose threads all retired. */
+static void dev_release(struct srv *s, int d)
+{
+	int i;
+
+	for (i = 0; i < s->npep; i++) {
+		if (s->pep[i] && srv_dev_find(s, s->linfo[i]->domain_attr->name) == d) {
+			fi_close(&s->pep[i]->fid);
+			s->pep[i] = NULL;
+		}
+	}
+	if (s->dev[d].domain)
+		fi_close(&s->dev[d].domain->fid);
+	s->dev[d].domain = NULL;
+	s->dev[d].released = 1;
+	s->dev[d].forget_by = time(NULL) + DEV_FORGET_SECONDS;
+	srv_log("RDMA device %s released", s->dev[d].info->domain_attr->name);
+}
+
+/*
+ * Is the RDMA device NAME still listed by librdmacm? Asking makes it look
+ * at the system's devices again, and close one that has gone with no ID
+ * of ours left on it: its verbs context, which libfabric's verbs provider
+ * uses. The removal of a device whose driver cannot take contexts away
+ * from processes (soft-RoCE, siw) waits for that. 1 listed, 0 not, -1 no
+ * list to be had (no device at all).
+ */
+static int dev_listed(const char *name)
+{
+	struct ibv_context **list;
+	int i, n, found = 0;
+
+	list = rdma_get_devices(&n);
+	if (!list)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]->device), name))
+			found = 1;
+	rdma_free_devices(list);
+	return found;
+}
+
 /* Main: the listener's events. */
 static void handle_listen(struct srv *s)
 {
@@ -749,11 +834,14 @@ static void handle_listen(struct srv *s)
 		if (rd == -FI_EAGAIN)
 			return;
 		if (rd == -FI_EAVAIL) {
-			fab_eq_err(s->eq, "listener event error", NULL);
+			struct fi_eq_err_entry err;
+
+			if (fab_eq_err(s->eq, "listener event error", &err) == -FI_ENODEV)
+				dev_lost(s, pep_dev(s, err.fid));
 			continue;
 		}
 		if (rd < 0) {
-			fab_err("fi_eq_read (listener)", (int)rd);
+			fab_err("fi_eq_read (listener): stopping", (int)rd);
 			s->stop = 1;
 			return;
 		}
@@ -1071,6 +1159,15 @@ static uint32_t share(uint32_t total, int n, uint32_t k)
 	return total / (uint32_t)n + (k < total % (uint32_t)n);
 }
 
+/* Shard I's part of the pool: its device's share, split among its threads. */
+static uint32_t shard_chunks(const struct srv *s, int i)
+{
+	int d = i % s->ndev;
+
+	return share(share(s->nchunks, s->ndev, (uint32_t)d),
+		     share((uint32_t)s->nshards, s->ndev, (uint32_t)d), (uint32_t)(i / s->ndev));
+}
+
 static int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
@@ -1125,9 +1222,7 @@ static int srv_open(struct srv *s)
 		sh->s = s;
 		sh->id = i;
 		sh->dev = i % s->ndev;
-		if (shard_open(sh, share(share(s->nchunks, s->ndev, sh->dev),
-					 share((uint32_t)s->nshards, s->ndev, sh->dev),
-					 (uint32_t)(i / s->ndev))))
+		if (shard_open(sh, shard_chunks(s, i)))
 			return -1;
 	}
 	if (workers_start(&s->w, s->nthreads))
@@ -1158,9 +1253,15 @@ static int srv_open(struct srv *s)
 	return 0;
 }
 
-/* After its thread ended (or never started) and the workers stopped. */
+/*
+ * After its thread ended (or never started), with no job of it left at
+ * the workers: they stopped, or it retired. Once only.
+ */
 static void shard_close(struct shard *sh)
 {
+	if (sh->closed)
+		return;
+	sh->closed = 1;
 	while (sh->conns) {
 		sh->conns->pending = 0;
 		conn_free(sh->conns);
@@ -1212,7 +1313,8 @@ static void srv_close(struct srv *s)
 	free(s->shards);
 	s->shards = NULL;
 	for (i = 0; i < s->npep; i++)
-		fi_close(&s->pep[i]->fid);
+		if (s->pep[i])
+			fi_close(&s->pep[i]->fid);
 	s->npep = 0;
 	for (i = 0; i < s->ndev; i++) {
 		if (s->dev[i].domain)
@@ -1385,12 +1487,53 @@ static int tx_watch(struct shard *s, int on)
 	return 0;
 }
 
+/*
+ * Shard S's device is gone (dev_lost()): every connection closes. Returns
+ * when the time is up for their last events (DRAIN_SECONDS).
+ */
+static time_t shard_retire(struct shard *s)
+{
+	struct conn *c;
+
+	/* From the start each time: a close may free others than C. */
+	for (c = s->conns; c;) {
+		if (c->closing) {
+			c = c->next;
+			continue;
+		}
+		conn_close(c, "its RDMA device was removed");
+		c = s->conns;
+	}
+	return time(NULL) + DRAIN_SECONDS;
+}
+
+/*
+ * Can retiring shard S end? With no connection left; or, after DEADLINE,
+ * with none running a request (no job of theirs at a worker): the ones
+ * still waiting for a last CM event or flush then go with the shard.
+ */
+static int shard_retired(const struct shard *s, time_t deadline)
+{
+	const struct conn *c;
+
+	if (s->now)
+		return 0;
+	if (!s->conns)
+		return 1;
+	if (time(NULL) < deadline)
+		return 0;
+	for (c = s->conns; c; c = c->next)
+		if (c->active)
+			return 0;
+	return 1;
+}
+
 /* A progress thread: shard S's connections until told to stop. */
 static void shard_loop(struct shard *s)
 {
 	struct fid *fids[2], *eqfid = &s->eq->fid;
 	struct epoll_event ev[8];
-	time_t deadline = 0;
+	time_t deadline = 0, retire_by = 0;
 	int draining = 0;
 	int n, i;
 
@@ -1402,6 +1545,8 @@ static void shard_loop(struct shard *s)
 			draining = 1;
 			deadline = time(NULL) + DRAIN_SECONDS;
 		}
+		if (s->retiring && !retire_by)
+			retire_by = shard_retire(s);
 		if (s->eq_ready) {
 			s->eq_ready = 0;
 			handle_eq(s);
@@ -1426,6 +1571,8 @@ static void shard_loop(struct shard *s)
 					s->left);
 			break;
 		}
+		if (retire_by && shard_retired(s, retire_by))
+			break;
 		if (s->s->cfg.poll_us && !draining)
 			polled = srv_poll(s);
 		/* Now and then after a successful poll, a look at the mailbox. */
@@ -1460,7 +1607,7 @@ static void shard_loop(struct shard *s)
 			s->rx_armed = 1;
 			s->tx_armed = s->tx_watched;
 		}
-		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : draining ? 100 : -1);
+		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : draining || retire_by ? 100 : -1);
 		if (n < 0 && errno != EINTR) {
 			perror("orfs-server: epoll_wait");
 			s->failed = 1;
@@ -1520,41 +1667,281 @@ static void order_shards(struct srv *s, int stop)
  */
 static void srv_status(struct srv *s)
 {
-	int i, nex = 0;
+	char gone[48] = "";
+	int i, nex = 0, away = 0;
 
 	pthread_mutex_lock(&s->lock);
 	for (i = 0; i < SRV_MAX_EXPORTS; i++)
 		nex += s->ex[i].used && !s->ex[i].removed;
 	pthread_mutex_unlock(&s->lock);
-	srv_log("status: %d connections, %d exports and volumes, %d progress threads, %u workers%s",
-		atomic_load(&s->nconns), nex, s->nshards, s->nthreads,
+	for (i = 0; i < s->nshards; i++)
+		away += s->shards[i].retiring || s->shards[i].retired;
+	if (away)
+		snprintf(gone, sizeof(gone), " (%d with their device removed)", away);
+	srv_log("status: %d connections, %d exports and volumes, %d progress threads%s, %u workers%s",
+		atomic_load(&s->nconns), nex, s->nshards, gone, s->nthreads,
 		s->stopping ? ", stopping" : "");
 	atomic_fetch_add(&s->status_gen, 1);
 	for (i = 0; i < s->nshards; i++)
 		mail_wake(&s->shards[i]);
 }
 
+/* A retired shard as new, but for what it is and its counters, to open again. */
+static void shard_reset(struct shard *sh)
+{
+	struct shard keep = *sh;
+
+	memset(sh, 0, sizeof(*sh));
+	sh->s = keep.s;
+	sh->id = keep.id;
+	sh->dev = keep.dev;
+	sh->buffer_waits = keep.buffer_waits;
+	sh->jobs_now = keep.jobs_now;
+	sh->names_now = keep.names_now;
+	sh->poll_hits = keep.poll_hits;
+	/* Nothing to catch up on: reports and allow lists before it came back. */
+	sh->status_seen = atomic_load(&sh->s->status_gen);
+	sh->allow_seen = atomic_load(&sh->s->allow_gen);
+}
+
+/* Main: undo dev_reopen() for device D: threads, listeners, queues, domain. */
+static void dev_unopen(struct srv *s, int d)
+{
+	int i;
+
+	for (i = 0; i < s->nshards; i++) {
+		struct shard *sh = &s->shards[i];
+
+		if (sh->dev != d)
+			continue;
+		if (sh->started) {
+			sh->stop = 1;
+			mail_wake(sh);
+			pthread_join(sh->thread, NULL);
+			sh->started = 0;
+		}
+		shard_close(sh);
+		sh->ended = 1;
+		sh->retired = 1;
+	}
+	for (i = 0; i < s->npep; i++) {
+		if (s->pep[i] && srv_dev_find(s, s->linfo[i]->domain_attr->name) == d) {
+			fi_close(&s->pep[i]->fid);
+			s->pep[i] = NULL;
+		}
+	}
+	if (s->dev[d].domain)
+		fi_close(&s->dev[d].domain->fid);
+	s->dev[d].domain = NULL;
+}
+
 /*
- * The main thread: connection requests, signals, and the shards' ends.
- * Returns 0 after a stop signal, -1 if a shard failed.
+ * Main: device D was released and has gone; is it back? When each of its
+ * listen addresses is on one RDMA device again (the same, or one that
+ * replaced it, but not one the server serves already), the server opens
+ * it as at start: a domain, its progress threads with their part of the
+ * pool, its listeners. Returns 0 when it serves again; else -1, with
+ * nothing of it left open.
+ */
+static int dev_reopen(struct srv *s, int d)
+{
+	struct fi_info *info[CFG_MAX_LISTEN] = { NULL };
+	struct srv_dev *dv = &s->dev[d];
+	struct fi_info *first = NULL;
+	int i, other, ret = -1;
+
+	for (i = 0; i < s->cfg.nlisten; i++) {
+		if (srv_dev_find(s, s->linfo[i]->domain_attr->name) != d)
+			continue;
+		if (listen_getinfo(s, i, config_listen_port(&s->cfg, i), &info[i]))
+			goto out;
+		if (!first)
+			first = info[i];
+		other = srv_dev_find(s, info[i]->domain_attr->name);
+		if (strcmp(info[i]->domain_attr->name, first->domain_attr->name) ||
+		    (other >= 0 && other != d))
+			goto out;
+	}
+	if (!first)
+		goto out;
+	ret = fi_domain(s->fabric, first, &dv->domain, NULL);
+	if (ret) {
+		fab_err("opening an RDMA device again", ret);
+		ret = -1;
+		goto out;
+	}
+	/* The addresses' new descriptions: their device's name may be new. */
+	for (i = 0; i < s->cfg.nlisten; i++) {
+		if (!info[i])
+			continue;
+		fi_freeinfo(s->linfo[i]);
+		s->linfo[i] = info[i];
+		info[i] = NULL;
+	}
+	dv->info = first;
+	ret = -1;
+	for (i = 0; i < s->nshards; i++) {
+		if (s->shards[i].dev != d)
+			continue;
+		shard_reset(&s->shards[i]);
+		if (shard_open(&s->shards[i], shard_chunks(s, i)))
+			goto undo;
+	}
+	for (i = 0; i < s->cfg.nlisten; i++) {
+		int err;
+
+		if (srv_dev_find(s, s->linfo[i]->domain_attr->name) != d)
+			continue;
+		err = fi_passive_ep(s->fabric, s->linfo[i], &s->pep[i], NULL);
+		if (err) {
+			s->pep[i] = NULL;
+		} else {
+			err = fi_pep_bind(s->pep[i], &s->eq->fid, 0);
+			if (!err)
+				err = fi_listen(s->pep[i]);
+		}
+		if (err) {
+			fab_err("listening again", err);
+			goto undo;
+		}
+	}
+	for (i = 0; i < s->nshards; i++) {
+		struct shard *sh = &s->shards[i];
+		int err;
+
+		if (sh->dev != d)
+			continue;
+		err = pthread_create(&sh->thread, NULL, shard_main, sh);
+		if (err) {
+			srv_log("starting a progress thread: %s", strerror(err));
+			goto undo;
+		}
+		sh->started = 1;
+	}
+	dv->lost = 0;
+	dv->released = 0;
+	srv_log("RDMA device %s is back: serving on it again", dv->info->domain_attr->name);
+	return 0;
+undo:
+	dev_unopen(s, d);
+out:
+	for (i = 0; i < s->cfg.nlisten; i++)
+		if (info[i])
+			fi_freeinfo(info[i]);
+	return ret;
+}
+
+/*
+ * Main: each released device, until it is back. First its end, as
+ * librdmacm sees it (dev_listed(), for at most DEV_FORGET_SECONDS); then
+ * every DEV_RETRY_SECONDS a try to serve on it again. Returns the main
+ * thread's epoll time-out: a second while a device is watched, else none.
+ */
+static int dev_watch(struct srv *s)
+{
+	time_t now = time(NULL);
+	int d, timeout = -1;
+
+	for (d = 0; d < s->ndev; d++) {
+		struct srv_dev *dv = &s->dev[d];
+		const char *name = dv->info->domain_attr->name;
+
+		if (!dv->released)
+			continue;
+		timeout = 1000;
+		if (dv->forget_by) {
+			int listed = dev_listed(name);
+
+			if (listed < 0 && !s->stop) {
+				/* librdmacm forgets a device only while it lists others. */
+				srv_log("no RDMA device is left on this host: stopping, so that the removal of %s can end",
+					name);
+				s->stop = 1;
+				continue;
+			}
+			if (!listed) {
+				srv_log("RDMA device %s is gone: the server holds nothing of it",
+					name);
+			} else if (now < dv->forget_by) {
+				continue;
+			} else {
+				srv_log("RDMA device %s is still listed %d s after its removal",
+					name, DEV_FORGET_SECONDS);
+			}
+			dv->forget_by = 0;
+			dv->retry_at = now;
+		}
+		if (now >= dv->retry_at && !s->stopping) {
+			dv->retry_at = now + DEV_RETRY_SECONDS;
+			dev_reopen(s, d);
+		}
+	}
+	return timeout;
+}
+
+/*
+ * Main: join the threads that retired, close what they had, and release
+ * each device whose threads all did. A thread that failed while retiring
+ * keeps its resources (and so its device) until the server ends: a job of
+ * its connections may still be at a worker.
+ */
+static void reap_retired(struct srv *s)
+{
+	int i, j, left;
+
+	for (i = 0; i < s->nshards; i++) {
+		struct shard *sh = &s->shards[i];
+
+		if (!sh->retiring || !sh->ended || sh->retired)
+			continue;
+		pthread_join(sh->thread, NULL);
+		sh->started = 0;
+		sh->retired = 1;
+		if (sh->failed) {
+			srv_log("progress thread %d failed while retiring: %s stays open until the server stops",
+				sh->id, s->dev[sh->dev].info->domain_attr->name);
+			continue;
+		}
+		shard_close(sh);
+		for (j = 0, left = 0; j < s->nshards; j++)
+			left += s->shards[j].dev == sh->dev && !s->shards[j].closed;
+		if (!left)
+			dev_release(s, sh->dev);
+	}
+}
+
+/*
+ * The main thread: connection requests, signals, the shards' ends, and
+ * the devices removed and back. Returns 0 after a stop signal, -1 if a
+ * shard failed.
  */
 static int main_loop(struct srv *s)
 {
 	struct fid *eqfid = &s->eq->fid;
 	struct epoll_event ev[4];
-	int ended, failed = 0, n, i, j;
+	int ended, live, failed = 0, n, i, j;
 
 	for (;;) {
-		ended = 0;
+		reap_retired(s);
+		ended = live = 0;
 		for (i = 0; i < s->nshards; i++) {
-			ended += s->shards[i].ended;
-			failed |= s->shards[i].failed;
+			const struct shard *sh = &s->shards[i];
+
+			if (sh->retiring || sh->retired)
+				continue;	/* their device went: dev_watch() */
+			live++;
+			ended += sh->ended;
+			failed |= sh->failed;
 		}
-		if (ended == s->nshards)
-			break;
-		if ((failed || s->stop) && !s->stopping) {
-			srv_log("a thread failed: stopping");
+		/* Whoever set stop said why; the exit status says it failed. */
+		if (s->stop)
 			failed = 1;
+		/* With no device left, the server waits for one to come back. */
+		if (ended == live && (live || s->stopping || s->stop))
+			break;
+		if (failed && !s->stopping) {
+			if (!s->stop)
+				srv_log("a thread failed: stopping");
 			s->stopping = 1;
 			order_shards(s, 1);
 		}
@@ -1562,9 +1949,9 @@ static int main_loop(struct srv *s)
 			handle_listen(s);
 			continue;
 		}
-		n = epoll_wait(s->epfd, ev, 4, -1);
+		n = epoll_wait(s->epfd, ev, 4, dev_watch(s));
 		if (n < 0 && errno != EINTR) {
-			perror("orfs-server: epoll_wait");
+			perror("orfs-server: epoll_wait: stopping");
 			s->stop = 1;
 			continue;
 		}
@@ -1608,6 +1995,8 @@ static int main_loop(struct srv *s)
 		}
 	}
 	for (i = 0; i < s->nshards; i++) {
+		if (!s->shards[i].started)
+			continue;
 		pthread_join(s->shards[i].thread, NULL);
 		s->shards[i].started = 0;
 	}

@@ -189,7 +189,10 @@ struct shard {
 	atomic_int		queued;		/* how many: main counts them as connections */
 	atomic_int		stopping;	/* main: drain and end */
 	atomic_int		stop;		/* main: end now */
+	atomic_int		retiring;	/* main: its device is gone: close all, end */
 	atomic_int		ended;		/* the thread left its loop */
+	int			retired;	/* main: ended retiring, and joined */
+	int			closed;		/* shard_close() done */
 	atomic_int		nconns;
 	unsigned int		allow_seen;	/* the allow list it last applied */
 	unsigned int		status_seen;	/* the last status report it wrote */
@@ -216,6 +219,10 @@ struct shard {
 struct srv_dev {
 	struct fi_info		*info;		/* its first listen address's (in linfo[]) */
 	struct fid_domain	*domain;
+	int			lost;		/* removed: its threads retire (dev_lost()) */
+	int			released;	/* lost, and all the server had on it closed */
+	time_t			forget_by;	/* released: until when to look for its end */
+	time_t			retry_at;	/* gone: when to look for it back */
 };
 
 struct srv {
