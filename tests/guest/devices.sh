@@ -8,8 +8,9 @@
 # status report and the configuration check naming both devices; the
 # volume attached through both, its two devices of one identity, joined
 # by dm-multipath, which goes on through one when the other is taken
-# away under verified writes.
-# timeout: 240
+# away under verified writes; the second device removed under I/O and
+# added again.
+# timeout: 300
 . "$(dirname "$0")/lib.sh"
 
 dev2=dummy1
@@ -23,8 +24,8 @@ ip link set "$dev2" up
 rdma link add "$rdma2" type rxe netdev "$dev2"
 on_exit "rdma link delete $rdma2 2>/dev/null || true"
 wait_gid "$rdma2" 0000:0000:0000:0000:0000:ffff:0a4e:0001
-# sent_pkts DEV: the packets DEV has sent so far
-sent_pkts() { cat /sys/class/infiniband/"$1"/ports/1/hw_counters/sent_pkts; }
+# sent_pkts DEV: the packets DEV has sent so far (0 while it is away)
+sent_pkts() { cat /sys/class/infiniband/"$1"/ports/1/hw_counters/sent_pkts 2>/dev/null || echo 0; }
 
 mkdir -p /tmp/ed /tmp/m1 /tmp/m2
 truncate -s 64M /tmp/vd
@@ -204,6 +205,52 @@ expect_grep "progress thread 1 on $rdma2: 0 connections, 0 requests in service, 
 	/tmp/status
 kill -TERM $server3
 wait $server3 || fail "the third server exited with $?"
+
+step "the second device removed under I/O, then added again: the removal ends at once, the first device serves on, the second comes back"
+# Verified writes through the second device, slow enough to span it all.
+fio --name=rm --filename="$devname" --direct=1 --ioengine=libaio --rw=write --bs=64k \
+	--iodepth=4 --size=16M --rate=2m --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fio-rm.out &
+fio=$!
+sleep 2
+n0=$(log_lines)
+t0=$SECONDS
+# Before, the server's and knet's hold on the device kept this waiting.
+timeout 60 rdma link delete "$rdma2" || fail "the removal of $rdma2 did not end"
+echo "the removal of $rdma2 took $((SECONDS - t0)) s"
+[ $((SECONDS - t0)) -le 10 ] || fail "the removal of $rdma2 took $((SECONDS - t0)) s"
+expect_grep "knet: $rdma2 is being removed: closing [0-9]+ endpoints on it" <(dmesg)
+expect_grep "knet: released RDMA device $rdma2" <(dmesg)
+if grep -q "^$rdma2 " /sys/kernel/debug/knet/devices; then fail "knet still lists $rdma2"; fi
+tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/removal.log
+expect_grep "RDMA device $rdma2 removed: its connections close; serving on 1 of 2 devices" /tmp/removal.log
+expect_grep "RDMA device $rdma2 released" /tmp/removal.log
+# A write through the mount of the gone device waits (hard mount) for it.
+dd if=/tmp/src of=/tmp/m2/h bs=1M oflag=direct status=none &
+dd2=$!
+# The first device serves on meanwhile.
+read -r n1 n2 < <(through /tmp/m1 i)
+echo "through $ORFS_ADDR with $rdma2 gone: $ORFS_RDMA_DEV sent $n1 packets"
+[ "$n1" -ge 4096 ] || fail "the transfer through $ORFS_ADDR did not use $ORFS_RDMA_DEV"
+kill -0 $fio 2>/dev/null || { cat /tmp/fio-rm.out; fail "fio ended while $rdma2 was gone"; }
+expect_eq "the volume through $addr2" "$(cat "/sys/block/${devname#/dev/}/mxbd/state")" reconnecting
+wait_until 100 grep -q "RDMA device $rdma2 is gone: the server holds nothing of it" \
+	"$ORFS_SERVER_LOG" || fail "the server did not see $rdma2 go"
+rdma link add "$rdma2" type rxe netdev "$dev2"
+wait_gid "$rdma2" 0000:0000:0000:0000:0000:ffff:0a4e:0001
+wait_until 100 grep -q "RDMA device $rdma2 is back: serving on it again" "$ORFS_SERVER_LOG" ||
+	{ cat "$ORFS_SERVER_LOG"; fail "the server did not serve on $rdma2 again"; }
+wait $fio || { cat /tmp/fio-rm.out; fail "fio failed across the removal"; }
+grep -E 'err=|WRITE:|READ:' /tmp/fio-rm.out
+expect_grep 'err= 0' /tmp/fio-rm.out
+expect_grep "mxbd: ${devname#/dev/}: reconnected to $addr2 after" <(dmesg)
+wait $dd2 || fail "the write through $addr2 failed across the removal"
+cmp /tmp/src /tmp/ed/h
+# The second device carries both again.
+read -r n1 n2 < <(through /tmp/m2 j)
+echo "through $addr2 once back: $rdma2 sent $n2 packets"
+[ "$n2" -ge 4096 ] || fail "the transfer through $addr2 did not use $rdma2"
+tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG"
 
 step "everything ends cleanly"
 "$ORFS_PROJ/tools/mxbdctl" detach "$devname"

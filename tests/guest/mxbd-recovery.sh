@@ -6,8 +6,9 @@
 # and I/O resumes when it wakes; a server that never comes back fails I/O
 # after the loss time-out, and the failed device detaches. A volume keeps
 # its identity across restarts; a server that serves another file under
-# its name fails the device rather than take its writes.
-# timeout: 360
+# its name fails the device rather than take its writes. The host's only
+# RDMA device removed and added again under verified writes.
+# timeout: 400
 . "$(dirname "$0")/lib.sh"
 
 ctl() { "$ORFS_PROJ/tools/mxbdctl" "$@"; }
@@ -102,6 +103,38 @@ kill_server KILL
 start_server -b "rvol=/tmp/rvol2,uuid=$id"
 expect_eq "attach" "$(ctl attach "$ORFS_ADDR" rvol)" /dev/mxbd0
 expect_eq "identity given by uuid=" "$(cat /sys/block/mxbd0/mxbd/uuid)" "$id"
+
+step "the host's only RDMA device removed under verified writes and added again: the server stops so the removal ends, and once restarted fio finishes clean"
+fio --name=rm --filename=/dev/mxbd0 --direct=1 --ioengine=libaio --rw=write --bs=64k \
+	--iodepth=4 --size=16M --rate=2m --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fio-rm.out &
+fio=$!
+sleep 2
+server=$ORFS_SERVER_PID
+t0=$SECONDS
+timeout 60 rdma link delete "$ORFS_RDMA_DEV" || fail "the removal of $ORFS_RDMA_DEV did not end"
+echo "the removal of $ORFS_RDMA_DEV took $((SECONDS - t0)) s"
+[ $((SECONDS - t0)) -le 10 ] || fail "the removal of $ORFS_RDMA_DEV took $((SECONDS - t0)) s"
+# librdmacm lets a removed device go only while it lists another: with
+# none left, the server ends (its supervisor starts it again).
+wait_until 100 ended "$server" || fail "the server did not stop"
+rc=0
+wait "$server" || rc=$?
+ORFS_SERVER_PID=
+expect_eq "the server's exit status" "$rc" 1
+expect_grep "no RDMA device is left on this host: stopping, so that the removal of $ORFS_RDMA_DEV can end" \
+	"$ORFS_SERVER_LOG"
+expect_grep "knet: released RDMA device $ORFS_RDMA_DEV" <(dmesg)
+expect_eq "state while the device is away" "$(cat /sys/block/mxbd0/mxbd/state)" reconnecting
+kill -0 $fio 2>/dev/null || { cat /tmp/fio-rm.out; fail "fio ended while the device was away"; }
+rdma link add "$ORFS_RDMA_DEV" type rxe netdev "$ORFS_DEV"
+wait_gid "$ORFS_RDMA_DEV" 0000:0000:0000:0000:0000:ffff:0a4d:0001
+start_server -b "rvol=/tmp/rvol2,uuid=$id"
+wait $fio || { cat /tmp/fio-rm.out; fail "fio failed across the removal"; }
+grep -E 'err=|WRITE:|READ:' /tmp/fio-rm.out
+expect_grep 'err= 0' /tmp/fio-rm.out
+expect_grep 'mxbd0: reconnected to' <(dmesg | tail -n 20)
+expect_eq "state" "$(cat /sys/block/mxbd0/mxbd/state)" live
 
 step "a server that never comes back: I/O fails after the loss time-out"
 ctl detach mxbd0
