@@ -1194,6 +1194,14 @@ void knet_ep_device_removed(struct list_head *ep_node)
 
 	/* A lost connection, as when the CM reports it: sessions retry. */
 	knet_ep_fail(ep, -ECONNRESET);
+	if (!READ_ONCE(ep->connected)) {
+		/*
+		 * Still connecting: its wait for the CM ends now, as the CM
+		 * tells its IDs only after this removal is over.
+		 */
+		ep->cm_status = -ENETUNREACH;
+		complete(&ep->cm_done);
+	}
 	if (ep->removed)
 		schedule_work(&ep->removed_work);
 }

@@ -780,8 +780,8 @@ static void dev_lost(struct srv *s, int d)
 	}
 }
 
-/* Main: the listeners and the domain of device D, whose threads all retired. */
-static void dev_release(struct srv *s, int d)
+/* Main: close the listeners and the domain of device D, its threads gone. */
+static void dev_close(struct srv *s, int d)
 {
 	int i;
 
@@ -794,6 +794,12 @@ static void dev_release(struct srv *s, int d)
 	if (s->dev[d].domain)
 		fi_close(&s->dev[d].domain->fid);
 	s->dev[d].domain = NULL;
+}
+
+/* Main: device D, whose threads all retired, is let go of. */
+static void dev_release(struct srv *s, int d)
+{
+	dev_close(s, d);
 	s->dev[d].released = 1;
 	s->dev[d].forget_by = time(NULL) + DEV_FORGET_SECONDS;
 	srv_log("RDMA device %s released", s->dev[d].info->domain_attr->name);
@@ -1724,15 +1730,7 @@ static void dev_unopen(struct srv *s, int d)
 		sh->ended = 1;
 		sh->retired = 1;
 	}
-	for (i = 0; i < s->npep; i++) {
-		if (s->pep[i] && srv_dev_find(s, s->linfo[i]->domain_attr->name) == d) {
-			fi_close(&s->pep[i]->fid);
-			s->pep[i] = NULL;
-		}
-	}
-	if (s->dev[d].domain)
-		fi_close(&s->dev[d].domain->fid);
-	s->dev[d].domain = NULL;
+	dev_close(s, d);
 }
 
 /*
@@ -1832,10 +1830,12 @@ out:
 }
 
 /*
- * Main: each released device, until it is back. First its end, as
- * librdmacm sees it (dev_listed(), for at most DEV_FORGET_SECONDS); then
- * every DEV_RETRY_SECONDS a try to serve on it again. Returns the main
- * thread's epoll time-out: a second while a device is watched, else none.
+ * Main: each released device, until it is back. Once a second, its end
+ * as librdmacm sees it (dev_listed(), for at most DEV_FORGET_SECONDS);
+ * every DEV_RETRY_SECONDS, a try to serve on it again (the removed
+ * instance cannot be taken: the RDMA CM binds no address to it now).
+ * Returns the main thread's epoll time-out: a second while a device is
+ * watched, else none.
  */
 static int dev_watch(struct srv *s)
 {
@@ -1846,13 +1846,13 @@ static int dev_watch(struct srv *s)
 		struct srv_dev *dv = &s->dev[d];
 		const char *name = dv->info->domain_attr->name;
 
-		if (!dv->released)
+		if (!dv->released || s->stop)
 			continue;
 		timeout = 1000;
 		if (dv->forget_by) {
 			int listed = dev_listed(name);
 
-			if (listed < 0 && !s->stop) {
+			if (listed < 0) {
 				/* librdmacm forgets a device only while it lists others. */
 				srv_log("no RDMA device is left on this host: stopping, so that the removal of %s can end",
 					name);
@@ -1862,14 +1862,12 @@ static int dev_watch(struct srv *s)
 			if (!listed) {
 				srv_log("RDMA device %s is gone: the server holds nothing of it",
 					name);
-			} else if (now < dv->forget_by) {
-				continue;
-			} else {
+				dv->forget_by = 0;
+			} else if (now >= dv->forget_by) {
 				srv_log("RDMA device %s is still listed %d s after its removal",
 					name, DEV_FORGET_SECONDS);
+				dv->forget_by = 0;
 			}
-			dv->forget_by = 0;
-			dv->retry_at = now;
 		}
 		if (now >= dv->retry_at && !s->stopping) {
 			dv->retry_at = now + DEV_RETRY_SECONDS;

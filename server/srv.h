@@ -222,7 +222,7 @@ struct srv_dev {
 	int			lost;		/* removed: its threads retire (dev_lost()) */
 	int			released;	/* lost, and all the server had on it closed */
 	time_t			forget_by;	/* released: until when to look for its end */
-	time_t			retry_at;	/* gone: when to look for it back */
+	time_t			retry_at;	/* released: when to try it again */
 };
 
 struct srv {
