@@ -276,13 +276,17 @@ static int orfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 	return 0;
 }
 
-/* ",KEY=ADDRESS", with the zone of a link-local IPv6 address. */
+/*
+ * ",KEY=ADDRESS", with the zone of a link-local IPv6 address as a number
+ * (fe80::1%2): what a mount option takes back (%pISsc would bracket the
+ * address and put the zone after, which it does not).
+ */
 static void orfs_show_addr(struct seq_file *m, const char *key, const struct sockaddr_storage *ss)
 {
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
 
 	if (ss->ss_family == AF_INET6 && sin6->sin6_scope_id)
-		seq_printf(m, ",%s=%pISsc", key, ss);
+		seq_printf(m, ",%s=%pI6c%%%u", key, &sin6->sin6_addr, sin6->sin6_scope_id);
 	else
 		seq_printf(m, ",%s=%pISc", key, ss);
 }

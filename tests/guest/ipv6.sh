@@ -5,7 +5,8 @@
 # address or not; a volume is attached and found again through mxbdctl;
 # allow lists of IPv6 networks let in and keep out; a server on an IPv4
 # and an IPv6 address at once; addresses that are not
-# ones, or of two families, are refused with the reason.
+# ones, or of two families, are refused with the reason; a link-local
+# address with its zone.
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
 
@@ -120,3 +121,41 @@ expect_grep "listen 192.0.2.1: no RDMA device has that address" /tmp/check.out
 expect_grep "configuration checked: listen $ORFS_ADDR port 20090, $v6 port 20090 on $ORFS_RDMA_DEV, 1 exports" /tmp/check.out
 kill -TERM $server2
 wait $server2 || fail "the second server exited with $?"
+
+step "a link-local address with its zone: a server listens on it, a mount and a volume reach it, /proc/mounts gives it back"
+ll=fe80::77
+ip -6 addr add "$ll/64" dev "$ORFS_DEV" nodad
+wait_gid "$ORFS_RDMA_DEV" fe80:0000:0000:0000:0000:0000:0000:0077
+"$ORFS_BIN/orfs-server" -a "$ll%$ORFS_DEV" -p 20093 -s /tmp/s3 -e e6=/tmp/e6 -b v6=/tmp/v6 \
+	> /tmp/server3.log 2>&1 &
+server3=$!
+on_exit "kill $server3 2>/dev/null; wait $server3 2>/dev/null"
+wait_until 100 grep -q 'listening on' /tmp/server3.log || { cat /tmp/server3.log; fail "no link-local server"; }
+expect_grep "listening on $ll%$ORFS_DEV port 20093 \($ORFS_RDMA_DEV\)" /tmp/server3.log
+mkdir -p /tmp/m7 /tmp/m8
+mnt6 "[$ll%$ORFS_DEV]:/e6" /tmp/m7 -o port=20093,nconnect=1
+on_exit "umount -f /tmp/m7 2>/dev/null || true"
+ifindex=$(cat "/sys/class/net/$ORFS_DEV/ifindex")
+grep ' /tmp/m7 ' /proc/mounts | tee /tmp/out
+expect_grep ",addr=$ll%$ifindex,port=20093," /tmp/out
+seq 1 3000 > /tmp/m7/ll
+cmp <(seq 1 3000) /tmp/e6/ll
+# The address as /proc/mounts gives it makes a mount too.
+given=$(sed -n 's/.*,addr=\([^,]*\),.*/\1/p' /tmp/out)
+mount -t orfs -o "addr=$given,port=20093,nconnect=1" "x:/e6" /tmp/m8
+on_exit "umount -f /tmp/m8 2>/dev/null || true"
+cmp <(seq 1 3000) /tmp/m8/ll
+umount /tmp/m8
+umount /tmp/m7
+"$ORFS_PROJ/tools/mxbdctl" attach "$ll%$ORFS_DEV" v6 port=20093 | tee /tmp/out
+devll=$(awk '{ print $NF }' /tmp/out)
+on_exit "'$ORFS_PROJ/tools/mxbdctl' detach $devll 2>/dev/null || true"
+expect_eq "its server in sysfs" "$(cat "/sys/block/${devll#/dev/}/mxbd/server")" "[$ll]:20093"
+head -c 1M /dev/urandom > /tmp/llsrc
+dd if=/tmp/llsrc of="$devll" bs=64k oflag=direct status=none
+cmp /tmp/llsrc <(head -c 1M /tmp/v6)
+"$ORFS_PROJ/tools/mxbdctl" detach "${devll#/dev/}"
+expect_grep "$ll connected to export 'e6'" /tmp/server3.log
+expect_grep "$ll connected to volume 'v6'" /tmp/server3.log
+kill -TERM $server3
+wait $server3 || fail "the link-local server exited with $?"
