@@ -1106,15 +1106,19 @@ static size_t appendf(char *buf, size_t len, size_t n, const char *fmt, ...)
 	return r < 0 ? n : n + (size_t)r >= len ? len - 1 : n + (size_t)r;
 }
 
-/* "rxe0, rxe1": the names of S's devices into BUF (LEN bytes). */
-static const char *dev_str(const struct srv *s, char *buf, size_t len)
+/*
+ * "rxe0, rxe1": the names of the devices of N listen addresses (INFO[i],
+ * NULL where nothing) into BUF (LEN bytes).
+ */
+static const char *dev_str(struct fi_info *const info[], int n, char *buf, size_t len)
 {
-	size_t n = 0;
-	int d;
+	struct fi_info *dev[CFG_MAX_LISTEN];
+	int d, ndev = listen_devices(info, n, dev);
+	size_t used = 0;
 
 	buf[0] = '\0';
-	for (d = 0; d < s->ndev; d++)
-		n = appendf(buf, len, n, "%s%s", d ? ", " : "", s->dev[d].info->domain_attr->name);
+	for (d = 0; d < ndev; d++)
+		used = appendf(buf, len, used, "%s%s", d ? ", " : "", dev[d]->domain_attr->name);
 	return buf;
 }
 
@@ -2028,7 +2032,7 @@ static const char *listen_str(const struct config *c, char *buf, size_t len)
  */
 static int check_config(struct srv *s)
 {
-	struct fi_info *info[CFG_MAX_LISTEN] = { NULL }, *dev[CFG_MAX_LISTEN];
+	struct fi_info *info[CFG_MAX_LISTEN] = { NULL };
 	int i, nfile = 0, nblock = 0, bad = 0, ret;
 	char where[CFG_MAX_LISTEN * 96], devs[CFG_MAX_LISTEN * 64];
 
@@ -2041,9 +2045,6 @@ static int check_config(struct srv *s)
 			bad++;
 		}
 	}
-	s->ndev = listen_devices(info, s->cfg.nlisten, dev);
-	for (i = 0; i < s->ndev; i++)
-		s->dev[i].info = dev[i];
 	for (i = 0; i < s->cfg.nex; i++) {
 		const struct cfg_export *e = &s->cfg.ex[i];
 
@@ -2061,11 +2062,8 @@ static int check_config(struct srv *s)
 		srv_log("configuration checked: %d problem%s", bad, bad == 1 ? "" : "s");
 	else
 		srv_log("configuration checked: listen %s on %s, %d exports, %d volumes, %d allowed networks%s",
-			listen_str(&s->cfg, where, sizeof(where)), dev_str(s, devs, sizeof(devs)),
+			listen_str(&s->cfg, where, sizeof(where)), dev_str(info, s->cfg.nlisten, devs, sizeof(devs)),
 			nfile, nblock, s->cfg.nallow, s->cfg.nallow ? "" : " (every client)");
-	for (i = 0; i < s->ndev; i++)
-		s->dev[i].info = NULL;
-	s->ndev = 0;
 	for (i = 0; i < s->cfg.nlisten; i++)
 		if (info[i])
 			fi_freeinfo(info[i]);
@@ -2115,6 +2113,15 @@ int main(int argc, char **argv)
 	int opt, i, ret, check = 0, a_given = 0, p_given = 0;
 	char where[CFG_MAX_LISTEN * 96], devs[CFG_MAX_LISTEN * 64];
 
+	/*
+	 * After a device's removal with its contexts disassociated (mlx5),
+	 * the kernel has freed the server's objects on it and answers their
+	 * destroy with EIO: libibverbs is to take that as done, else it keeps
+	 * their memory. An object is destroyed only after the thread that
+	 * waits on its completion channel ended, as that setting requires.
+	 */
+	if (setenv("RDMAV_ALLOW_DISASSOC_DESTROY", "1", 0))
+		perror("orfs-server: setenv RDMAV_ALLOW_DISASSOC_DESTROY");
 	s.prov = "verbs";
 	pthread_mutex_init(&s.lock, NULL);
 	fdc_init(&s.fdc);
@@ -2298,7 +2305,7 @@ int main(int argc, char **argv)
 	locks_grace(&s.locks, s.cfg.grace == CFG_GRACE_LEASE ? s.cfg.lease : s.cfg.grace,
 		    (time_t)(now_us() / 1000000));
 	srv_log("listening on %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
-		listen_str(&s.cfg, where, sizeof(where)), dev_str(&s, devs, sizeof(devs)), s.cfg.nex,
+		listen_str(&s.cfg, where, sizeof(where)), dev_str(s.linfo, s.cfg.nlisten, devs, sizeof(devs)), s.cfg.nex,
 		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads, s.nshards,
 		s.cfg.poll_us);
 	if (!s.cfg.nallow)
