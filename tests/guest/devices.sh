@@ -189,11 +189,8 @@ expect_grep " $gone F [1-9][0-9]*( |$)" /tmp/mp.status
 dmsetup remove --noudevsync mxbd-mp
 
 step "three threads on two devices: each device gets half the pool, split among its threads"
-"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -a "$addr2" -p 20091 -T 3 -s /tmp/s3 -b vd3=/tmp/vd \
-	> /tmp/server3.log 2>&1 &
-server3=$!
-on_exit "kill $server3 2>/dev/null; wait $server3 2>/dev/null"
-wait_until 100 grep -q 'listening on' /tmp/server3.log || { cat /tmp/server3.log; fail "no third server"; }
+start_other /tmp/server3.log -a "$ORFS_ADDR" -a "$addr2" -p 20091 -T 3 -s /tmp/s3 -b vd3=/tmp/vd
+server3=$OTHER_PID
 status_report "$server3" /tmp/server3.log 3
 cat /tmp/status
 # The default pool: 256 chunks of 256 KiB.
@@ -203,8 +200,8 @@ expect_grep "progress thread 2 on $ORFS_RDMA_DEV: 0 connections, 0 requests in s
 	/tmp/status
 expect_grep "progress thread 1 on $rdma2: 0 connections, 0 requests in service, 128 of 128 buffer chunks free" \
 	/tmp/status
-kill -TERM $server3
-wait $server3 || fail "the third server exited with $?"
+kill -TERM "$server3"
+wait "$server3" || fail "the third server exited with $?"
 
 step "the second device removed under I/O, then added again: the removal ends at once, the first device serves on, the second comes back"
 # Verified writes through the second device, slow enough to span it all.

@@ -93,11 +93,8 @@ expect_grep "srcaddr $ORFS_ADDR and server $v6 are not of one family" /tmp/out
 expect_eq "devices" "$(($(ctl list | wc -l) - 1))" 0
 
 step "one server listens on an IPv4 and an IPv6 address at once; a check names an address without a device"
-"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -a "$v6" -p 20090 -s /tmp/s2 -e e6=/tmp/e6 \
-	> /tmp/server2.log 2>&1 &
-server2=$!
-on_exit "kill $server2 2>/dev/null; wait $server2 2>/dev/null"
-wait_until 100 grep -q 'listening on' /tmp/server2.log || { cat /tmp/server2.log; fail "no second server"; }
+start_other /tmp/server2.log -a "$ORFS_ADDR" -a "$v6" -p 20090 -s /tmp/s2 -e e6=/tmp/e6
+server2=$OTHER_PID
 expect_grep "listening on $ORFS_ADDR port 20090, $v6 port 20090 \($ORFS_RDMA_DEV\)" /tmp/server2.log
 mkdir -p /tmp/m4 /tmp/m6b
 mount -t orfs -o port=20090,nconnect=1 "$ORFS_ADDR:/e6" /tmp/m4
@@ -119,18 +116,15 @@ expect_eq "exit code of a check with an address of no device" "$rc" 1
 expect_grep "listen 192.0.2.1: no RDMA device has that address" /tmp/check.out
 "$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -a "$v6" -p 20090 -e e6=/tmp/e6 -s /tmp/s2 > /tmp/check.out 2>&1
 expect_grep "configuration checked: listen $ORFS_ADDR port 20090, $v6 port 20090 on $ORFS_RDMA_DEV, 1 exports" /tmp/check.out
-kill -TERM $server2
-wait $server2 || fail "the second server exited with $?"
+kill -TERM "$server2"
+wait "$server2" || fail "the second server exited with $?"
 
 step "a link-local address with its zone: a server listens on it, a mount and a volume reach it, /proc/mounts gives it back"
 ll=fe80::77
 ip -6 addr add "$ll/64" dev "$ORFS_DEV" nodad
 wait_gid "$ORFS_RDMA_DEV" fe80:0000:0000:0000:0000:0000:0000:0077
-"$ORFS_BIN/orfs-server" -a "$ll%$ORFS_DEV" -p 20093 -s /tmp/s3 -e e6=/tmp/e6 -b v6=/tmp/v6 \
-	> /tmp/server3.log 2>&1 &
-server3=$!
-on_exit "kill $server3 2>/dev/null; wait $server3 2>/dev/null"
-wait_until 100 grep -q 'listening on' /tmp/server3.log || { cat /tmp/server3.log; fail "no link-local server"; }
+start_other /tmp/server3.log -a "$ll%$ORFS_DEV" -p 20093 -s /tmp/s3 -e e6=/tmp/e6 -b v6=/tmp/v6
+server3=$OTHER_PID
 expect_grep "listening on $ll%$ORFS_DEV port 20093 \($ORFS_RDMA_DEV\)" /tmp/server3.log
 mkdir -p /tmp/m7 /tmp/m8
 mnt6 "[$ll%$ORFS_DEV]:/e6" /tmp/m7 -o port=20093,nconnect=1
@@ -157,5 +151,5 @@ cmp /tmp/llsrc <(head -c 1M /tmp/v6)
 "$ORFS_PROJ/tools/mxbdctl" detach "${devll#/dev/}"
 expect_grep "$ll connected to export 'e6'" /tmp/server3.log
 expect_grep "$ll connected to volume 'v6'" /tmp/server3.log
-kill -TERM $server3
-wait $server3 || fail "the link-local server exited with $?"
+kill -TERM "$server3"
+wait "$server3" || fail "the link-local server exited with $?"

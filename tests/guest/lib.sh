@@ -203,6 +203,19 @@ start_server() {
 	fail "orfs-server did not start"
 }
 
+# start_other LOG ARGS...: start another orfs-server with ARGS (log in
+# LOG) in the background and wait until it listens; its PID in OTHER_PID,
+# killed at exit if it still runs
+OTHER_PID=
+start_other() {
+	local log=$1
+	shift
+	"$ORFS_BIN/orfs-server" "$@" > "$log" 2>&1 &
+	OTHER_PID=$!
+	on_exit "kill $OTHER_PID 2>/dev/null; wait $OTHER_PID 2>/dev/null"
+	wait_until 100 grep -q 'listening on' "$log" || { cat "$log"; fail "orfs-server $* did not start"; }
+}
+
 # kill_server [SIGNAL]: end the server without its clean stop (default
 # SIGKILL, a crash) and reap it
 kill_server() {
