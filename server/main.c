@@ -703,6 +703,12 @@ static int srv_dev_find(const struct srv *s, const char *name)
 	return -1;
 }
 
+/* The device of S's listen address I, by the name its listener was opened on. */
+static int listen_dev(const struct srv *s, int i)
+{
+	return srv_dev_find(s, s->linfo[i]->domain_attr->name);
+}
+
 /*
  * Main: hand a connection request to the shard with the fewest connections
  * among those of the device it came on, counting those handed to it and
@@ -751,7 +757,7 @@ static int pep_dev(const struct srv *s, const struct fid *fid)
 
 	for (i = 0; fid && i < s->npep; i++)
 		if (s->pep[i] && &s->pep[i]->fid == fid)
-			return srv_dev_find(s, s->linfo[i]->domain_attr->name);
+			return listen_dev(s, i);
 	return -1;
 }
 
@@ -786,7 +792,7 @@ static void dev_close(struct srv *s, int d)
 	int i;
 
 	for (i = 0; i < s->npep; i++) {
-		if (s->pep[i] && srv_dev_find(s, s->linfo[i]->domain_attr->name) == d) {
+		if (s->pep[i] && listen_dev(s, i) == d) {
 			fi_close(&s->pep[i]->fid);
 			s->pep[i] = NULL;
 		}
@@ -1753,7 +1759,7 @@ static int dev_reopen(struct srv *s, int d)
 	int i, other, ret = -1;
 
 	for (i = 0; i < s->cfg.nlisten; i++) {
-		if (srv_dev_find(s, s->linfo[i]->domain_attr->name) != d)
+		if (listen_dev(s, i) != d)
 			continue;
 		if (listen_getinfo(s, i, config_listen_port(&s->cfg, i), &info[i]))
 			goto out;
@@ -1792,7 +1798,7 @@ static int dev_reopen(struct srv *s, int d)
 	for (i = 0; i < s->cfg.nlisten; i++) {
 		int err;
 
-		if (srv_dev_find(s, s->linfo[i]->domain_attr->name) != d)
+		if (listen_dev(s, i) != d)
 			continue;
 		err = fi_passive_ep(s->fabric, s->linfo[i], &s->pep[i], NULL);
 		if (err) {
