@@ -254,7 +254,7 @@ static void knet_keepalive(struct knet_ep *ep)
 static void knet_timeo_work(struct work_struct *w)
 {
 	struct knet_ep *ep = container_of(to_delayed_work(w), struct knet_ep, timeo_work);
-	u64 now = ktime_get_ns(), limit = jiffies_to_nsecs(ep->req_timeout);
+	u64 now, limit = jiffies_to_nsecs(ep->req_timeout);
 	unsigned long period;
 	bool expired = false;
 	unsigned long flags;
@@ -265,6 +265,11 @@ static void knet_timeo_work(struct work_struct *w)
 		spin_unlock_irqrestore(&ep->lock, flags);
 		return;
 	}
+	/*
+	 * Read under the lock that a slot's start is set under: read before
+	 * it, a request started in between would look 2^64 ns old.
+	 */
+	now = ktime_get_ns();
 	for (i = 0; i < KNET_SLOTS; i++) {
 		struct knet_slot *s = &ep->slot[i];
 
