@@ -63,6 +63,16 @@ const char *config_listen_port(const struct config *c, int i)
 	return c->listen[i].port[0] ? c->listen[i].port : c->port;
 }
 
+int config_listen_any(const struct config *c, int i)
+{
+	static const uint8_t zero[16];
+	uint8_t a[16];
+
+	if (inet_pton(AF_INET, c->listen[i].addr, a) == 1)
+		return !memcmp(a, zero, 4);
+	return inet_pton(AF_INET6, c->listen[i].addr, a) == 1 && !memcmp(a, zero, 16);
+}
+
 int config_same_listen(const struct config *a, const struct config *b)
 {
 	int i;

@@ -136,6 +136,12 @@ const char *config_listen_port(const struct config *c, int i);
 int config_add_listen(struct config *c, const char *addr, const char *port, char *err,
 		      size_t errlen);
 
+/*
+ * Is listen address I of C any address (0.0.0.0 or ::)? The server then
+ * listens on every RDMA device of the host.
+ */
+int config_listen_any(const struct config *c, int i);
+
 /* Do A and B listen on the same addresses and ports, in the same order? */
 int config_same_listen(const struct config *a, const struct config *b);
 

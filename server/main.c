@@ -703,9 +703,14 @@ static int srv_dev_find(const struct srv *s, const char *name)
 	return -1;
 }
 
-/* The device of S's listen address I, by the name its listener was opened on. */
+/*
+ * The device of S's listen address I, by the name its listener was opened
+ * on; -1 for any address, whose listener is on every device.
+ */
 static int listen_dev(const struct srv *s, int i)
 {
+	if (config_listen_any(&s->cfg, i))
+		return -1;
 	return srv_dev_find(s, s->linfo[i]->domain_attr->name);
 }
 
@@ -732,7 +737,9 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 	}
 	if (!sh)
 		srv_log("a connection request on %s, %s", ev->cm.info->domain_attr->name,
-			dev < 0 ? "not a device listened on" : "a device being removed");
+			dev >= 0 ? "a device being removed" :
+			s->anyinfo ? "a device added after the start (a restart serves it)" :
+			"not a device listened on");
 	else if (!(q = calloc(1, sizeof(*q))))
 		srv_log("out of memory for a connection");
 	if (!q) {
@@ -831,6 +838,27 @@ static int dev_listed(const char *name)
 		if (!strcmp(ibv_get_device_name(list[i]->device), name))
 			found = 1;
 	rdma_free_devices(list);
+	return found;
+}
+
+/*
+ * Does libibverbs list the RDMA device NAME? A removal takes the device
+ * out of its list at once, before it waits for the device's users. Unlike
+ * dev_listed(), asking closes nothing: the server may still have queues
+ * on the device. 1 listed, 0 not.
+ */
+static int dev_present(const char *name)
+{
+	struct ibv_device **list;
+	int i, n, found = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return 1;	/* nothing known: nothing to do */
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			found = 1;
+	ibv_free_device_list(list);
 	return found;
 }
 
@@ -1073,23 +1101,55 @@ static int listen_getinfo(const struct srv *s, int i, const char *port, struct f
 }
 
 /*
- * The RDMA devices of N listen addresses, from what libfabric has at each
- * (INFO[i], NULL where nothing): the first address of each device into
- * DEV[]. Returns how many devices there are.
+ * Every RDMA device of the host, as libfabric describes it (several times
+ * each: an entry for each of its addresses), into *INFO: the devices of
+ * any address.
  */
-static int listen_devices(struct fi_info *const info[], int n, struct fi_info *dev[])
+static int any_getinfo(const struct srv *s, struct fi_info **info)
 {
-	int i, d, ndev = 0;
+	struct fi_info *hints = fab_hints(s->prov, NULL);
+	int ret;
 
-	for (i = 0; i < n; i++) {
-		if (!info[i])
-			continue;
-		for (d = 0; d < ndev; d++)
-			if (!strcmp(dev[d]->domain_attr->name, info[i]->domain_attr->name))
-				break;
-		if (d == ndev)
-			dev[ndev++] = info[i];
-	}
+	*info = NULL;
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->addr_format = FI_FORMAT_UNSPEC;
+	ret = fi_getinfo(FAB_VERSION, NULL, NULL, 0, hints, info);
+	fi_freeinfo(hints);
+	if (ret)
+		*info = NULL;
+	return ret;
+}
+
+/* Add INFO's device to the NDEV of DEV[] if new and there is room; how many then. */
+static int dev_add(struct fi_info *dev[], int ndev, struct fi_info *info)
+{
+	int d;
+
+	for (d = 0; d < ndev; d++)
+		if (!strcmp(dev[d]->domain_attr->name, info->domain_attr->name))
+			return ndev;
+	if (ndev < CFG_MAX_LISTEN)
+		dev[ndev++] = info;
+	return ndev;
+}
+
+/*
+ * The RDMA devices of C's listen addresses, from what libfabric has at
+ * each (INFO[i], NULL where nothing) and, if one is any address, on the
+ * host (ANY): the first description of each device into DEV[] (at most
+ * CFG_MAX_LISTEN). Returns how many devices there are.
+ */
+static int listen_devices(const struct config *c, struct fi_info *const info[],
+			  struct fi_info *any, struct fi_info *dev[])
+{
+	int i, ndev = 0;
+
+	for (i = 0; i < c->nlisten; i++)
+		if (info[i] && !config_listen_any(c, i))
+			ndev = dev_add(dev, ndev, info[i]);
+	for (; any; any = any->next)
+		ndev = dev_add(dev, ndev, any);
 	return ndev;
 }
 
@@ -1113,13 +1173,14 @@ static size_t appendf(char *buf, size_t len, size_t n, const char *fmt, ...)
 }
 
 /*
- * "rxe0, rxe1": the names of the devices of N listen addresses (INFO[i],
- * NULL where nothing) into BUF (LEN bytes).
+ * "rxe0, rxe1": the names of the devices of C's listen addresses (as
+ * listen_devices() takes them) into BUF (LEN bytes).
  */
-static const char *dev_str(struct fi_info *const info[], int n, char *buf, size_t len)
+static const char *dev_str(const struct config *c, struct fi_info *const info[],
+			   struct fi_info *any, char *buf, size_t len)
 {
 	struct fi_info *dev[CFG_MAX_LISTEN];
-	int d, ndev = listen_devices(info, n, dev);
+	int d, ndev = listen_devices(c, info, any, dev);
 	size_t used = 0;
 
 	buf[0] = '\0';
@@ -1137,7 +1198,11 @@ static int srv_open_devices(struct srv *s)
 	struct fi_info *dev[CFG_MAX_LISTEN];
 	int d, ret;
 
-	s->ndev = listen_devices(s->linfo, s->cfg.nlisten, dev);
+	s->ndev = listen_devices(&s->cfg, s->linfo, s->anyinfo, dev);
+	if (!s->ndev) {
+		srv_log("no RDMA device to serve on");
+		return -FI_ENODEV;
+	}
 	for (d = 0; d < s->ndev; d++)
 		s->dev[d].info = dev[d];
 	if (s->nshards < s->ndev) {
@@ -1198,6 +1263,14 @@ static int srv_open(struct srv *s)
 			srv_log("listen %s port %s: %s (is there an RDMA device on that address?)",
 				addr, port, fi_strerror(-ret));
 			return ret;
+		}
+		if (config_listen_any(&s->cfg, i) && !s->anyinfo) {
+			ret = any_getinfo(s, &s->anyinfo);
+			if (ret) {
+				srv_log("listen %s: no RDMA device on this host (%s)", addr,
+					fi_strerror(-ret));
+				return ret;
+			}
 		}
 	}
 	ret = srv_open_devices(s);
@@ -1337,8 +1410,14 @@ static void srv_close(struct srv *s)
 			fi_close(&s->dev[i].domain->fid);
 		s->dev[i].domain = NULL;
 		s->dev[i].info = NULL;
+		if (s->dev[i].own)
+			fi_freeinfo(s->dev[i].own);
+		s->dev[i].own = NULL;
 	}
 	s->ndev = 0;
+	if (s->anyinfo)
+		fi_freeinfo(s->anyinfo);
+	s->anyinfo = NULL;
 	if (s->eq)
 		fi_close(&s->eq->fid);
 	if (s->fabric)
@@ -1754,8 +1833,8 @@ static void dev_unopen(struct srv *s, int d)
 static int dev_reopen(struct srv *s, int d)
 {
 	struct fi_info *info[CFG_MAX_LISTEN] = { NULL };
+	struct fi_info *first = NULL, *own = NULL;
 	struct srv_dev *dv = &s->dev[d];
-	struct fi_info *first = NULL;
 	int i, other, ret = -1;
 
 	for (i = 0; i < s->cfg.nlisten; i++) {
@@ -1770,11 +1849,18 @@ static int dev_reopen(struct srv *s, int d)
 		    (other >= 0 && other != d))
 			goto out;
 	}
+	/* A device served through any address only comes back by its name. */
+	if (!first && s->anyinfo && !any_getinfo(s, &own))
+		for (first = own; first; first = first->next)
+			if (!strcmp(first->domain_attr->name, dv->info->domain_attr->name))
+				break;
 	if (!first)
 		goto out;
 	ret = fi_domain(s->fabric, first, &dv->domain, NULL);
 	if (ret) {
-		fab_err("opening an RDMA device again", ret);
+		/* Through any address, a device is listed before it can be opened. */
+		if (!own)
+			fab_err("opening an RDMA device again", ret);
 		ret = -1;
 		goto out;
 	}
@@ -1787,6 +1873,12 @@ static int dev_reopen(struct srv *s, int d)
 		info[i] = NULL;
 	}
 	dv->info = first;
+	if (own) {
+		if (dv->own)
+			fi_freeinfo(dv->own);
+		dv->own = own;
+		own = NULL;
+	}
 	ret = -1;
 	for (i = 0; i < s->nshards; i++) {
 		if (s->shards[i].dev != d)
@@ -1836,6 +1928,8 @@ out:
 	for (i = 0; i < s->cfg.nlisten; i++)
 		if (info[i])
 			fi_freeinfo(info[i]);
+	if (own)
+		fi_freeinfo(own);
 	return ret;
 }
 
@@ -1844,6 +1938,9 @@ out:
  * as librdmacm sees it (dev_listed(), for at most DEV_FORGET_SECONDS);
  * every DEV_RETRY_SECONDS, a try to serve on it again (the removed
  * instance cannot be taken: the RDMA CM binds no address to it now).
+ * Listening on any address, each device served is watched too: that
+ * listener is on no device, so no listener of the server hears of a
+ * removal; a device libibverbs no longer lists (dev_present()) is lost.
  * Returns the main thread's epoll time-out: a second while a device is
  * watched, else none.
  */
@@ -1856,6 +1953,12 @@ static int dev_watch(struct srv *s)
 		struct srv_dev *dv = &s->dev[d];
 		const char *name = dv->info->domain_attr->name;
 
+		if (s->anyinfo && !dv->lost && !s->stop) {
+			timeout = 1000;
+			if (!dev_present(name))
+				dev_lost(s, d);
+			continue;
+		}
 		if (!dv->released || s->stop)
 			continue;
 		timeout = 1000;
@@ -2038,7 +2141,7 @@ static const char *listen_str(const struct config *c, char *buf, size_t len)
  */
 static int check_config(struct srv *s)
 {
-	struct fi_info *info[CFG_MAX_LISTEN] = { NULL };
+	struct fi_info *info[CFG_MAX_LISTEN] = { NULL }, *any = NULL;
 	int i, nfile = 0, nblock = 0, bad = 0, ret;
 	char where[CFG_MAX_LISTEN * 96], devs[CFG_MAX_LISTEN * 64];
 
@@ -2049,6 +2152,13 @@ static int check_config(struct srv *s)
 			srv_log("listen %s: no RDMA device has that address (%s)",
 				s->cfg.listen[i].addr, fi_strerror(-ret));
 			bad++;
+		} else if (config_listen_any(&s->cfg, i) && !any) {
+			ret = any_getinfo(s, &any);
+			if (ret) {
+				srv_log("listen %s: no RDMA device on this host (%s)",
+					s->cfg.listen[i].addr, fi_strerror(-ret));
+				bad++;
+			}
 		}
 	}
 	for (i = 0; i < s->cfg.nex; i++) {
@@ -2068,11 +2178,14 @@ static int check_config(struct srv *s)
 		srv_log("configuration checked: %d problem%s", bad, bad == 1 ? "" : "s");
 	else
 		srv_log("configuration checked: listen %s on %s, %d exports, %d volumes, %d allowed networks%s",
-			listen_str(&s->cfg, where, sizeof(where)), dev_str(info, s->cfg.nlisten, devs, sizeof(devs)),
+			listen_str(&s->cfg, where, sizeof(where)),
+			dev_str(&s->cfg, info, any, devs, sizeof(devs)),
 			nfile, nblock, s->cfg.nallow, s->cfg.nallow ? "" : " (every client)");
 	for (i = 0; i < s->cfg.nlisten; i++)
 		if (info[i])
 			fi_freeinfo(info[i]);
+	if (any)
+		fi_freeinfo(any);
 	return bad;
 }
 
@@ -2084,7 +2197,8 @@ static void usage(FILE *f)
 		"                   [-B USEC] [-L LEASE] [-G GRACE] [-s DIR] [-P PROVIDER] [-v] [-n]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on (repeat it for several\n"
-		"      addresses of one RDMA device: IPv4 and IPv6, VLANs, partitions)\n"
+		"      addresses: IPv4 and IPv6, VLANs, partitions, devices); 0.0.0.0 or ::\n"
+		"      listens on every RDMA device\n"
 		"  -p  port of every address (default %d)\n"
 		"  -e  export directory DIR as file-service name NAME\n"
 		"  -b  export file or block device FILE as volume NAME\n"
@@ -2311,7 +2425,7 @@ int main(int argc, char **argv)
 	locks_grace(&s.locks, s.cfg.grace == CFG_GRACE_LEASE ? s.cfg.lease : s.cfg.grace,
 		    (time_t)(now_us() / 1000000));
 	srv_log("listening on %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
-		listen_str(&s.cfg, where, sizeof(where)), dev_str(s.linfo, s.cfg.nlisten, devs, sizeof(devs)), s.cfg.nex,
+		listen_str(&s.cfg, where, sizeof(where)), dev_str(&s.cfg, s.linfo, s.anyinfo, devs, sizeof(devs)), s.cfg.nex,
 		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads, s.nshards,
 		s.cfg.poll_us);
 	if (!s.cfg.nallow)

@@ -217,7 +217,8 @@ struct shard {
  * it); a connection goes to a thread of the device it came on.
  */
 struct srv_dev {
-	struct fi_info		*info;		/* its first listen address's (in linfo[]) */
+	struct fi_info		*info;		/* its first listen address's (in linfo[]), or in anyinfo or own */
+	struct fi_info		*own;		/* the list info is in, found again through any address */
 	struct fid_domain	*domain;
 	int			lost;		/* removed: its threads retire (dev_lost()) */
 	int			released;	/* lost, and all the server had on it closed */
@@ -238,6 +239,7 @@ struct srv {
 	pthread_mutex_t		lock;		/* ex[], cfg.allow, key */
 	struct export		ex[SRV_MAX_EXPORTS];
 	struct fi_info		*linfo[CFG_MAX_LISTEN];	/* each listen address's */
+	struct fi_info		*anyinfo;	/* listening on any address: every device's */
 	struct srv_dev		dev[CFG_MAX_LISTEN];
 	int			ndev;
 	struct fid_fabric	*fabric;

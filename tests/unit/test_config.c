@@ -162,6 +162,22 @@ static void test_listen(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "more than 8 addresses"));
 	CU_ASSERT_EQUAL(b.nlisten, CFG_MAX_LISTEN);
 	CU_ASSERT_NOT_EQUAL(config_add_listen(&a, "", NULL, err, sizeof(err)), 0);
+
+	/* Any address, in both families, and what only looks like it. */
+	config_init(&b);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "0.0.0.0", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "::", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "0::0", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "0.0.0.1", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "::1", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "::ffff:0.0.0.0", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "fe80::1%eth0", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "0", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(config_listen_any(&b, 0));
+	CU_ASSERT_TRUE(config_listen_any(&b, 1));
+	CU_ASSERT_TRUE(config_listen_any(&b, 2));
+	for (i = 3; i < b.nlisten; i++)
+		CU_ASSERT_FALSE(config_listen_any(&b, i));
 }
 
 /* allow= of one export or volume: its own clients, in both forms. */
