@@ -8,8 +8,8 @@
 # status report and the configuration check naming both devices; the
 # volume attached through both, its two devices of one identity, joined
 # by dm-multipath, which goes on through one when the other is taken
-# away under verified writes; the second device removed under I/O and
-# added again.
+# away under verified writes; a server on any address serving both; the
+# second device removed under I/O and added again, under both servers.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 
@@ -38,10 +38,8 @@ expect_grep "listening on $ORFS_ADDR port 20077, $addr2 port 20077 \($ORFS_RDMA_
 load_suite
 
 step "a mount through each address is served on its own device; data goes through that device only"
-mount -t orfs -o nconnect=1 "$ORFS_ADDR:/ed" /tmp/m1
-on_exit "umount -f /tmp/m1 2>/dev/null || true"
-mount -t orfs -o nconnect=1 "$addr2:/ed" /tmp/m2
-on_exit "umount -f /tmp/m2 2>/dev/null || true"
+mount_orfs nconnect=1 "$ORFS_ADDR:/ed" /tmp/m1
+mount_orfs nconnect=1 "$addr2:/ed" /tmp/m2
 expect_grep "$ORFS_ADDR connected to export 'ed' \(credits [0-9]+, progress thread 0 on $ORFS_RDMA_DEV\)" \
 	"$ORFS_SERVER_LOG"
 expect_grep "$addr2 connected to export 'ed' \(credits [0-9]+, progress thread 1 on $rdma2\)" \
@@ -59,19 +57,21 @@ through() {
 	cmp /tmp/src "/tmp/ed/$2"
 	echo "$(($(sent_pkts "$ORFS_RDMA_DEV") - p1)) $(($(sent_pkts "$rdma2") - p2))"
 }
+# through_only MOUNT F DEV: through() on MOUNT, whose packets all went
+# through DEV: 16 MiB is at least 4096 packets (4 KiB at most each); the
+# other device sends at most a keep-alive or two meanwhile.
+through_only() {
+	local n1 n2 on off
+	read -r n1 n2 < <(through "$1" "$2")
+	echo "through $1: $ORFS_RDMA_DEV sent $n1 packets, $rdma2 $n2"
+	if [ "$3" = "$ORFS_RDMA_DEV" ]; then on=$n1 off=$n2; else on=$n2 off=$n1; fi
+	if [ "$on" -lt 4096 ] || [ "$off" -ge 100 ]; then
+		fail "the transfer through $1 did not stay on $3"
+	fi
+}
 head -c 8M /dev/urandom > /tmp/src
-# 16 MiB is at least 4096 packets (4 KiB at most each); the other device
-# sends at most a keep-alive or two meanwhile.
-read -r n1 n2 < <(through /tmp/m1 f)
-echo "through $ORFS_ADDR: $ORFS_RDMA_DEV sent $n1 packets, $rdma2 $n2"
-if [ "$n1" -lt 4096 ] || [ "$n2" -ge 100 ]; then
-	fail "the transfer through $ORFS_ADDR did not stay on $ORFS_RDMA_DEV"
-fi
-read -r n1 n2 < <(through /tmp/m2 g)
-echo "through $addr2: $ORFS_RDMA_DEV sent $n1 packets, $rdma2 $n2"
-if [ "$n2" -lt 4096 ] || [ "$n1" -ge 100 ]; then
-	fail "the transfer through $addr2 did not stay on $rdma2"
-fi
+through_only /tmp/m1 f "$ORFS_RDMA_DEV"
+through_only /tmp/m2 g "$rdma2"
 cmp /tmp/m1/g /tmp/m2/f
 
 step "an MXBD volume through the second device"
@@ -136,6 +136,27 @@ step "the configuration check names both devices"
 cat /tmp/check.out
 expect_grep "configuration checked: listen $ORFS_ADDR port 20077, $addr2 port 20077 on $ORFS_RDMA_DEV, $rdma2, 1 exports" \
 	/tmp/check.out
+
+step "a server on any address serves every device, a connection on the device it came on"
+"$ORFS_BIN/orfs-server" -n -a 0.0.0.0 -e ed=/tmp/ed -s /tmp/s4 > /tmp/check.out 2>&1
+cat /tmp/check.out
+expect_grep "configuration checked: listen 0.0.0.0 port 20077 on $ORFS_RDMA_DEV, $rdma2, 1 exports" \
+	/tmp/check.out
+# The IPv6 any address takes IPv4 clients too. This server stays for the
+# removal below.
+start_other /tmp/any.log -a :: -p 20092 -s /tmp/s4 -e ed=/tmp/ed
+anysrv=$OTHER_PID
+cat /tmp/any.log
+expect_grep "listening on :: port 20092 \($ORFS_RDMA_DEV, $rdma2\): .* 2 progress threads," /tmp/any.log
+mkdir -p /tmp/m3 /tmp/m4
+mount_orfs nconnect=1,port=20092 "$ORFS_ADDR:/ed" /tmp/m3
+mount_orfs nconnect=1,port=20092 "$addr2:/ed" /tmp/m4
+expect_grep "$ORFS_ADDR connected to export 'ed' \(credits [0-9]+, progress thread [0-9] on $ORFS_RDMA_DEV\)" \
+	/tmp/any.log
+expect_grep "$addr2 connected to export 'ed' \(credits [0-9]+, progress thread [0-9] on $rdma2\)" \
+	/tmp/any.log
+through_only /tmp/m3 k "$ORFS_RDMA_DEV"
+through_only /tmp/m4 l "$rdma2"
 
 step "dm-multipath joins the two paths; I/O goes on through one when the other is taken away"
 modprobe -a dm-multipath dm-round-robin
@@ -204,6 +225,9 @@ kill -TERM "$server3"
 wait "$server3" || fail "the third server exited with $?"
 
 step "the second device removed under I/O, then added again: the removal ends at once, the first device serves on, the second comes back"
+# Two servers hold the device: the first through its address, the second
+# through any address (a listener on no device: it watches the device
+# list), with a mount through it.
 # Verified writes through the second device, slow enough to span it all.
 fio --name=rm --filename="$devname" --direct=1 --ioengine=libaio --rw=write --bs=64k \
 	--iodepth=4 --size=16M --rate=2m --verify=crc32c --verify_fatal=1 --do_verify=1 \
@@ -222,6 +246,8 @@ if grep -q "^$rdma2 " /sys/kernel/debug/knet/devices; then fail "knet still list
 tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" > /tmp/removal.log
 expect_grep "RDMA device $rdma2 removed: its connections close; serving on 1 of 2 devices" /tmp/removal.log
 expect_grep "RDMA device $rdma2 released" /tmp/removal.log
+expect_grep "RDMA device $rdma2 removed: its connections close; serving on 1 of 2 devices" /tmp/any.log
+expect_grep "RDMA device $rdma2 released" /tmp/any.log
 # A write through the mount of the gone device waits (hard mount) for it.
 dd if=/tmp/src of=/tmp/m2/h bs=1M oflag=direct status=none &
 dd2=$!
@@ -237,6 +263,8 @@ rdma link add "$rdma2" type rxe netdev "$dev2"
 wait_gid "$rdma2" 0000:0000:0000:0000:0000:ffff:0a4e:0001
 wait_until 100 grep -q "RDMA device $rdma2 is back: serving on it again" "$ORFS_SERVER_LOG" ||
 	{ cat "$ORFS_SERVER_LOG"; fail "the server did not serve on $rdma2 again"; }
+wait_until 100 grep -q "RDMA device $rdma2 is back: serving on it again" /tmp/any.log ||
+	{ cat /tmp/any.log; fail "the server on any address did not serve on $rdma2 again"; }
 wait $fio || { cat /tmp/fio-rm.out; fail "fio failed across the removal"; }
 grep -E 'err=|WRITE:|READ:' /tmp/fio-rm.out
 expect_grep 'err= 0' /tmp/fio-rm.out
@@ -247,11 +275,19 @@ cmp /tmp/src /tmp/ed/h
 read -r n1 n2 < <(through /tmp/m2 j)
 echo "through $addr2 once back: $rdma2 sent $n2 packets"
 [ "$n2" -ge 4096 ] || fail "the transfer through $addr2 did not use $rdma2"
+read -r n1 n2 < <(through /tmp/m4 m)
+echo "through $addr2 to the server on any address once back: $rdma2 sent $n2 packets"
+[ "$n2" -ge 4096 ] || fail "the transfer through $addr2 did not use $rdma2"
 tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG"
+cat /tmp/any.log
 
 step "everything ends cleanly"
 "$ORFS_PROJ/tools/mxbdctl" detach "$devname"
 umount /tmp/m1
 umount /tmp/m2
+umount /tmp/m3
+umount /tmp/m4
+kill -TERM "$anysrv"
+wait "$anysrv" || fail "the server on any address exited with $?"
 stop_server
 echo "ok"

@@ -97,10 +97,8 @@ start_other /tmp/server2.log -a "$ORFS_ADDR" -a "$v6" -p 20090 -s /tmp/s2 -e e6=
 server2=$OTHER_PID
 expect_grep "listening on $ORFS_ADDR port 20090, $v6 port 20090 \($ORFS_RDMA_DEV\)" /tmp/server2.log
 mkdir -p /tmp/m4 /tmp/m6b
-mount -t orfs -o port=20090,nconnect=1 "$ORFS_ADDR:/e6" /tmp/m4
-on_exit "umount -f /tmp/m4 2>/dev/null || true"
-mount -t orfs -o port=20090,nconnect=1 "[$v6]:/e6" /tmp/m6b
-on_exit "umount -f /tmp/m6b 2>/dev/null || true"
+mount_orfs port=20090,nconnect=1 "$ORFS_ADDR:/e6" /tmp/m4
+mount_orfs port=20090,nconnect=1 "[$v6]:/e6" /tmp/m6b
 echo both > /tmp/m4/both
 expect_eq "written over IPv4, read over IPv6" "$(cat /tmp/m6b/both)" both
 expect_grep "$ORFS_ADDR connected to export 'e6'" /tmp/server2.log
@@ -136,8 +134,7 @@ seq 1 3000 > /tmp/m7/ll
 cmp <(seq 1 3000) /tmp/e6/ll
 # The address as /proc/mounts gives it makes a mount too.
 given=$(sed -n 's/.*,addr=\([^,]*\),.*/\1/p' /tmp/out)
-mount -t orfs -o "addr=$given,port=20093,nconnect=1" "x:/e6" /tmp/m8
-on_exit "umount -f /tmp/m8 2>/dev/null || true"
+mount_orfs "addr=$given,port=20093,nconnect=1" "x:/e6" /tmp/m8
 cmp <(seq 1 3000) /tmp/m8/ll
 umount /tmp/m8
 umount /tmp/m7

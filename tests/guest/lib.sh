@@ -203,6 +203,13 @@ start_server() {
 	fail "orfs-server did not start"
 }
 
+# mount_orfs OPTIONS SOURCE DIR: mount SOURCE on DIR with OPTIONS, forced
+# off at exit if still mounted
+mount_orfs() {
+	mount -t orfs -o "$1" "$2" "$3"
+	on_exit "umount -f $3 2>/dev/null || true"
+}
+
 # start_other LOG ARGS...: start another orfs-server with ARGS (log in
 # LOG) in the background and wait until it listens; its PID in OTHER_PID,
 # killed at exit if it still runs
