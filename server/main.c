@@ -842,24 +842,66 @@ static int dev_listed(const char *name)
 }
 
 /*
- * Does libibverbs list the RDMA device NAME? A removal takes the device
- * out of its list at once, before it waits for the device's users. Unlike
- * dev_listed(), asking closes nothing: the server may still have queues
- * on the device. 1 listed, 0 not.
+ * Main, listening on any address: that listener is on no device, so no
+ * listener of the server hears of a removal. libibverbs' device list
+ * drops a device as soon as its removal begins, before the removal waits
+ * for the device's users, and (unlike librdmacm's, dev_listed()) asking
+ * for it closes nothing the server still uses: a device served and not
+ * in it is lost. A device in it and not served (added after the start,
+ * or without an address then) is logged once.
  */
-static int dev_present(const char *name)
+static void any_watch(struct srv *s)
 {
 	struct ibv_device **list;
-	int i, n, found = 0;
+	const char *name;
+	int i, d, n, busy = 0;
 
 	list = ibv_get_device_list(&n);
 	if (!list)
-		return 1;	/* nothing known: nothing to do */
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			found = 1;
+		return;		/* nothing known: nothing to do */
+	for (d = 0; d < s->ndev; d++) {
+		for (i = 0; i < n; i++)
+			if (!strcmp(ibv_get_device_name(list[i]), s->dev[d].info->domain_attr->name))
+				break;
+		if (i == n && !s->dev[d].lost)
+			dev_lost(s, d);
+		if (i == n || (s->dev[d].lost && !s->dev[d].released))
+			busy = 1;
+	}
+	/*
+	 * An unserved device that goes: librdmacm may hold its context (a
+	 * connection request came on it), which the removal of a soft-RoCE
+	 * device waits for. Its list, read again, lets go of it, unless a
+	 * served device is going too: then it would close that device's
+	 * context under the server's queues (dev_listed() waits for them).
+	 */
+	for (d = 0; d < s->nunserved; d++) {
+		for (i = 0; i < n; i++)
+			if (!strcmp(ibv_get_device_name(list[i]), s->unserved[d]))
+				break;
+		if (i < n || busy)
+			continue;
+		srv_log("RDMA device %s, not served, is gone", s->unserved[d]);
+		dev_listed(s->unserved[d]);
+		memmove(s->unserved[d], s->unserved[d + 1],
+			(size_t)(s->nunserved - d - 1) * sizeof(s->unserved[0]));
+		s->nunserved--;
+		d--;
+	}
+	for (i = 0; i < n && s->nunserved < SRV_MAX_UNSERVED; i++) {
+		name = ibv_get_device_name(list[i]);
+		if (srv_dev_find(s, name) >= 0)
+			continue;
+		for (d = 0; d < s->nunserved; d++)
+			if (!strcmp(s->unserved[d], name))
+				break;
+		if (d < s->nunserved)
+			continue;
+		snprintf(s->unserved[s->nunserved++], sizeof(s->unserved[0]), "%s", name);
+		srv_log("RDMA device %s is not served: it came after the start, or had no address then (a restart serves it)",
+			name);
+	}
 	ibv_free_device_list(list);
-	return found;
 }
 
 /* Main: the listener's events. */
@@ -1938,27 +1980,24 @@ out:
  * as librdmacm sees it (dev_listed(), for at most DEV_FORGET_SECONDS);
  * every DEV_RETRY_SECONDS, a try to serve on it again (the removed
  * instance cannot be taken: the RDMA CM binds no address to it now).
- * Listening on any address, each device served is watched too: that
- * listener is on no device, so no listener of the server hears of a
- * removal; a device libibverbs no longer lists (dev_present()) is lost.
- * Returns the main thread's epoll time-out: a second while a device is
- * watched, else none.
+ * Listening on any address, the host's devices are watched too
+ * (any_watch()). Returns the main thread's epoll time-out: a second while
+ * a device is watched, else none.
  */
 static int dev_watch(struct srv *s)
 {
 	time_t now = time(NULL);
 	int d, timeout = -1;
 
+	if (s->anyinfo && !s->stop) {
+		any_watch(s);
+		timeout = 1000;
+	}
+
 	for (d = 0; d < s->ndev; d++) {
 		struct srv_dev *dv = &s->dev[d];
 		const char *name = dv->info->domain_attr->name;
 
-		if (s->anyinfo && !dv->lost && !s->stop) {
-			timeout = 1000;
-			if (!dev_present(name))
-				dev_lost(s, d);
-			continue;
-		}
 		if (!dv->released || s->stop)
 			continue;
 		timeout = 1000;

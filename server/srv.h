@@ -42,6 +42,8 @@
 #define SRV_RDMA_SQ	32	/* RDMA operations in flight per connection */
 #define SRV_MAX_CONNS	256
 #define SRV_MAX_EXPORTS	64
+/* Listening on any address: the devices it names as not served, at most */
+#define SRV_MAX_UNSERVED	16
 #define SRV_REQ_CHUNKS	2	/* buffers one request may hold at once */
 #define SRV_MAX_IO	(1U << 20)
 
@@ -240,6 +242,8 @@ struct srv {
 	struct export		ex[SRV_MAX_EXPORTS];
 	struct fi_info		*linfo[CFG_MAX_LISTEN];	/* each listen address's */
 	struct fi_info		*anyinfo;	/* listening on any address: every device's */
+	char			unserved[SRV_MAX_UNSERVED][64];	/* devices said not to be served */
+	int			nunserved;
 	struct srv_dev		dev[CFG_MAX_LISTEN];
 	int			ndev;
 	struct fid_fabric	*fabric;
