@@ -157,6 +157,28 @@ expect_grep "$addr2 connected to export 'ed' \(credits [0-9]+, progress thread [
 	/tmp/any.log
 through_only /tmp/m3 k "$ORFS_RDMA_DEV"
 through_only /tmp/m4 l "$rdma2"
+# A device added after the start is named once, not served, and its
+# removal waits for nothing of this server.
+ip link add dummy2 type dummy
+on_exit "ip link del dummy2 2>/dev/null || true"
+ip addr add 10.79.0.1/24 dev dummy2
+ip link set dummy2 up
+rdma link add rxe2 type rxe netdev dummy2
+on_exit "rdma link delete rxe2 2>/dev/null || true"
+wait_gid rxe2 0000:0000:0000:0000:0000:ffff:0a4f:0001
+wait_until 50 grep -q "RDMA device rxe2 is not served: it came after the start" /tmp/any.log ||
+	{ cat /tmp/any.log; fail "the server on any address did not name rxe2"; }
+# A connection through it is refused (and leaves librdmacm a hold on it).
+expect_fail timeout 30 "$ORFS_BIN/knet-ping" -a 10.79.0.1 -p 20092 -n ed -s file -c 1 > /tmp/ping.out 2>&1
+cat /tmp/ping.out
+expect_grep "rejected" /tmp/ping.out
+expect_grep "a connection request on rxe2, a device added after the start" /tmp/any.log
+t0=$SECONDS
+timeout 60 rdma link delete rxe2 || fail "the removal of rxe2 did not end"
+echo "the removal of rxe2 took $((SECONDS - t0)) s"
+[ $((SECONDS - t0)) -le 10 ] || fail "the removal of rxe2 took $((SECONDS - t0)) s"
+wait_until 50 grep -q "RDMA device rxe2, not served, is gone" /tmp/any.log ||
+	{ cat /tmp/any.log; fail "the server on any address did not see rxe2 go"; }
 
 step "dm-multipath joins the two paths; I/O goes on through one when the other is taken away"
 modprobe -a dm-multipath dm-round-robin
@@ -281,7 +303,9 @@ echo "through $addr2 to the server on any address once back: $rdma2 sent $n2 pac
 tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG"
 cat /tmp/any.log
 
-step "everything ends cleanly"
+step "everything ends cleanly; no request waited out its time-out"
+# Nothing here keeps a server from answering: a time-out would be knet's.
+if dmesg | grep 'knet: no answer within'; then fail "a request timed out"; fi
 "$ORFS_PROJ/tools/mxbdctl" detach "$devname"
 umount /tmp/m1
 umount /tmp/m2
