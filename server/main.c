@@ -738,7 +738,7 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 	if (!sh)
 		srv_log("a connection request on %s, %s", ev->cm.info->domain_attr->name,
 			dev >= 0 ? "a device being removed" :
-			s->anyinfo ? "a device added after the start (a restart serves it)" :
+			s->anyinfo ? "a device not served (added after the start?)" :
 			"not a device listened on");
 	else if (!(q = calloc(1, sizeof(*q))))
 		srv_log("out of memory for a connection");
@@ -910,6 +910,7 @@ static void handle_listen(struct srv *s)
 	union cm_event ev;
 	uint32_t event;
 	ssize_t rd;
+	int ret;
 
 	for (;;) {
 		rd = fi_eq_read(s->eq, &event, &ev, sizeof(ev), 0);
@@ -918,8 +919,15 @@ static void handle_listen(struct srv *s)
 		if (rd == -FI_EAVAIL) {
 			struct fi_eq_err_entry err;
 
-			if (fab_eq_err(s->eq, "listener event error", &err) == -FI_ENODEV)
+			ret = fab_eq_err(s->eq, "listener event error", &err);
+			if (ret == -FI_ENODEV)
 				dev_lost(s, pep_dev(s, err.fid));
+			/*
+			 * libfabric knows the devices of its start only: it
+			 * refuses a request on a device added since.
+			 */
+			else if (ret == -FI_ENODATA && s->anyinfo)
+				srv_log("a connection request refused: it came on an RDMA device added after the start (a restart serves it)");
 			continue;
 		}
 		if (rd < 0) {
