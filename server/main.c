@@ -2193,19 +2193,25 @@ static int check_config(struct srv *s)
 	char where[CFG_MAX_LISTEN * 96], devs[CFG_MAX_LISTEN * 64];
 
 	for (i = 0; i < s->cfg.nlisten; i++) {
+		/*
+		 * Any address: the devices. libfabric takes the IPv6 one
+		 * without a port only as a listener's, with its port.
+		 */
+		if (config_listen_any(&s->cfg, i)) {
+			ret = any ? 0 : any_getinfo(s, &any);
+			if (ret) {
+				srv_log("listen %s: no RDMA device on this host (%s)",
+					s->cfg.listen[i].addr, fi_strerror(-ret));
+				bad++;
+			}
+			continue;
+		}
 		/* Not the port: the server being checked for may hold it. */
 		ret = listen_getinfo(s, i, NULL, &info[i]);
 		if (ret) {
 			srv_log("listen %s: no RDMA device has that address (%s)",
 				s->cfg.listen[i].addr, fi_strerror(-ret));
 			bad++;
-		} else if (config_listen_any(&s->cfg, i) && !any) {
-			ret = any_getinfo(s, &any);
-			if (ret) {
-				srv_log("listen %s: no RDMA device on this host (%s)",
-					s->cfg.listen[i].addr, fi_strerror(-ret));
-				bad++;
-			}
 		}
 	}
 	for (i = 0; i < s->cfg.nex; i++) {
