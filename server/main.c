@@ -850,6 +850,17 @@ static int dev_listed(const char *name)
  * in it is lost. A device in it and not served (added after the start,
  * or without an address then) is logged once.
  */
+/* Is NAME among the N devices of LIST? */
+static int dev_in(struct ibv_device **list, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			return 1;
+	return 0;
+}
+
 static void any_watch(struct srv *s)
 {
 	struct ibv_device **list;
@@ -860,12 +871,10 @@ static void any_watch(struct srv *s)
 	if (!list)
 		return;		/* nothing known: nothing to do */
 	for (d = 0; d < s->ndev; d++) {
-		for (i = 0; i < n; i++)
-			if (!strcmp(ibv_get_device_name(list[i]), s->dev[d].info->domain_attr->name))
-				break;
-		if (i == n && !s->dev[d].lost)
+		if (!s->dev[d].lost && !dev_in(list, n, s->dev[d].info->domain_attr->name))
 			dev_lost(s, d);
-		if (i == n || (s->dev[d].lost && !s->dev[d].released))
+		/* Its queues still open: librdmacm's list must not be read. */
+		if (s->dev[d].lost && !s->dev[d].released)
 			busy = 1;
 	}
 	/*
@@ -875,11 +884,8 @@ static void any_watch(struct srv *s)
 	 * served device is going too: then it would close that device's
 	 * context under the server's queues (dev_listed() waits for them).
 	 */
-	for (d = 0; d < s->nunserved; d++) {
-		for (i = 0; i < n; i++)
-			if (!strcmp(ibv_get_device_name(list[i]), s->unserved[d]))
-				break;
-		if (i < n || busy)
+	for (d = 0; d < s->nunserved && !busy; d++) {
+		if (dev_in(list, n, s->unserved[d]))
 			continue;
 		srv_log("RDMA device %s, not served, is gone", s->unserved[d]);
 		dev_listed(s->unserved[d]);
@@ -1171,6 +1177,20 @@ static int any_getinfo(const struct srv *s, struct fi_info **info)
 	return ret;
 }
 
+/*
+ * For any address I of S, the host's devices into *ANY unless there
+ * already; a failure is logged. Returns 0 or a libfabric error.
+ */
+static int any_devices(const struct srv *s, int i, struct fi_info **any)
+{
+	int ret = *any ? 0 : any_getinfo(s, any);
+
+	if (ret)
+		srv_log("listen %s: no RDMA device on this host (%s)", s->cfg.listen[i].addr,
+			fi_strerror(-ret));
+	return ret;
+}
+
 /* Add INFO's device to the NDEV of DEV[] if new and there is room; how many then. */
 static int dev_add(struct fi_info *dev[], int ndev, struct fi_info *info)
 {
@@ -1314,13 +1334,10 @@ static int srv_open(struct srv *s)
 				addr, port, fi_strerror(-ret));
 			return ret;
 		}
-		if (config_listen_any(&s->cfg, i) && !s->anyinfo) {
-			ret = any_getinfo(s, &s->anyinfo);
-			if (ret) {
-				srv_log("listen %s: no RDMA device on this host (%s)", addr,
-					fi_strerror(-ret));
+		if (config_listen_any(&s->cfg, i)) {
+			ret = any_devices(s, i, &s->anyinfo);
+			if (ret)
 				return ret;
-			}
 		}
 	}
 	ret = srv_open_devices(s);
@@ -2198,12 +2215,7 @@ static int check_config(struct srv *s)
 		 * without a port only as a listener's, with its port.
 		 */
 		if (config_listen_any(&s->cfg, i)) {
-			ret = any ? 0 : any_getinfo(s, &any);
-			if (ret) {
-				srv_log("listen %s: no RDMA device on this host (%s)",
-					s->cfg.listen[i].addr, fi_strerror(-ret));
-				bad++;
-			}
+			bad += !!any_devices(s, i, &any);
 			continue;
 		}
 		/* Not the port: the server being checked for may hold it. */
