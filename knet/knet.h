@@ -219,6 +219,7 @@ struct knet_mq {
 
 struct knet_mq *knet_mq_connect(const struct knet_ep_params *p, unsigned int nr, int *reason);
 void knet_mq_destroy(struct knet_mq *mq);
+int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *rq);
 
 /**
  * struct knet_session - an endpoint that reconnects

@@ -1164,6 +1164,43 @@ void knet_mq_destroy(struct knet_mq *mq)
 EXPORT_SYMBOL_GPL(knet_mq_destroy);
 
 /**
+ * knet_mq_submit() - send a request on the least busy endpoint of a group
+ * @mq: the group
+ * @home: the caller's own endpoint (its CPU's queue), an index into @mq
+ * @rq: the request, as for knet_submit()
+ *
+ * The request goes to the endpoint with the fewest requests in flight,
+ * @home on a tie: requests one at a time stay on the caller's own
+ * connection and completion vector, and a deep stream from one CPU spreads
+ * over all the connections, and so over the server threads that serve
+ * them. When that endpoint has no slot or credit free, @home is tried.
+ *
+ * Context: as knet_submit().
+ * Return: as knet_submit().
+ */
+int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *rq)
+{
+	unsigned int i, busy, best, least;
+	int ret;
+
+	home %= mq->nr;
+	best = home;
+	least = READ_ONCE(mq->q[home]->in_flight);
+	for (i = 0; i < mq->nr && least; i++) {
+		busy = READ_ONCE(mq->q[i]->in_flight);
+		if (busy < least) {
+			least = busy;
+			best = i;
+		}
+	}
+	ret = knet_submit(mq->q[best], rq);
+	if (ret == -EAGAIN && best != home)
+		ret = knet_submit(mq->q[home], rq);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(knet_mq_submit);
+
+/**
  * knet_ep_set_session() - name the session an endpoint serves (its counters)
  * @ep: the endpoint
  * @s: the session, which outlives @ep

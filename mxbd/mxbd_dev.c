@@ -238,11 +238,13 @@ static blk_status_t mxbd_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_m
 	blk_mq_start_request(req);
 	/*
 	 * Each hardware queue has its own connection, completion queue and
-	 * credits. The recovery replaces @mq only with the queue quiesced,
-	 * after every queue_rq() in progress has returned.
+	 * credits; a request takes another queue's connection when that one
+	 * has fewer requests in flight, so that one CPU's deep stream is
+	 * served by all of them. The recovery replaces @mq only with the
+	 * queue quiesced, after every queue_rq() in progress has returned.
 	 */
 	mq = READ_ONCE(d->mq);
-	ret = mq ? knet_submit(mq->q[hctx->queue_num % mq->nr], &cmd->rq) : -ENOTCONN;
+	ret = mq ? knet_mq_submit(mq, hctx->queue_num, &cmd->rq) : -ENOTCONN;
 	switch (ret) {
 	case 0:
 		return BLK_STS_OK;

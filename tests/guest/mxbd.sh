@@ -95,6 +95,32 @@ expect_eq "jobs without error" "$(grep -c 'err= 0' /tmp/fio.out)" 3
 cmp <(dd if=/dev/mxbd0 bs=1M count=16 skip=96 iflag=direct status=none) <(head -c 16M /dev/zero) ||
 	fail "the range fio discarded does not read as zeroes"
 
+step "one CPU's deep stream goes over every queue's connection; single requests stay on its own"
+# blk-mq gives a request the hardware queue of the CPU that submits it; a
+# request then takes the connection with the fewest requests in flight, its
+# own queue's on a tie. fio held on CPU 0: 1 MiB reads 16 deep, then 4 KiB
+# reads one at a time. The requests each connection carried are counted.
+# spread DEPTH BYTES COUNT: the requests of each endpoint during one fio run
+# of COUNT reads of BYTES
+spread() {
+	local before
+	before=$(ep_each requests)
+	taskset -c 0 fio --name=spread --filename=/dev/mxbd0 --direct=1 --ioengine=libaio \
+		--rw=read --bs="$2" --iodepth="$1" --size=$(($2 * $3)) --output=/tmp/fio.out ||
+		{ cat /tmp/fio.out; fail "fio at depth $1"; }
+	paste <(echo "$before") <(ep_each requests) | awk '{ print $2 - $1 }'
+}
+spread 16 $((1 << 20)) 64 > /tmp/deep
+spread 1 4096 512 > /tmp/single
+echo "requests on each connection: depth 16 $(paste -sd ' ' /tmp/deep), depth 1 $(paste -sd ' ' /tmp/single)"
+# Depth 16: every connection carries a fair share (a quarter of an even one).
+awk -v n="$(nproc)" '{ c[NR] = $1; s += $1 } END { if (NR != n || s < 64) exit 1
+	for (i = 1; i <= NR; i++) if (c[i] * 4 * n < s) exit 1 }' /tmp/deep ||
+	fail "a connection carried less than a quarter of its share of a deep stream"
+# Depth 1: one connection carries them all, but for a keep-alive or a rescan.
+awk '$1 > m { m = $1 } { s += $1 } END { exit !(s >= 512 && s - m <= 4) }' /tmp/single ||
+	fail "single requests left their CPU's connection"
+
 step "discard and write-zeroes: the range reads back as zeroes, nothing else changes"
 dd if=/dev/urandom of=/dev/mxbd0 bs=1M count=2 seek=200 oflag=direct status=none
 blkdiscard -f -o $((200 << 20)) -l $((2 << 20)) /dev/mxbd0
