@@ -81,12 +81,7 @@ ep_stats() {
 	done
 }
 # ep_each COUNTER: COUNTER of each knet endpoint, one line each, in a fixed order
-ep_each() {
-	local f
-	for f in /sys/kernel/debug/knet/endpoints/*/stats; do
-		[ -e "$f" ] && awk -v c="$1" '$1 == c { print $2 }' "$f"
-	done
-}
+ep_each() { ep_stats | awk -v c="$1" '$1 == c { print $2 }'; }
 # ep_count: how many knet endpoints there are
 ep_count() { ls /sys/kernel/debug/knet/endpoints | wc -l; }
 # ep_sum COUNTER: COUNTER summed over the knet endpoints
