@@ -593,7 +593,7 @@ fio --name=nc --directory=/tmp/mnt --size=24M --rw=randwrite --bsrange=4k-1m --d
 	--verify_state_save=0 --output=/tmp/fio6.out || { cat /tmp/fio6.out; fail "fio nconnect"; }
 expect_grep 'err= 0' /tmp/fio6.out
 # Each endpoint took about half of the requests.
-ep_stats | awk '$1 == "requests" { print $2 }' > /tmp/nc.req
+ep_each requests > /tmp/nc.req
 cat /tmp/nc.req
 total=$(awk '{ s += $1 } END { print s }' /tmp/nc.req)
 least=$(sort -n /tmp/nc.req | head -n 1)
