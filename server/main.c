@@ -841,15 +841,6 @@ static int dev_listed(const char *name)
 	return found;
 }
 
-/*
- * Main, listening on any address: that listener is on no device, so no
- * listener of the server hears of a removal. libibverbs' device list
- * drops a device as soon as its removal begins, before the removal waits
- * for the device's users, and (unlike librdmacm's, dev_listed()) asking
- * for it closes nothing the server still uses: a device served and not
- * in it is lost. A device in it and not served (added after the start,
- * or without an address then) is logged once.
- */
 /* Is NAME among the N devices of LIST? */
 static int dev_in(struct ibv_device **list, int n, const char *name)
 {
@@ -861,6 +852,15 @@ static int dev_in(struct ibv_device **list, int n, const char *name)
 	return 0;
 }
 
+/*
+ * Main, listening on any address: that listener is on no device, so no
+ * listener of the server hears of a removal. libibverbs' device list
+ * drops a device as soon as its removal begins, before the removal waits
+ * for the device's users, and (unlike librdmacm's, dev_listed()) asking
+ * for it closes nothing the server still uses: a device served and not
+ * in it is lost. A device in it and not served (added after the start,
+ * or without an address then) is logged once.
+ */
 static void any_watch(struct srv *s)
 {
 	struct ibv_device **list;
