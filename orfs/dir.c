@@ -102,12 +102,13 @@ static int orfs_dentry_cached(struct inode *dir, struct dentry *dentry, struct i
 		return checked == (unsigned long)READ_ONCE(ORFS_I(dir)->change);
 	}
 	/*
-	 * The name was checked (d_time) within the inode's attribute timeout.
-	 * Not the attributes' own age: our changes to a directory expire its
-	 * attributes, not its name in its parent.
+	 * The name was checked (d_time) within its directory's attribute
+	 * timeout, as NFS trusts a name while its directory's cached
+	 * attributes hold. Not the attributes' own age: our changes to a
+	 * directory expire its attributes, not the names in it.
 	 */
 	if (!READ_ONCE(ORFS_SB(dir->i_sb)->opts.noac) &&
-	    time_before(jiffies, checked + orfs_attr_timeo(inode)))
+	    time_before(jiffies, checked + orfs_attr_timeo(dir)))
 		return 1;
 	return -ECHILD;
 }

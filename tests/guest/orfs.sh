@@ -487,6 +487,29 @@ expect_eq "requests for 1000 cached lookups" "$(($(ep_sum requests) - $(ep_sum k
 rm /tmp/mnt/cached
 umnt
 
+step "a name is trusted for its directory's attribute timeout, not its file's"
+# Files' attributes for 1 s, directories' (and their names) for 30: an
+# unlink 1.5 s after the create sends the UNLINK alone.
+mnt -o acregmin=1,acregmax=1
+touch /tmp/mnt/aged
+sleep 1.5
+l0=$(ms LOOKUP 2) u0=$(ms UNLINK 2)
+rm /tmp/mnt/aged
+expect_eq "LOOKUPs to unlink a name older than its file's timeout" "$(($(ms LOOKUP 2) - l0))" 0
+expect_eq "UNLINKs" "$(($(ms UNLINK 2) - u0))" 1
+umnt
+# With the directories' timeout at 1 s, a name removed on the server is
+# gone from the client after it.
+mnt -o actimeo=1
+touch /tmp/mnt/gone
+stat /tmp/mnt/gone > /dev/null
+rm $exp/gone
+sleep 1.5
+l0=$(ms LOOKUP 2)
+expect_fail stat /tmp/mnt/gone
+[ "$(($(ms LOOKUP 2) - l0))" -ge 1 ] || fail "the expired name was not looked up"
+umnt
+
 step "statistics: mountstats and orfsstat count each operation's calls, errors and data"
 mnt -o nconnect=2
 grep -A 40 ' /tmp/mnt with fstype orfs' /proc/self/mountstats | tee /tmp/out
