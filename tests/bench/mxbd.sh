@@ -5,7 +5,8 @@
 # nvme_rdma), both over rxe0 and both backed by a file in tmpfs (buffered:
 # tmpfs refuses O_DIRECT on 6.1): 1 MiB sequential read and write at depth
 # 16, 4 KiB random read and write at depth 1 (mean and p99 latency) and at
-# depth 32 (IOPS). Each figure is the median of BENCH_ROUNDS runs
+# depth 32 (IOPS, and the guest's CPU time a request: at that depth both
+# are bound by the two vCPUs). Each figure is the median of BENCH_ROUNDS runs
 # (default 4) of BENCH_SECONDS (default 10) on each device.
 # timeout: 1800
 . "$(dirname "$0")/../guest/lib.sh"
@@ -51,6 +52,36 @@ run() {
 		--iodepth="$5" --size=$size --time_based --runtime="$secs" --ramp_time=2
 }
 
+# busy_io DEV: "BUSY IOS": the CPU time of all the vCPUs not idle
+# (/proc/stat: user, nice, system, irq, softirq and steal, in clock
+# ticks) and the requests DEV has completed (reads and writes). An NVMe
+# multipath head (nvmeAnB) counts them itself on 6.12, only its paths
+# (nvmeAcCnB) do on 6.1: the larger of the two.
+busy_io() {
+	local own paths
+	own=$(awk '{ print $1 + $5 }' "/sys/block/$1/stat")
+	paths=$(cat /sys/block/"${1%n*}"c*n"${1##*n}"/stat 2>/dev/null |
+		awk '{ n += $1 + $5 } END { print n + 0 }')
+	echo "$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)" \
+	     "$((own > paths ? own : paths))"
+}
+# run_cpu NAME DEVICE RW BS QD: run, plus the guest's CPU time a request
+# (us, everything on both vCPUs: fio, the client, rxe, the server) over
+# the steady part of the job, from 1 s after its ramp to 1 s before its
+# end; prints "MBps lat_us p99_us iops cpu_us".
+run_cpu() {
+	local a b f=/tmp/$1.fig win=$((secs > 3 ? secs - 2 : 1)) pid
+	run "$@" > "$f" &
+	pid=$!
+	sleep 3
+	read -r -a a < <(busy_io "${2#/dev/}")
+	sleep "$win"
+	read -r -a b < <(busy_io "${2#/dev/}")
+	wait "$pid" || fail "fio $1"
+	echo "$(cat "$f") $(awk -v t=$((b[0] - a[0])) -v n=$((b[1] - a[1])) -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.1f", n ? t / hz * 1e6 / n : 0 }')"
+}
+
 # Fill both, so that reads read written blocks.
 for dev in /dev/mxbd0 /dev/nvme0n1; do
 	dd if=/dev/zero of=$dev bs=1M count=256 oflag=direct status=none
@@ -59,7 +90,8 @@ done
 row() { bench_row "$out" "$@"; }
 # Each job runs ROUNDS times on each device, alternating which goes first;
 # the table has the median of each figure (single runs in this guest vary by
-# up to 40%). Fields: bw lat p99 iops, as fio_figures prints them.
+# up to 40%). Fields: bw lat p99 iops, as fio_figures prints them, and
+# at depth 32 the CPU time a request (run_cpu).
 jobs=("seqread_1M_qd16 read 1M 16" "seqwrite_1M_qd16 write 1M 16"
       "randread_4k_qd1 randread 4k 1" "randwrite_4k_qd1 randwrite 4k 1"
       "randread_4k_qd32 randread 4k 32" "randwrite_4k_qd32 randwrite 4k 32")
@@ -70,7 +102,11 @@ for ((round = 1; round <= rounds; round++)); do
 		for d in $(turns $round mx nv); do
 			dev=/dev/mxbd0
 			[ $d = nv ] && dev=/dev/nvme0n1
-			v=$(run "$d-$1-$round" $dev "$2" "$3" "$4")
+			if [ "$4" = 32 ]; then
+				v=$(run_cpu "$d-$1-$round" $dev "$2" "$3" "$4")
+			else
+				v=$(run "$d-$1-$round" $dev "$2" "$3" "$4")
+			fi
 			echo "round $round $d $1: $v"
 			fig[$d-$1]+="$v;"
 		done
@@ -88,6 +124,9 @@ for job in "${jobs[@]}"; do
 		row "${1}_lat_us" "$(pick mx "$1" 2)" "$(pick nv "$1" 2)" us
 		row "${1}_p99_us" "$(pick mx "$1" 3)" "$(pick nv "$1" 3)" us
 		;;
-	*_qd32) row "${1}_iops" "$(pick mx "$1" 4)" "$(pick nv "$1" 4)" IOPS ;;
+	*_qd32)
+		row "${1}_iops" "$(pick mx "$1" 4)" "$(pick nv "$1" 4)" IOPS
+		row "${1}_cpu_us" "$(pick mx "$1" 5)" "$(pick nv "$1" 5)" us
+		;;
 	esac
 done
