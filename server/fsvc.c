@@ -13,11 +13,17 @@
  * the caller's permissions; symlinks are never reopened that way.
  *
  * Credentials are per thread: raw setfsuid/setfsgid/setgroups system calls
- * (glibc's wrappers would change every thread of the process).
+ * (glibc's wrappers would change every thread of the process). So are
+ * capabilities: a thread acting for anyone but root lowers every one it
+ * holds but the two it needs to switch back (as knfsd's nfsd_setuser()
+ * does), so that the kernel gives the caller no more than its credentials:
+ * no privileged xattr, no file capability, no quota or reserved block
+ * bypass, no set-id bit kept.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdatomic.h>
@@ -72,6 +78,11 @@ struct cred_state {
 	int		known;
 	int		fixed;
 	struct fsvc_cred c;
+	int		caps_read;	/* caps_high holds the thread's own set */
+	int		caps_known;	/* caps_now is in force */
+	uint64_t	caps_high;	/* effective set for root: what the thread had */
+	uint64_t	caps_now;
+	uint32_t	caps_perm[2], caps_inh[2];
 };
 
 static _Thread_local struct cred_state thread_cred;
@@ -110,10 +121,59 @@ static int cred_same(const struct fsvc_cred *a, const struct fsvc_cred *b)
 	       !memcmp(a->groups, b->groups, a->ngroups * sizeof(*a->groups));
 }
 
+/*
+ * The capabilities a thread keeps while it acts for a caller other than
+ * root: CAP_SETUID and CAP_SETGID, which decide no access to a file but
+ * let the thread switch to the next caller's credentials.
+ */
+#define CAP_KEEP_LOW	((1ULL << CAP_SETUID) | (1ULL << CAP_SETGID))
+
+static int caps_read(struct cred_state *cs)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return errno;
+	cs->caps_high = d[0].effective | (uint64_t)d[1].effective << 32;
+	cs->caps_perm[0] = d[0].permitted;
+	cs->caps_perm[1] = d[1].permitted;
+	cs->caps_inh[0] = d[0].inheritable;
+	cs->caps_inh[1] = d[1].inheritable;
+	cs->caps_now = cs->caps_high;
+	cs->caps_read = 1;
+	cs->caps_known = 1;
+	return 0;
+}
+
+/* Put the calling thread's effective capabilities to those root (or not) has. */
+static int caps_for(struct cred_state *cs, int root)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	uint64_t want = root ? cs->caps_high : cs->caps_high & CAP_KEEP_LOW;
+	int i;
+
+	if (cs->caps_known && cs->caps_now == want)
+		return 0;
+	for (i = 0; i < 2; i++) {
+		d[i].effective = (uint32_t)(want >> (32 * i));
+		d[i].permitted = cs->caps_perm[i];
+		d[i].inheritable = cs->caps_inh[i];
+	}
+	cs->caps_known = 0;
+	if (syscall(SYS_capset, &h, d))
+		return errno;
+	cs->caps_now = want;
+	cs->caps_known = 1;
+	return 0;
+}
+
 static int cred_set(uint32_t uid, uint32_t gid, uint32_t ngroups, const uint32_t *groups)
 {
 	struct cred_state *cs = &thread_cred;
 	struct fsvc_cred want;
+	int err;
 
 	cred_norm(&want, uid, gid, ngroups, groups);
 	if (cs->known && cred_same(&cs->c, &want))
@@ -122,6 +182,11 @@ static int cred_set(uint32_t uid, uint32_t gid, uint32_t ngroups, const uint32_t
 		return FSVC_ELSEWHERE;
 	/* Unknown until the switch is complete: after a failure the next call redoes it all. */
 	cs->known = 0;
+	if (!cs->caps_read) {
+		err = caps_read(cs);
+		if (err)
+			return err;
+	}
 	if (syscall(SYS_setgroups, (int)want.ngroups, want.groups))
 		return errno;
 	syscall(SYS_setfsgid, gid);
@@ -129,6 +194,10 @@ static int cred_set(uint32_t uid, uint32_t gid, uint32_t ngroups, const uint32_t
 	/* Both calls report the previous value: read back what is in force. */
 	if ((uint32_t)syscall(SYS_setfsuid, -1) != uid || (uint32_t)syscall(SYS_setfsgid, -1) != gid)
 		return EPERM;
+	/* setfsuid() moved only the file-system capabilities: now all the others. */
+	err = caps_for(cs, uid == 0);
+	if (err)
+		return err;
 	cs->c = want;
 	cs->known = 1;
 	return 0;
@@ -989,13 +1058,43 @@ out:
 	return err;
 }
 
-static int do_xattr(const struct fsvc_req *rq, int fd, struct out *o)
+/*
+ * May RQ on FX touch the xattr NAME? The user namespace and POSIX ACLs to
+ * anyone the kernel allows (it checks the caller's rights on the file);
+ * trusted.* to unsquashed root only, and changes to security.* (file
+ * capabilities, LSM labels) too, though anyone may read them, as on a
+ * local file system. Other namespaces are not served. The kernel would
+ * refuse the privileged ones already, the worker's capabilities lowered
+ * for any other caller: this says so before any system call, and holds
+ * should a thread ever run with more.
+ */
+static int xattr_allowed(const struct fsvc_export *fx, const struct fsvc_req *rq,
+			 const char *name)
+{
+	struct fsvc_cred c;
+	int root, write = rq->op == ORFS_OP_SETXATTR || rq->op == ORFS_OP_REMOVEXATTR;
+
+	if (!strncmp(name, "user.", 5) || !strcmp(name, "system.posix_acl_access") ||
+	    !strcmp(name, "system.posix_acl_default"))
+		return 0;
+	cred_wanted(fx, rq, &c);
+	root = c.uid == 0;
+	if (!strncmp(name, "trusted.", 8))
+		return root ? 0 : EPERM;
+	if (!strncmp(name, "security.", 9))
+		return root || !write ? 0 : EPERM;
+	return EOPNOTSUPP;
+}
+
+static int do_xattr(const struct fsvc_export *fx, const struct fsvc_req *rq, int fd,
+		    struct out *o)
 {
 	char path[32], name[ORFS_XATTR_NAME_MAX + 1] = "";
 	struct orfs_xattr_rep rep = { 0, 0 };
 	uint32_t size = le32toh(rq->u.fhop.size);
 	uint32_t room = o->cap > o->len + sizeof(rep) ? (uint32_t)(o->cap - o->len - sizeof(rep)) : 0;
 	ssize_t n;
+	int err;
 
 	if (fd_type(fd) == S_IFLNK)
 		return EOPNOTSUPP;
@@ -1003,6 +1102,9 @@ static int do_xattr(const struct fsvc_req *rq, int fd, struct out *o)
 	if (rq->name) {
 		memcpy(name, rq->name, rq->name_len);
 		name[rq->name_len] = '\0';
+		err = xattr_allowed(fx, rq, name);
+		if (err)
+			return err;
 	}
 	if (size > room)
 		size = room;
@@ -1438,7 +1540,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	case ORFS_OP_SETXATTR:
 	case ORFS_OP_LISTXATTR:
 	case ORFS_OP_REMOVEXATTR:
-		err = do_xattr(rq, fd, &o);
+		err = do_xattr(fx, rq, fd, &o);
 		break;
 	case ORFS_OP_LOCK:
 		err = do_lock(rq, fd, &o);

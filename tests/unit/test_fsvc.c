@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1341,6 +1343,120 @@ static void test_read_only(void)
 	CU_ASSERT_EQUAL(lookup(&fx_ro, &r, "pub", 0, &e), 0);
 }
 
+/* An xattr request OP on FH as UID on X: NAME, with VALUE (SETXATTR) of its length. */
+static int xattr_op(const struct fsvc_export *x, uint16_t op, const struct orfs_fh *fh,
+		    uint32_t uid, const char *name, const char *value)
+{
+	struct orfs_fhop_req fo = { .fh = *fh, .size = htole32(64) };
+	uint8_t out[128];
+	struct rb b;
+	uint32_t n;
+
+	rb_start(&b, op, uid, uid);
+	rb_put(&b, &fo, sizeof(fo));
+	if (name)
+		rb_name(&b, name);
+	if (value)
+		rb_blob(&b, value, (uint32_t)strlen(value));
+	return run(x, &b, out, &n);
+}
+
+/* The calling thread's effective capabilities, from /proc. */
+static uint64_t cap_eff(void)
+{
+	char line[128];
+	uint64_t v = ~0ULL;
+	FILE *f = fopen("/proc/thread-self/status", "r");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %" SCNx64, &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/*
+ * Privileged xattrs: a user, or root on a squashed export, sets no
+ * trusted.* or security.* xattr (file capabilities) on a file it may
+ * write, even root's, and reads no trusted.*; root may. The thread acting
+ * for a user holds no capability but those to switch back.
+ */
+static void test_privileged_xattrs(void)
+{
+	struct orfs_fh r = rootfh(&fx), rsq = rootfh(&fx_sq);
+	struct orfs_entry_rep e, esq;
+	uint64_t full = cap_eff();
+	struct rb b;
+	uint32_t n;
+	int fd = -1;
+
+	/* Root's file, writable by all: a user's write rights, no more. */
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &r, "rootfile", 0666, 0, &e), 0);
+	CU_ASSERT_EQUAL(lookup(&fx_sq, &rsq, "rootfile", 0, &esq), 0);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_SETXATTR, &e.fh, 1000, "user.ok", "1"), 0);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_SETXATTR, &e.fh, 1000, "trusted.evil", "1"), EPERM);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_SETXATTR, &e.fh, 1000, "security.capability",
+				 "\x01\x02\x03\x04"), EPERM);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_SETXATTR, &e.fh, 1000, "security.evil", "1"), EPERM);
+	CU_ASSERT_EQUAL(xattr_op(&fx_sq, ORFS_OP_SETXATTR, &esq.fh, 0, "trusted.evil", "1"), EPERM);
+	CU_ASSERT_EQUAL(xattr_op(&fx_sq, ORFS_OP_SETXATTR, &esq.fh, 0, "security.evil", "1"),
+			EPERM);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_SETXATTR, &e.fh, 1000, "other.x", "1"), EOPNOTSUPP);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_SETXATTR, &e.fh, 1000, "system.evil", "1"),
+			EOPNOTSUPP);
+	/* Root may; a user then reads no trusted.*, and removes nothing privileged. */
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_SETXATTR, &e.fh, 0, "trusted.mark", "root"), 0);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_GETXATTR, &e.fh, 0, "trusted.mark", NULL), 0);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_GETXATTR, &e.fh, 1000, "trusted.mark", NULL), EPERM);
+	CU_ASSERT_EQUAL(xattr_op(&fx_sq, ORFS_OP_GETXATTR, &esq.fh, 0, "trusted.mark", NULL),
+			EPERM);
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_REMOVEXATTR, &e.fh, 1000, "trusted.mark", NULL),
+			EPERM);
+	/* Anyone reads security.*, as locally (getcap): here there is none. */
+	CU_ASSERT_EQUAL(xattr_op(&fx, ORFS_OP_GETXATTR, &e.fh, 1000, "security.capability", NULL),
+			ENODATA);
+	/* A user's list leaves out trusted.* (the kernel's rule, capabilities lowered). */
+	{
+		struct orfs_fhop_req fo = { .fh = e.fh, .size = htole32(64) };
+		uint8_t out[128];
+
+		rb_start(&b, ORFS_OP_LISTXATTR, 1000, 1000);
+		rb_put(&b, &fo, sizeof(fo));
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+		CU_ASSERT_PTR_NOT_NULL(memmem(out + 8, n - 8, "user.ok", 8));
+		CU_ASSERT_PTR_NULL(memmem(out + 8, n - 8, "trusted.mark", 13));
+		rb_start(&b, ORFS_OP_LISTXATTR, 0, 0);
+		rb_put(&b, &fo, sizeof(fo));
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+		CU_ASSERT_PTR_NOT_NULL(memmem(out + 8, n - 8, "trusted.mark", 13));
+	}
+	/* The thread in a user's credentials: CAP_SETUID and CAP_SETGID only. */
+	CU_ASSERT_NOT_EQUAL(full & (1ULL << CAP_SYS_ADMIN), 0);
+	rb_start(&b, ORFS_OP_LOOKUP, 1000, 1000);
+	rb_put(&b, &r, sizeof(r));
+	rb_name(&b, "rootfile");
+	CU_ASSERT_EQUAL(exec_fd(&fx, &b, &fd, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cap_eff(), (1ULL << CAP_SETUID) | (1ULL << CAP_SETGID));
+	/* Squashed root: the same. */
+	rb_start(&b, ORFS_OP_LOOKUP, 0, 0);
+	rb_put(&b, &rsq, sizeof(rsq));
+	rb_name(&b, "rootfile");
+	CU_ASSERT_EQUAL(exec_fd(&fx_sq, &b, &fd, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cap_eff(), (1ULL << CAP_SETUID) | (1ULL << CAP_SETGID));
+	/* Root again: everything the thread had. */
+	rb_start(&b, ORFS_OP_LOOKUP, 0, 0);
+	rb_put(&b, &r, sizeof(r));
+	rb_name(&b, "rootfile");
+	CU_ASSERT_EQUAL(exec_fd(&fx, &b, &fd, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(cap_eff(), full);
+	if (fd >= 0)
+		close(fd);
+	CU_ASSERT_EQUAL_FATAL(fsvc_cred_reset(), 0);
+	CU_ASSERT_EQUAL(cap_eff(), full);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "rootfile"), 0);
+}
+
 /* A LOCK of FH by (CLIENT, owner 1) as UID, with the table LK (or none). */
 static int lock_op(struct locks *lk, uint64_t client, const struct orfs_fh *fh, uint32_t uid,
 		   uint32_t type, uint32_t flags, uint64_t start, uint64_t end,
@@ -1461,6 +1577,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "credentials kept between requests, directories kept open",
 			 test_kept_credentials) ||
 	    !CU_add_test(s, "read-only export", test_read_only) ||
+	    !CU_add_test(s, "privileged xattrs: root's alone; a user's thread holds no capability",
+			 test_privileged_xattrs) ||
 	    !CU_add_test(s, "FALLOCATE: allocate, keep the size, punch, zero; rights", test_fallocate) ||
 	    !CU_add_test(s, "SEEK: data and holes, the end, rights", test_seek) ||
 	    !CU_add_test(s, "COPY: on the server, cut at the end and at its bound; rights", test_copy) ||
