@@ -53,6 +53,7 @@ struct fh_inner {
 };
 
 _Static_assert(sizeof(struct fh_inner) == ORFS_FH_SIZE, "fh_inner layout");
+_Static_assert(offsetof(struct fh_inner, mac) == FSVC_FH_ID, "the sealed part of a handle");
 
 struct linux_dirent64_ {
 	uint64_t	d_ino;
@@ -301,25 +302,30 @@ int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq)
 
 /* ---- handles ---------------------------------------------------------- */
 
+/*
+ * The seal covers the export's name and the handle of its root: a handle
+ * opens only in the export that issued it, and no longer once the name
+ * is given to another directory (a reload that re-points or narrows it).
+ */
 static uint64_t fh_seal(const struct fsvc_export *fx, const struct fh_inner *in)
 {
-	uint8_t buf[KNET_NAME_MAX + 1 + offsetof(struct fh_inner, mac)];
+	uint8_t buf[KNET_NAME_MAX + 1 + 2 * FSVC_FH_ID];
 	size_t n = strlen(fx->name);
 
-	/* The export's name is sealed in: a handle opens in its export only. */
 	memcpy(buf, fx->name, n);
 	buf[n] = 0;
-	memcpy(buf + n + 1, in, offsetof(struct fh_inner, mac));
-	return siphash24(fx->key, buf, n + 1 + offsetof(struct fh_inner, mac));
+	memcpy(buf + n + 1, fx->root_id, FSVC_FH_ID);
+	memcpy(buf + n + 1 + FSVC_FH_ID, in, FSVC_FH_ID);
+	return siphash24(fx->key, buf, n + 1 + 2 * FSVC_FH_ID);
 }
 
-int fsvc_make_fh(const struct fsvc_export *fx, int dirfd, const char *name, struct orfs_fh *fh)
+/* The file system's handle of NAME in DIRFD ("": DIRFD itself), unsealed. */
+static int fh_inner_of(int dirfd, const char *name, struct fh_inner *in)
 {
 	struct {
 		struct file_handle fh;
 		unsigned char buf[MAX_HANDLE_SZ];
 	} h;
-	struct fh_inner in;
 	int mnt;
 
 	h.fh.handle_bytes = MAX_HANDLE_SZ;
@@ -327,10 +333,20 @@ int fsvc_make_fh(const struct fsvc_export *fx, int dirfd, const char *name, stru
 		return errno == EOVERFLOW ? EOPNOTSUPP : errno;
 	if (h.fh.handle_bytes > FH_HANDLE_MAX)
 		return EOPNOTSUPP;
-	memset(&in, 0, sizeof(in));
-	in.len = htole16((uint16_t)h.fh.handle_bytes);
-	in.type = htole16((uint16_t)h.fh.handle_type);
-	memcpy(in.handle, h.fh.f_handle, h.fh.handle_bytes);
+	memset(in, 0, sizeof(*in));
+	in->len = htole16((uint16_t)h.fh.handle_bytes);
+	in->type = htole16((uint16_t)h.fh.handle_type);
+	memcpy(in->handle, h.fh.f_handle, h.fh.handle_bytes);
+	return 0;
+}
+
+int fsvc_make_fh(const struct fsvc_export *fx, int dirfd, const char *name, struct orfs_fh *fh)
+{
+	struct fh_inner in;
+	int err = fh_inner_of(dirfd, name, &in);
+
+	if (err)
+		return err;
 	in.mac = htole64(fh_seal(fx, &in));
 	memcpy(fh, &in, sizeof(in));
 	return 0;
@@ -367,6 +383,7 @@ static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int f
 int fsvc_export_open(struct fsvc_export *fx, const char *name, const char *path, int read_only,
 		     int squash, const uint8_t *key, uint64_t boot)
 {
+	struct fh_inner root;
 	struct statfs sfs;
 	struct stat st;
 	struct orfs_fh fh;
@@ -392,7 +409,11 @@ int fsvc_export_open(struct fsvc_export *fx, const char *name, const char *path,
 	fx->in_memory = !fstatfs(fx->root_fd, &sfs) &&
 			(sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
 	/* The file system must give handles, or nothing will work. */
-	err = fsvc_make_fh(fx, fx->root_fd, "", &fh);
+	err = fh_inner_of(fx->root_fd, "", &root);
+	if (!err) {
+		memcpy(fx->root_id, &root, FSVC_FH_ID);
+		err = fsvc_make_fh(fx, fx->root_fd, "", &fh);
+	}
 	if (err) {
 		fprintf(stderr, "orfs-server: export %s: %s gives no file handles: %s\n", name, path,
 			strerror(err));

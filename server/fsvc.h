@@ -20,6 +20,9 @@
 #include "orfs/uapi/orfs_proto.h"
 #include "server/locks.h"
 
+/* The bytes of a handle the server seals: the file system's handle and its size. */
+#define FSVC_FH_ID	56
+
 struct fsvc_export {
 	char		name[KNET_NAME_MAX + 1];
 	int		root_fd;	/* the export's directory, O_RDONLY */
@@ -29,6 +32,7 @@ struct fsvc_export {
 	int		read_only;
 	int		squash;
 	uint8_t		key[16];	/* handle MAC key */
+	uint8_t		root_id[FSVC_FH_ID];	/* the root's handle, sealed into every one */
 	uint64_t	boot;		/* server start, for SESSION */
 };
 

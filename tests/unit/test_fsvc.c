@@ -236,6 +236,26 @@ static void test_handles(void)
 	bad.data[60] ^= 0x80;
 	CU_ASSERT_EQUAL(lookup(&fx, &bad, "x", 0, &e2), ESTALE);
 	CU_ASSERT_EQUAL(lookup(&fx_other, &r, "f1", 0, &e2), ESTALE);
+	/*
+	 * The same name (and key) given to another directory, as a reload
+	 * that re-points or narrows an export does: the old handles, of its
+	 * old root and of a directory beneath, open no more.
+	 */
+	{
+		struct fsvc_export moved = { .root_fd = -1 };
+		struct orfs_entry_rep pub;
+		struct orfs_fh mr;
+		char p[300];
+
+		CU_ASSERT_EQUAL(lookup(&fx, &r, "pub", 0, &pub), 0);
+		snprintf(p, sizeof(p), "%s/pub", root);
+		CU_ASSERT_EQUAL_FATAL(fsvc_export_open(&moved, "data", p, 0, 0, key, 1), 0);
+		CU_ASSERT_EQUAL(lookup(&moved, &r, "f1", 0, &e2), ESTALE);
+		CU_ASSERT_EQUAL(lookup(&moved, &pub.fh, "x", 0, &e2), ESTALE);
+		mr = rootfh(&moved);
+		CU_ASSERT_EQUAL(lookup(&moved, &mr, "x", 0, &e2), ENOENT);
+		fsvc_export_close(&moved);
+	}
 	/* Not a directory. */
 	CU_ASSERT_EQUAL(lookup(&fx, &e.fh, "x", 0, &e2), ENOTDIR);
 	CU_ASSERT_EQUAL(lookup(&fx, &r, "nosuch", 0, &e2), ENOENT);
