@@ -106,48 +106,78 @@ static int could_make_in(const char *dir)
  */
 static int load_key(struct srv *s, const char *dir, int make)
 {
-	char path[PATH_MAX];
+	struct stat st;
 	ssize_t n;
-	int fd;
+	int dfd, fd;
 
 	if (make && mkdir(dir, 0700) && errno != EEXIST) {
 		srv_log("state directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/handle-key", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR) && !make) {
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 && (errno == ENOENT || errno == ENOTDIR) && !make) {
 		if (could_make_in(dir))
 			return 0;
 		srv_log("state directory %s: %s: a start could not make its file handle key", dir,
 			strerror(errno));
 		return -1;
 	}
+	if (dfd < 0) {
+		srv_log("state directory %s: %s%s", dir, strerror(errno),
+			errno == ELOOP ? " (a symbolic link is refused)" : "");
+		return -1;
+	}
+	/* Whoever may write in it may replace the key: nobody but the server. */
+	if (fstat(dfd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		srv_log("state directory %s: refused: it must belong to the server's user and be "
+			"writable by nobody else", dir);
+		close(dfd);
+		return -1;
+	}
+	fd = openat(dfd, "handle-key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && !make) {
+		close(dfd);
+		return 0;
+	}
 	if (fd < 0 && errno == ENOENT) {
 		if (getrandom(s->key, sizeof(s->key), 0) != (ssize_t)sizeof(s->key)) {
 			srv_log("getrandom: %s", strerror(errno));
+			close(dfd);
 			return -1;
 		}
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		fd = openat(dfd, "handle-key", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
 		if (fd < 0 || write(fd, s->key, sizeof(s->key)) != (ssize_t)sizeof(s->key) ||
-		    fsync(fd)) {
-			srv_log("%s: %s", path, strerror(errno));
+		    fsync(fd) || fsync(dfd)) {
+			srv_log("%s/handle-key: %s", dir, strerror(errno));
 			if (fd >= 0)
 				close(fd);
+			close(dfd);
 			return -1;
 		}
 		close(fd);
-		srv_log("made a new file handle key in %s", path);
+		close(dfd);
+		srv_log("made a new file handle key in %s/handle-key", dir);
 		return 0;
 	}
+	close(dfd);
 	if (fd < 0) {
-		srv_log("%s: %s", path, strerror(errno));
+		srv_log("%s/handle-key: %s%s", dir, strerror(errno),
+			errno == ELOOP ? " (a symbolic link is refused)" : "");
+		return -1;
+	}
+	/* Whoever reads the key forges handles; whoever writes it, too. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		srv_log("%s/handle-key: refused: it must be a file of the server's user that "
+			"nobody else may read or write (mode 0600)", dir);
+		close(fd);
 		return -1;
 	}
 	n = read(fd, s->key, sizeof(s->key));
 	close(fd);
 	if (n != (ssize_t)sizeof(s->key)) {
-		srv_log("%s: not a %zu-byte key", path, sizeof(s->key));
+		srv_log("%s/handle-key: not a %zu-byte key", dir, sizeof(s->key));
 		return -1;
 	}
 	return 0;
@@ -2259,7 +2289,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: orfs-server [-c FILE] [-a ADDRESS] [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
 		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-T PROGRESS]\n"
-		"                   [-B USEC] [-L LEASE] [-G GRACE] [-s DIR] [-P PROVIDER] [-v] [-n]\n"
+		"                   [-B USEC] [-L LEASE] [-G GRACE] [-s DIR] [-P PROVIDER] [-v] [-n] [-F]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on (repeat it for several\n"
 		"      addresses: IPv4 and IPv6, VLANs, partitions, devices); 0.0.0.0 or ::\n"
@@ -2284,7 +2314,9 @@ static void usage(FILE *f)
 		"  -P  libfabric provider (default verbs)\n"
 		"  -v  log failed operations too\n"
 		"  -n  check the configuration and exit: 0 if it would start, 1 with its\n"
-		"      problems, 2 if it does not parse\n", KNET_DEFAULT_PORT, CFG_AUTO_PROGRESS, CFG_POLL_US,
+		"      problems, 2 if it does not parse\n"
+		"  -F  test aid: lie to clients as ORFS_SERVER_FAULT says (never in production)\n",
+		KNET_DEFAULT_PORT, CFG_AUTO_PROGRESS, CFG_POLL_US,
 		LOCKS_LEASE);
 }
 
@@ -2292,10 +2324,10 @@ int main(int argc, char **argv)
 {
 	static struct srv s;
 	char err[512], line[96];
-	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:L:G:s:P:vnh";
+	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:L:G:s:P:vnFh";
 	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
 	unsigned long long buffer_waits = 0;
-	int opt, i, ret, check = 0, a_given = 0, p_given = 0;
+	int opt, i, ret, check = 0, a_given = 0, p_given = 0, faults = 0;
 	char where[CFG_MAX_LISTEN * 96], devs[CFG_MAX_LISTEN * 64];
 
 	/*
@@ -2390,6 +2422,9 @@ int main(int argc, char **argv)
 		case 'n':
 			check = 1;
 			break;
+		case 'F':
+			faults = 1;
+			break;
 		case 'c':
 			break;
 		default:
@@ -2426,7 +2461,10 @@ int main(int argc, char **argv)
 		return ret;
 	}
 	umask(0);	/* clients send the modes they mean, their umask applied */
-	if (getenv("ORFS_SERVER_FAULT")) {
+	/* Lying to clients is a test aid: only when asked for on the command line. */
+	if (getenv("ORFS_SERVER_FAULT") && !faults)
+		srv_log("ORFS_SERVER_FAULT is ignored: fault injection needs -F");
+	if (getenv("ORFS_SERVER_FAULT") && faults) {
 		const char *f = getenv("ORFS_SERVER_FAULT");
 
 		static const char *const names[] = {

@@ -103,7 +103,7 @@ expect_grep '^latency_us <16:[0-9]+ <32:' /tmp/stats
 step "a server that lies: the request fails with EPROTO, the endpoint is dropped, no oops"
 for fault in tag inline body opcode; do
 	stop_server
-	ORFS_SERVER_FAULT=$fault start_server -b kvol=/tmp/kvol
+	ORFS_SERVER_FAULT=$fault start_server -F -b kvol=/tmp/kvol
 	set +e
 	kt -n kvol -w verify -b 2048 -N 8 -m kvec > /tmp/out 2>&1; rc=$?
 	set -e

@@ -152,7 +152,7 @@ rmmod mxbd
 
 step "a server that answers with garbage gives I/O errors, never a crash"
 stop_server
-ORFS_SERVER_FAULT=tag start_server -b mvol=/tmp/mvol
+ORFS_SERVER_FAULT=tag start_server -F -b mvol=/tmp/mvol
 insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mvol
 if dd if=/dev/mxbd0 of=/dev/null bs=4k count=64 iflag=direct status=none 2>/tmp/dd.err; then
 	fail "reads from a lying server succeeded"
@@ -164,7 +164,7 @@ rmmod mxbd
 stop_server
 
 step "an INFO that no disk has is refused: the rescan fails, the device keeps its geometry"
-ORFS_SERVER_FAULT=block-info start_server -b mvol=/tmp/mvol
+ORFS_SERVER_FAULT=block-info start_server -F -b mvol=/tmp/mvol
 insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mvol rescan_interval=0
 pbs=$(cat /sys/block/mxbd0/queue/physical_block_size)
 # A connection's first two answers are true (the attach's INFO is one), every
@@ -199,7 +199,7 @@ rnd_op() {
 }
 : > /tmp/rnd-err
 for seed in 3 4; do
-	ORFS_SERVER_FAULT=block-random ORFS_SERVER_FAULT_SEED=$seed start_server -b mvol=/tmp/mvol
+	ORFS_SERVER_FAULT=block-random ORFS_SERVER_FAULT_SEED=$seed start_server -F -b mvol=/tmp/mvol
 	insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mvol rescan_interval=1
 	read -r ok bad < <(tally 96 rnd_op /tmp/rnd-err)
 	echo "seed $seed: $ok operations succeeded, $bad failed; state $(cat /sys/block/mxbd0/mxbd/state)"

@@ -761,7 +761,7 @@ rnd_op() {
 }
 : > /tmp/rnd-err
 for seed in 1 2; do
-	ORFS_SERVER_FAULT=fs-random ORFS_SERVER_FAULT_SEED=$seed start_server -s $state -e data=$exp
+	ORFS_SERVER_FAULT=fs-random ORFS_SERVER_FAULT_SEED=$seed start_server -F -s $state -e data=$exp
 	mnt -o soft,timeo=10,retrans=1,noac
 	read -r ok bad < <(tally 128 rnd_op /tmp/rnd-err)
 	echo "seed $seed: $ok calls succeeded, $bad failed"
@@ -784,7 +784,7 @@ stop_server
 
 step "a server that lies (after the mount): calls fail with EIO, no oops, the mount goes away"
 for fault in tag inline body; do
-	ORFS_SERVER_FAULT=$fault start_server -s $state -e data=$exp
+	ORFS_SERVER_FAULT=$fault start_server -F -s $state -e data=$exp
 	mnt -o soft,timeo=10,retrans=1
 	set +e
 	ls -la /tmp/mnt > /tmp/out 2>&1; rc=$?
@@ -813,7 +813,7 @@ lie() {
 	expect_grep "$2" /tmp/out
 }
 for fault in fs-name fs-count fs-attr fs-loop; do
-	ORFS_SERVER_FAULT=$fault start_server -s $state -e data=$exp
+	ORFS_SERVER_FAULT=$fault start_server -F -s $state -e data=$exp
 	mnt -o soft,timeo=10,retrans=1
 	case $fault in
 	fs-name)
@@ -848,7 +848,7 @@ done
 # Statuses no errno has (the numbering's holes 41 and 58, past its end,
 # kernel-internal codes): EIO, and a word in the log. An errno passes.
 for st in 41 58 134 512 524 4294967295 13; do
-	ORFS_SERVER_FAULT=fs-status ORFS_SERVER_FAULT_STATUS=$st start_server -s $state -e data=$exp
+	ORFS_SERVER_FAULT=fs-status ORFS_SERVER_FAULT_STATUS=$st start_server -F -s $state -e data=$exp
 	mnt -o soft,timeo=10,retrans=1
 	if [ $st = 13 ]; then
 		lie fs-status 'Permission denied' stat /tmp/mnt/lie/small
@@ -862,7 +862,7 @@ done
 # A server that says "your first try still runs" for ever: a soft mount
 # gives up after timeo x retrans, a hard one waits until the call is killed
 # or the mount forced away.
-ORFS_SERVER_FAULT=fs-busy start_server -s $state -e data=$exp
+ORFS_SERVER_FAULT=fs-busy start_server -F -s $state -e data=$exp
 mnt -o soft,timeo=10,retrans=2
 t0=$(date +%s)
 lie fs-busy 'Input/output error' timeout -s KILL 60 stat /tmp/mnt/lie/small
