@@ -605,17 +605,19 @@ static void handle_eq(struct shard *sh)
 }
 
 /*
- * Shard SH: a reload changed the server's allow list or an export's. Its
- * connections from addresses no longer allowed close now: what the
- * administrator took out loses its access at once, not at its next
- * connection.
+ * Shard SH: a reload changed the server's allow list or an export's, or
+ * removed or changed an export. Its connections from addresses no longer
+ * allowed, and to exports no longer served as they were (gone, made
+ * read-only or squashed, re-pointed), close now: what the administrator
+ * took out or narrowed loses its access at once, not at its next
+ * connection; a client that reconnects gets the new rules.
  */
 static void apply_allow(struct shard *sh)
 {
 	struct srv *s = sh->s;
 	unsigned int gen = atomic_load(&s->allow_gen);
 	struct conn *c, *next;
-	int allowed;
+	int allowed, removed;
 
 	if (sh->allow_seen == gen)
 		return;
@@ -627,9 +629,12 @@ static void apply_allow(struct shard *sh)
 		pthread_mutex_lock(&s->lock);
 		allowed = config_allowed(&s->cfg, &c->ip) &&
 			  config_export_allowed(&c->ex->cfg, &c->ip);
+		removed = c->ex->removed;
 		pthread_mutex_unlock(&s->lock);
 		if (!allowed)
 			conn_close(c, "its address is no longer allowed");
+		else if (removed)
+			conn_close(c, "a reload removed or changed what it uses");
 	}
 }
 
@@ -1545,9 +1550,10 @@ static int same_export(const struct cfg_export *a, const struct cfg_export *b)
 
 /*
  * SIGHUP: read the configuration file again (the command line's exports and
- * allows stay). Exports and volumes that are gone or changed stop taking new
- * connections and are released with their last one; new ones open; the
- * allow list is replaced. A file that does not parse changes nothing.
+ * allows stay). Exports and volumes that are gone or changed take no new
+ * connection, their connections close at once, and they are released with
+ * the last one; new ones open; the allow list is replaced. A file that
+ * does not parse changes nothing.
  */
 static void srv_reload(struct srv *s)
 {
@@ -1605,10 +1611,12 @@ static void srv_reload(struct srv *s)
 		}
 		ex->removed = 1;
 		retired++;
-		srv_log("reload: %s '%s' takes no new connections (%d still use it)",
+		srv_log("reload: %s '%s' takes no new connections; its %d close",
 			ex->cfg.service == KNET_SVC_FILE ? "export" : "volume", ex->cfg.name, ex->refs);
 		if (!ex->refs)
 			export_release(s, ex);
+		else
+			allow_changed = 1;	/* the shards close its connections */
 	}
 	for (i = 0; i < n->nex; i++) {
 		if (find_export(s, n->ex[i].name, n->ex[i].service))
