@@ -122,9 +122,13 @@ static int load_key(struct srv *s, const char *dir, int make)
 			strerror(errno));
 		return -1;
 	}
+	if (dfd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+		srv_log("state directory %s: refused: it must be a directory, not a symbolic link",
+			dir);
+		return -1;
+	}
 	if (dfd < 0) {
-		srv_log("state directory %s: %s%s", dir, strerror(errno),
-			errno == ELOOP ? " (a symbolic link is refused)" : "");
+		srv_log("state directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	/* Whoever may write in it may replace the key: nobody but the server. */

@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The server and the client played against as an attacker would:
+# privileged xattrs (trusted.*, security.capability) refused to a user and
+# to a squashed root, sent raw by the userspace client; a reload that
+# makes a mounted export read-only or squashed applies at once; a
+# re-pointed export's old handles are stale; fault injection needs -F; a
+# state directory or handle key others may change or read is refused;
+# nosuid on the client keeps a set-uid file from raising a user.
+# timeout: 300
+. "$(dirname "$0")/lib.sh"
+fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }
+# says WANT ARGS...: knet-fs ARGS answers a line starting with WANT ("ok",
+# "error EPERM"...)
+says() {
+	local want=$1
+	shift
+	fs "$@" > /tmp/out || true
+	grep -q "^$want" /tmp/out || fail "knet-fs $*: got '$(cat /tmp/out)', want '$want'"
+}
+state=/tmp/orfs-state
+conf=/tmp/security.conf
+exp=/tmp/sexp
+
+# ext4 (trusted.*, security.* and user.* xattrs on both kernels) on a loop
+# device over a file in tmpfs.
+mkdir -p $exp /tmp/mnt
+truncate -s 64M /tmp/sec.img
+mkfs.ext4 -q -F /tmp/sec.img
+modprobe loop
+mount -o loop /tmp/sec.img $exp
+on_exit "umount $exp"
+chmod 0755 $exp
+mkdir -m 1777 $exp/pub
+mkdir -m 0755 $exp/sub
+echo "root's" > $exp/victim
+chmod 0666 $exp/victim
+echo "beneath" > $exp/sub/f
+load_suite
+
+# xattr_of FILE NAME: the value of FILE's xattr NAME on the server's side, or "none"
+xattr_of() {
+	python3 -c 'import os, sys
+try: print(os.getxattr(sys.argv[1], sys.argv[2]).decode())
+except OSError: print("none")' "$1" "$2"
+}
+
+# log_count PATTERN: lines of the server's log that match PATTERN (basic regex)
+log_count() { grep -c -- "$1" "$ORFS_SERVER_LOG" || true; }
+log_grew() { [ "$(log_count "$1")" -gt "$2" ]; }
+reload() {
+	local pat='reload: .* added' was
+	was=$(log_count "$pat")
+	kill -HUP "$ORFS_SERVER_PID"
+	wait_until 100 log_grew "$pat" "$was" || { cat "$ORFS_SERVER_LOG"; fail "the server did not reload"; }
+}
+
+cat > $conf <<CONF
+export data $exp
+export sq $exp squash
+CONF
+start_server -s $state -c $conf
+
+step "a user sets no trusted.* or security.* xattr on a file it may write; root may"
+says 'error EPERM' -n data -u 1000 -g 1000 setxattr victim trusted.evil 1
+says 'error EPERM' -n data -u 1000 -g 1000 setxattr victim security.capability xxxx
+says 'error EPERM' -n data -u 1000 -g 1000 setxattr victim security.evil 1
+says 'error EOPNOTSUPP' -n data -u 1000 -g 1000 setxattr victim other.evil 1
+expect_eq "trusted.evil on the server" "$(xattr_of $exp/victim trusted.evil)" none
+expect_eq "security.capability on the server" "$(xattr_of $exp/victim security.capability)" none
+says 'ok' -n data -u 1000 -g 1000 setxattr victim user.note mine
+expect_eq "user.note on the server" "$(xattr_of $exp/victim user.note)" mine
+says 'ok' -n data -u 0 -g 0 setxattr victim trusted.mark root
+expect_eq "trusted.mark on the server" "$(xattr_of $exp/victim trusted.mark)" root
+
+step "a user reads no trusted.* and removes none; root's list has it, the user's not"
+says 'error EPERM' -n data -u 1000 -g 1000 getxattr victim trusted.mark
+says 'error EPERM' -n data -u 1000 -g 1000 rmxattr victim trusted.mark
+fs -n data -u 1000 -g 1000 listxattr victim > /tmp/out
+grep -q 'trusted.mark' /tmp/out && fail "a user's list shows trusted.mark: $(cat /tmp/out)"
+fs -n data -u 0 -g 0 listxattr victim > /tmp/out
+expect_grep 'trusted.mark' /tmp/out
+
+step "root on a squashed export is refused them too"
+says 'error EPERM' -n sq -u 0 -g 0 setxattr victim trusted.evil 1
+says 'error EPERM' -n sq -u 0 -g 0 setxattr victim security.capability xxxx
+says 'error EPERM' -n sq -u 0 -g 0 getxattr victim trusted.mark
+expect_eq "trusted.evil on the server" "$(xattr_of $exp/victim trusted.evil)" none
+
+step "a reload that makes a mounted export read-only, then squashed, applies at once"
+mount_orfs hard "$ORFS_ADDR:/data" /tmp/mnt
+echo one > /tmp/mnt/pub/before
+sed -i "s|^export data $exp\$|export data $exp ro|" $conf
+reload
+expect_grep "reload: export 'data' takes no new connections; its [1-9][0-9]* close" "$ORFS_SERVER_LOG"
+# The client reconnects to the export as it now is: creates fail.
+ro_now() { ! touch /tmp/mnt/pub/after 2> /tmp/touch.err && grep -q 'Read-only' /tmp/touch.err; }
+wait_until 100 ro_now || fail "the mount still writes after the reload made its export read-only"
+[ ! -e $exp/pub/after ] || fail "a file was created after the reload"
+expect_eq "a file of before the reload" "$(cat /tmp/mnt/pub/before)" one
+sed -i "s|^export data $exp ro\$|export data $exp squash|" $conf
+reload
+made_as_nobody() { touch /tmp/mnt/pub/squashed 2> /dev/null && [ "$(stat -c %u $exp/pub/squashed)" = 65534 ]; }
+wait_until 100 made_as_nobody || fail "root's file after the reload made its export squashed: $(stat -c %u $exp/pub/squashed 2>&1)"
+umount /tmp/mnt
+
+step "a re-pointed export's old handles are stale"
+h=$(fs -n data fh sub/f | sed -n 's/^ok //p')
+[ -n "$h" ] || fail "no handle of sub/f"
+says 'ok' -n data stat-fh "$h"
+sed -i "s|^export data $exp squash\$|export data $exp/sub|" $conf
+reload
+says 'error ESTALE' -n data stat-fh "$h"
+says 'ok' -n data stat f
+stop_server
+
+step "nosuid on the client: a set-uid file of root does not raise a user"
+cp /usr/bin/id $exp/pub/suid-id
+chmod 4755 $exp/pub/suid-id
+start_server -s $state -e data=$exp
+mount_orfs hard "$ORFS_ADDR:/data" /tmp/mnt
+expect_eq "euid of the set-uid file run by a user" \
+	"$(setpriv --reuid=1000 --regid=1000 --clear-groups /tmp/mnt/pub/suid-id -u)" 0
+umount /tmp/mnt
+mount_orfs hard,nosuid,nodev "$ORFS_ADDR:/data" /tmp/mnt
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,nosuid,nodev," /proc/mounts
+expect_eq "euid of the set-uid file run by a user, nosuid" \
+	"$(setpriv --reuid=1000 --regid=1000 --clear-groups /tmp/mnt/pub/suid-id -u)" 1000
+umount /tmp/mnt
+stop_server
+
+step "fault injection in the environment is ignored without -F"
+ORFS_SERVER_FAULT=tag start_server -s $state -e data=$exp
+expect_grep 'ORFS_SERVER_FAULT is ignored: fault injection needs -F' "$ORFS_SERVER_LOG"
+for i in 1 2 3 4; do fs -n data stat victim; done > /tmp/out
+expect_eq "true answers" "$(grep -c '^ok' /tmp/out)" 4
+stop_server
+
+step "a state directory or handle key others may change or read is refused"
+# refused DIR WHY: the server does not start with state directory DIR
+refused() {
+	local log=/tmp/refused.log
+	if timeout 30 "$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -s "$1" -e data=$exp > $log 2>&1; then
+		fail "the server started with $2"
+	fi
+	expect_grep 'refused' $log
+}
+mkdir -m 0777 /tmp/st-open
+refused /tmp/st-open "a state directory anyone may write"
+mkdir -m 0700 /tmp/st-real /tmp/st-link-key
+ln -s /tmp/st-real /tmp/st-link
+refused /tmp/st-link "a state directory that is a symbolic link"
+head -c 16 /dev/urandom > /tmp/st-real/handle-key
+chmod 0644 /tmp/st-real/handle-key
+ln -s /tmp/st-real/handle-key /tmp/st-link-key/handle-key
+refused /tmp/st-link-key "a handle key that is a symbolic link"
+chmod 0700 /tmp/st-real
+refused /tmp/st-real "a handle key anyone may read"
+chmod 0600 /tmp/st-real/handle-key
+start_server -s /tmp/st-real -e data=$exp
+says 'ok' -n data stat victim
