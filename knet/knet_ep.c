@@ -11,7 +11,9 @@
  * so the server can never reach the memory after the request returns. A
  * reply that lies (unknown tag, bad framing, more data than asked) breaks
  * the endpoint: the queue pair is disconnected, which fences every rkey,
- * and every request fails.
+ * and every request fails. A request whose key the server may still hold
+ * when the endpoint fails (its reply never came) ends only once the queue
+ * pair is in the error state, where no RDMA reaches it (the fence).
  *
  * Completion: knet_submit() never sleeps and ends each request with its
  * callback (softirq context) or, without one, on the endpoint's done list
@@ -55,6 +57,7 @@
 #define EV_SEND		0x1
 #define EV_REPLY	0x2
 #define EV_INV		0x4
+#define EV_FENCE	0x8	/* the queue pair in the error state */
 
 struct knet_rx {
 	struct ib_cqe		cqe;
@@ -78,6 +81,7 @@ struct knet_slot {
 	u64			msg_dma;
 	struct ib_mr		*mr;
 	bool			mr_used;
+	bool			mr_live;	/* the server may hold its key */
 	bool			inline_in;	/* data asked inline in the reply */
 	struct scatterlist	*sg;
 	unsigned int		sg_orig;	/* entries mapped */
@@ -112,6 +116,8 @@ struct knet_ep {
 	unsigned int		in_flight_peak;
 	bool			dead;
 	bool			connected;
+	bool			disconnect;	/* fail_work is to disconnect */
+	bool			fenced;		/* the queue pair is in the error state */
 	struct work_struct	fail_work;
 	struct delayed_work	timeo_work;	/* looks for requests without answer */
 	unsigned long		req_timeout;	/* jiffies; 0: none */
@@ -134,6 +140,7 @@ struct knet_ep {
 	atomic64_t		errors;
 	atomic64_t		timeouts;
 	atomic64_t		keepalives;
+	atomic64_t		fences;		/* requests that waited for the fence */
 	atomic64_t		lat_hist[KNET_LAT_BUCKETS];	/* request latency */
 };
 
@@ -208,12 +215,65 @@ static void knet_slot_finish(struct knet_slot *s)
 		wake_up(&ep->done_wait);
 }
 
+/*
+ * The queue pair of EP is in the error state (or gone): no key of it is
+ * reachable. The requests that waited for that end now.
+ */
+static void knet_fenced(struct knet_ep *ep)
+{
+	DECLARE_BITMAP(over, KNET_SLOTS);
+	unsigned int i, n = 0;
+	unsigned long flags;
+
+	bitmap_zero(over, KNET_SLOTS);
+	spin_lock_irqsave(&ep->lock, flags);
+	ep->fenced = true;
+	for (i = 0; i < KNET_SLOTS; i++) {
+		struct knet_slot *s = &ep->slot[i];
+
+		if (!s->busy || !(s->need & EV_FENCE))
+			continue;
+		s->need &= ~EV_FENCE;
+		s->mr_live = false;
+		n++;
+		if (knet_slot_over(s))
+			__set_bit(i, over);
+	}
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (n) {
+		atomic64_add(n, &ep->fences);
+		pr_info_ratelimited("%u requests ended once the server could no longer reach their memory\n",
+				    n);
+	}
+	for_each_set_bit(i, over, KNET_SLOTS)
+		knet_slot_finish(&ep->slot[i]);
+}
+
 static void knet_fail_work(struct work_struct *w)
 {
 	struct knet_ep *ep = container_of(w, struct knet_ep, fail_work);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	unsigned long flags;
+	bool disconnect;
+	int ret;
 
-	/* Moves the queue pair to the error state: no rkey is reachable now. */
-	rdma_disconnect(ep->cm_id);
+	spin_lock_irqsave(&ep->lock, flags);
+	disconnect = ep->disconnect;
+	ep->disconnect = false;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (disconnect)
+		rdma_disconnect(ep->cm_id);
+	/*
+	 * rdma_disconnect() moves an InfiniBand or RoCE queue pair to the
+	 * error state itself; iWARP's closes first. In the error state the
+	 * queue pair takes no RDMA: every key of it is out of the server's
+	 * reach. A device that refuses is gone (removed, reset), and so is
+	 * any access through it.
+	 */
+	ret = ib_modify_qp(ep->cm_id->qp, &attr, IB_QP_STATE);
+	if (ret)
+		pr_warn_ratelimited("queue pair to the error state: %d\n", ret);
+	knet_fenced(ep);
 }
 
 static void knet_removed_work(struct work_struct *w)
@@ -294,6 +354,7 @@ static void knet_ep_fail(struct knet_ep *ep, int err)
 {
 	DECLARE_BITMAP(over, KNET_SLOTS);
 	unsigned long flags;
+	bool work = false;
 	unsigned int i;
 
 	bitmap_zero(over, KNET_SLOTS);
@@ -301,21 +362,33 @@ static void knet_ep_fail(struct knet_ep *ep, int err)
 	if (!ep->dead) {
 		trace_knet_ep_fail(ep->id, err);
 		ep->dead = true;
-		if (ep->connected)
-			schedule_work(&ep->fail_work);
+		ep->disconnect = ep->connected;
+		work = ep->connected;
 	}
-	/* No reply will come now; sends and invalidations still flush. */
+	/*
+	 * No reply will come now; sends and invalidations still flush. A
+	 * request whose memory the server may still reach (registered, not
+	 * invalidated, no invalidation under way) waits for the fence.
+	 */
 	for (i = 0; i < KNET_SLOTS; i++) {
 		struct knet_slot *s = &ep->slot[i];
 
-		if (s->busy && (s->need & EV_REPLY)) {
+		if (!s->busy)
+			continue;
+		if (s->need & EV_REPLY) {
 			s->need &= ~EV_REPLY;
 			if (!s->err)
 				s->err = err;
+			if (s->mr_live && !(s->need & EV_INV) && !ep->fenced)
+				s->need |= EV_FENCE;
 			if (knet_slot_over(s))
 				__set_bit(i, over);
 		}
+		if (s->need & EV_FENCE)
+			work = true;
 	}
+	if (work)
+		schedule_work(&ep->fail_work);
 	spin_unlock_irqrestore(&ep->lock, flags);
 	for_each_set_bit(i, over, KNET_SLOTS)
 		knet_slot_finish(&ep->slot[i]);
@@ -366,6 +439,11 @@ static void knet_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, inv_cqe);
 
+	/*
+	 * Done, the key is invalid; failed or flushed, the queue pair is in
+	 * the error state: either way out of the server's reach.
+	 */
+	WRITE_ONCE(s->mr_live, false);
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			pr_err_ratelimited("invalidation failed: %s\n",
@@ -647,8 +725,10 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (err && !s->err)
 		s->err = err;
 	/* Fence the memory before the caller sees the answer. */
-	if (s->mr_used && !((wc->wc_flags & IB_WC_WITH_INVALIDATE) &&
-			    wc->ex.invalidate_rkey == s->mr->rkey)) {
+	if (s->mr_used && (wc->wc_flags & IB_WC_WITH_INVALIDATE) &&
+	    wc->ex.invalidate_rkey == s->mr->rkey)
+		s->mr_live = false;
+	if (s->mr_live) {
 		struct ib_send_wr inv = {
 			.opcode = IB_WR_LOCAL_INV,
 			.ex.invalidate_rkey = s->mr->rkey,
@@ -658,7 +738,9 @@ static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 		s->need |= EV_INV;
 		if (ib_post_send(ep->cm_id->qp, &inv, NULL)) {
+			/* The key stays valid: the failure below fences it. */
 			s->need &= ~EV_INV;
+			s->need |= EV_FENCE;
 			if (!s->err)
 				s->err = -EIO;
 			broken = true;
@@ -697,6 +779,7 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "errors %lld\n", atomic64_read(&ep->errors));
 	seq_printf(m, "timeouts %lld\n", atomic64_read(&ep->timeouts));
 	seq_printf(m, "keepalives %lld\n", atomic64_read(&ep->keepalives));
+	seq_printf(m, "fences %lld\n", atomic64_read(&ep->fences));
 	if (ep->session) {
 		seq_printf(m, "session_reconnects %d\n", atomic_read(&ep->session->reconnects));
 		seq_printf(m, "session_resent %d\n", atomic_read(&ep->session->resent));
@@ -953,6 +1036,8 @@ static void knet_teardown(struct knet_ep *ep, bool was_connected)
 		/* Every posted request completes (or flushes) before its memory goes. */
 		if (was_connected)
 			ib_drain_qp(ep->cm_id->qp);
+		/* Drained or never connected: nothing reaches its keys. */
+		knet_fenced(ep);
 		rdma_destroy_qp(ep->cm_id);
 	}
 	knet_free_buffers(ep);
@@ -1503,6 +1588,7 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	s->rq = rq;
 	s->err = 0;
 	s->mr_used = false;
+	s->mr_live = false;
 	s->inline_in = knet_inline_in(ep, rq);
 	s->sg_nents = 0;
 	s->usg = 0;
@@ -1541,6 +1627,7 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	if (s->mr_used)
 		reg.wr.next = &send;
 	s->need = EV_SEND | EV_REPLY;
+	s->mr_live = s->mr_used;
 	ret = ib_post_send(ep->cm_id->qp, s->mr_used ? &reg.wr : &send, NULL);
 	if (ret) {
 		s->need = 0;
