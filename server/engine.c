@@ -480,6 +480,11 @@ static void chunk_posted(struct chunk *ch)
 
 	if (r->br.opcode != MXBD_OP_READ)
 		return;	/* a write's chunk goes on to the store when its READs complete */
+	if (ch->c->s->fault == FAULT_LATE_WRITE) {
+		/* Keep the request unanswered and the data going (eng_on_rdma_done()). */
+		ch->late = 1;
+		return;
+	}
 	ch->r = NULL;
 	r->inflight--;
 	r->done += ch->len;
@@ -591,6 +596,8 @@ static void start_chunk(struct req *r)
 	ch->len = left < s->pool.chunk ? left : (uint32_t)s->pool.chunk;
 	ch->pending = 0;
 	ch->err = 0;
+	ch->late = 0;
+	ch->late_writes = 0;
 	r->next += ch->len;
 	r->inflight++;
 	if (r->br.opcode == MXBD_OP_WRITE)
@@ -1055,6 +1062,17 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 		ch->err = err;
 	if (--ch->pending)
 		return;
+	if (r && ch->late) {
+		if (!ch->err && !c->closing) {
+			ch->late_writes++;
+			if (!post_rdma(ch))
+				return;
+			conn_close(c, "cannot post RDMA");
+		}
+		srv_log("late-write fault: %llu RDMA WRITEs of a READ's data completed, then %s",
+			(unsigned long long)ch->late_writes,
+			ch->err ? "one failed" : "the connection closed");
+	}
 	if (!r) {
 		/* A read's posted data (see chunk_posted()): only the buffer is left. */
 		pool_put(&c->sh->pool, ch->buf);

@@ -2486,7 +2486,7 @@ int main(int argc, char **argv)
 			[FAULT_FS_LOOP] = "fs-loop", [FAULT_FS_RANDOM] = "fs-random",
 			[FAULT_FS_BUSY] = "fs-busy", [FAULT_FS_STATUS] = "fs-status",
 			[FAULT_BLOCK_RANDOM] = "block-random",
-			[FAULT_BLOCK_INFO] = "block-info",
+			[FAULT_BLOCK_INFO] = "block-info", [FAULT_LATE_WRITE] = "late-write",
 		};
 		const char *seed = getenv("ORFS_SERVER_FAULT_SEED");
 

@@ -69,6 +69,8 @@ struct chunk {
 	uint32_t		len;
 	int			pending;	/* RDMA operations outstanding */
 	int			err;
+	int			late;		/* the "late-write" fault: posted again */
+	uint64_t		late_writes;	/* times its WRITEs completed, for the log */
 	struct job		job;
 	struct chunk		*wait_next;	/* waiting for send-queue room */
 	struct op		ops[KNET_MAX_SEGS];
@@ -289,6 +291,12 @@ enum srv_fault {
 	FAULT_FS_STATUS,	/* "fs-status": every call fails, with one status */
 	FAULT_BLOCK_RANDOM,	/* "block-random": random statuses and INFO bytes */
 	FAULT_BLOCK_INFO,	/* "block-info": INFO with a 3000-byte physical block */
+	/*
+	 * "late-write": a block READ's data is written again and again into
+	 * the client's memory and never answered, as a server would that
+	 * keeps a key after the client gave up (from the first READ on).
+	 */
+	FAULT_LATE_WRITE,
 };
 
 /* main.c */
