@@ -9,6 +9,7 @@
  */
 #define pr_fmt(fmt) "knet_test: " fmt
 
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/kthread.h>
@@ -109,6 +110,33 @@ static int knet_test_data_copy(struct knet_test_data *d, u64 ubuf, bool to_user)
 			u += d->bv[i].bv_len;
 		}
 	return left ? -EFAULT : 0;
+}
+
+#define KNET_TEST_CANARY	0x5a
+
+/*
+ * Fill the data with the canary (FILL), or count the bytes that are not
+ * the canary any more: what a server wrote after the request ended.
+ */
+static u32 knet_test_canary(struct knet_test_data *d, bool fill)
+{
+	unsigned int i;
+	u32 j, changed = 0;
+
+	for (i = 0; i < (d->mem.type == KNET_MEM_KVEC ? 1 : d->mem.nr); i++) {
+		u8 *p = d->mem.type == KNET_MEM_KVEC ? d->buf :
+			kmap_local_page(d->bv[i].bv_page) + d->bv[i].bv_offset;
+		u32 n = d->mem.type == KNET_MEM_KVEC ? d->mem.len : d->bv[i].bv_len;
+
+		if (fill)
+			memset(p, KNET_TEST_CANARY, n);
+		else
+			for (j = 0; j < n; j++)
+				changed += p[j] != KNET_TEST_CANARY;
+		if (d->mem.type != KNET_MEM_KVEC)
+			kunmap_local(p);
+	}
+	return changed;
 }
 
 /*
@@ -262,6 +290,15 @@ static long knet_test_call(struct knet_test_file *tf, void __user *arg)
 	rq.reply = reply;
 	rq.reply_max = c.reply_max;
 	ret = knet_call(ep, &rq, msecs_to_jiffies(c.timeout_ms ?: 30000));
+	if (c.late_check_ms && c.data_len && c.mem_type < KNET_TEST_MEM_USER) {
+		/* The request is over: nothing may write its memory now. */
+		knet_test_canary(&d, true);
+		msleep(min_t(u32, c.late_check_ms, 10000));
+		c.late_changed = knet_test_canary(&d, false);
+		c.error = ret;
+		ret = copy_to_user(arg, &c, sizeof(c)) ? -EFAULT : 0;
+		goto out;
+	}
 	if (ret)
 		goto out;
 	if (c.data_len && c.mem_type < KNET_TEST_MEM_USER && c.dir == KNET_DIR_FROM_SERVER &&

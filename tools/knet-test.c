@@ -13,6 +13,7 @@
  *   knet-test -a ADDR -n VOLUME -s block -w batch-groups -Q QUEUES -b BYTES -N COUNT -q DEPTH
  *   knet-test -a ADDR -n VOLUME -s block -w reuse|fresh -b BYTES -N COUNT -m user|user-nocache
  *   knet-test -a ADDR -n VOLUME -s block -w hold -b BYTES -N COUNT -m user
+ *   knet-test -a ADDR -n VOLUME -s block -w late -b BYTES -N TIMEOUT_MS [-m kvec|pages]
  *
  * Exit status: 0 as expected, 1 failure, 2 usage, 3 connection refused.
  */
@@ -192,7 +193,7 @@ int main(int argc, char **argv)
 		case 'V': pieces = strtoul(optarg, NULL, 0); break;
 		case 'Q': queues = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: knet-test -a ADDR -n NAME [-s file|block] [-w connect|nop|verify|batch|batch-cb]\n"
+			fprintf(stderr, "usage: knet-test -a ADDR -n NAME [-s file|block] [-w connect|nop|verify|batch|batch-cb|late]\n"
 				"                 [-N COUNT] [-b BYTES] [-m kvec|pages|user|user-nocache]\n"
 				"                 [-o OFFSET] [-V PIECES] [-q DEPTH] [-Q QUEUES]\n");
 			return 2;
@@ -318,6 +319,31 @@ int main(int argc, char **argv)
 			return fprintf(stderr, "knet-test: hold: the second reads differ\n"), 1;
 		printf("read again %lu buffers: same data\n", count);
 		return 0;
+	}
+	if (!strcmp(what, "late")) {
+		/*
+		 * Against a server that writes into a READ's memory and never
+		 * answers (-F, ORFS_SERVER_FAULT=late-write): the read times
+		 * out after COUNT ms, then the kernel watches its memory for
+		 * 3 s. Not one byte may change once the call has returned.
+		 */
+		struct mxbd_io io = { 0, htole32((uint32_t)bs), 0 };
+		uint8_t *buf = malloc(bs);
+		struct knet_test_call c = {
+			.opcode = MXBD_OP_READ, .mem_type = (uint16_t)mem, .dir = 2,
+			.body = (uintptr_t)&io, .body_len = sizeof(io),
+			.data = (uintptr_t)buf, .data_len = (uint32_t)bs,
+			.page_offset = (uint32_t)page_off, .timeout_ms = (uint32_t)count,
+			.late_check_ms = 3000,
+		};
+
+		if (!buf || mem >= KNET_TEST_MEM_USER)
+			return fprintf(stderr, "knet-test: late: kernel memory (kvec, pages) only\n"), 2;
+		if (ioctl(fd, KNET_TEST_CALL, &c))
+			return fprintf(stderr, "knet-test: late: %s\n", strerror(errno)), 1;
+		printf("late: the read ended with %s; %u bytes of its memory changed in the 3 s after\n",
+		       c.error ? strerror(-c.error) : "an answer", c.late_changed);
+		return c.error && !c.late_changed ? 0 : 1;
 	}
 	if (!strcmp(what, "batch") || !strcmp(what, "batch-cb") || !strcmp(what, "batch-groups")) {
 		struct knet_test_batch b = {

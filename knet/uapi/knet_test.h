@@ -46,7 +46,14 @@ struct knet_test_call {
 	__u32	status;		/* out: the server's answer */
 	__u32	inline_len;	/* out */
 	__u32	nr_iov;		/* user memory: DATA is an array of NR_IOV iovecs */
-	__u32	reserved;
+	/*
+	 * Kernel memory: once the call is over, fill the data with a canary,
+	 * wait this long and count the bytes changed meanwhile (late_changed),
+	 * with the call's result in error; the ioctl then returns 0.
+	 */
+	__u32	late_check_ms;
+	__u32	late_changed;	/* out */
+	__s32	error;		/* out, with late_check_ms: knet_call()'s result */
 };
 
 /*

@@ -7,7 +7,7 @@
 # and odd offsets, 1 MiB spanning 257 pages); then a server that lies, one
 # that dies, no server at all, and unloading with a live endpoint; every
 # object knet counts is gone at the end.
-# timeout: 240
+# timeout: 300
 . "$(dirname "$0")/lib.sh"
 kt() { timeout 120 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" "$@"; }
 
@@ -113,6 +113,24 @@ for fault in tag inline body opcode; do
 done
 dmesg | grep -E 'knet: (reply for no request|malformed reply|reply that does not fit)' | tail -n 4
 expect_grep 'knet: reply that does not fit its request \(operation, size\)' <(dmesg)
+stop_server
+start_server -b kvol=/tmp/kvol
+
+step "a server that keeps writing into a read's memory after the client gave up: nothing lands once the call returned"
+for m in kvec pages; do
+	stop_server
+	ORFS_SERVER_FAULT=late-write start_server -F -b kvol=/tmp/kvol
+	kt -n kvol -w late -b 262144 -N 1500 -m $m > /tmp/out 2>&1 || { cat /tmp/out; fail "late writes ($m)"; }
+	cat /tmp/out
+	expect_grep '^late: the read ended with Connection timed out; 0 bytes of its memory changed' /tmp/out
+	late() { grep -q 'late-write fault: [0-9]* RDMA WRITEs' "$ORFS_SERVER_LOG"; }
+	wait_until 100 late || fail "the server's late writes did not end"
+	n=$(sed -n 's/.*late-write fault: \([0-9]*\) RDMA WRITEs.*/\1/p' "$ORFS_SERVER_LOG")
+	echo "the server wrote the read's data $n times before its writes stopped reaching the client"
+	[ "$n" -gt 1 ] || fail "the server did not keep writing ($n)"
+done
+# The request ended only once the server could no longer reach its memory.
+expect_grep 'knet: [0-9]+ requests ended once the server could no longer reach their memory' <(dmesg)
 stop_server
 start_server -b kvol=/tmp/kvol
 
