@@ -169,6 +169,10 @@ struct knet_ep;
  *	callback): it hands the work on. NULL: the owner finds the endpoint
  *	dead at its next request.
  * @priv: the argument of @removed
+ * @secret: the secret shared with the server, or NULL: the endpoint then
+ *	authenticates both ways before knet_ep_connect() returns (the
+ *	server must ask for it), and fails with -EACCES if either proof is
+ *	wrong. Kept by the caller as long as the parameters are used.
  */
 struct knet_ep_params {
 	struct sockaddr_storage	addr;
@@ -181,7 +185,21 @@ struct knet_ep_params {
 	unsigned int		keepalive_ms;
 	void			(*removed)(void *priv);
 	void			*priv;
+	const struct knet_secret *secret;
 };
+
+/**
+ * struct knet_secret - a secret shared with a server (knet_secret_lookup())
+ * @key: its bytes
+ * @len: how many, %KNET_SECRET_MIN to %KNET_SECRET_MAX; 0: none
+ */
+struct knet_secret {
+	u8		key[KNET_SECRET_MAX];
+	unsigned int	len;
+};
+
+int knet_secret_lookup(const char *name, struct knet_secret *s);
+void knet_secret_clear(struct knet_secret *s);
 
 /**
  * struct knet_limits - what the server granted at connect
@@ -322,6 +340,8 @@ int knet_device_attach(struct ib_device *dev, struct list_head *ep_node,
 		       struct knet_device **kdev, struct regcache **rc);
 void knet_device_detach(struct knet_device *kdev, struct list_head *ep_node);
 void knet_ep_device_removed(struct list_head *ep_node);
+/* knet_auth.c */
+int knet_ep_auth(struct knet_ep *ep, const struct knet_ep_params *p);
 int knet_submit(struct knet_ep *ep, struct knet_request *rq);
 bool knet_ep_dead(struct knet_ep *ep);
 struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout);

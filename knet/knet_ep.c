@@ -116,6 +116,7 @@ struct knet_ep {
 	unsigned int		in_flight_peak;
 	bool			dead;
 	bool			connected;
+	bool			server_auth;	/* the server asked for the authentication */
 	bool			disconnect;	/* fail_work is to disconnect */
 	bool			fenced;		/* the queue pair is in the error state */
 	struct work_struct	fail_work;
@@ -825,6 +826,7 @@ static int knet_parse_rep(struct knet_ep *ep, const u8 *data, u8 len)
 			       (ep->max_pages - 1) << PAGE_SHIFT);
 	ep->lim.max_segs = le16_to_cpu(rep.max_segs);
 	ep->credits = ep->lim.credits;
+	ep->server_auth = le16_to_cpu(rep.flags) & KNET_CMF_AUTH;
 	return 0;
 }
 
@@ -1131,6 +1133,8 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	req.name_len = name_len;
 	req.recv_depth = cpu_to_le16(KNET_RECV_DEPTH);
 	req.inline_max = cpu_to_le32(KNET_MSG_SIZE - sizeof(struct knet_hdr) - 512);
+	if (p->secret && p->secret->len)
+		req.flags = cpu_to_le16(KNET_CMF_AUTH);
 	memcpy(req.name, p->name, name_len);
 	/* libfabric's verbs provider frames private data with a length byte. */
 	pdata[0] = sizeof(req);
@@ -1152,9 +1156,26 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	if (ep->req_timeout)
 		schedule_delayed_work(&ep->timeo_work,
 				      min_not_zero(ep->req_timeout, ep->keepalive) / 4 ?: 1);
-	pr_info("connected to %pISpc (%s '%s'): %u credits, inline %u, max I/O %u\n",
+	if (ep->server_auth != (p->secret && p->secret->len)) {
+		/* A server that skips it may not be the one that holds the secret. */
+		pr_err("%pISpc (%s '%s'): %s\n", &p->addr,
+		       p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
+		       ep->server_auth ? "the server asks for an authentication not offered" :
+					 "the server does not authenticate: refused");
+		knet_ep_destroy(ep);
+		return ERR_PTR(-EACCES);
+	}
+	if (ep->server_auth) {
+		ret = knet_ep_auth(ep, p);
+		if (ret) {
+			knet_ep_destroy(ep);
+			return ERR_PTR(ret);
+		}
+	}
+	pr_info("connected to %pISpc (%s '%s'): %u credits, inline %u, max I/O %u%s\n",
 		&p->addr, p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
-		ep->lim.credits, ep->lim.inline_max, ep->lim.max_io);
+		ep->lim.credits, ep->lim.inline_max, ep->lim.max_io,
+		ep->server_auth ? ", authenticated" : "");
 	return ep;
 
 fail:

@@ -59,7 +59,7 @@ struct knet_cm_req {
 	__u8	service;	/* enum knet_service */
 	__u8	name_len;	/* bytes used in name[], no NUL */
 	__le16	recv_depth;	/* receives the client keeps posted */
-	__le16	flags;		/* none defined, must be zero */
+	__le16	flags;		/* KNET_CMF_* */
 	__le32	inline_max;	/* largest inline payload the client accepts */
 	char	name[KNET_NAME_MAX];
 };
@@ -71,8 +71,17 @@ struct knet_cm_rep {
 	__le32	inline_max;	/* largest inline payload the server accepts */
 	__le32	max_io;		/* largest data transfer of one request */
 	__le16	max_segs;	/* largest segment list of one request */
-	__le16	flags;		/* none defined, must be zero */
+	__le16	flags;		/* KNET_CMF_* */
 };
+
+/*
+ * Connect flags. KNET_CMF_AUTH in a request: the client holds a secret
+ * and will authenticate (KNET_OP_AUTH) before anything else, and so must
+ * the server; in an accept: the server holds the client's secret and
+ * takes no other request before the authentication succeeded.
+ */
+#define KNET_CMF_AUTH		0x0001
+#define KNET_CMF_ALL		KNET_CMF_AUTH
 
 /* Reasons a server rejects a connection, carried as reject private data. */
 enum knet_cm_reject {
@@ -82,6 +91,7 @@ enum knet_cm_reject {
 	KNET_REJ_ACCESS		= 4,	/* client address not allowed */
 	KNET_REJ_BUSY		= 5,	/* out of connection resources */
 	KNET_REJ_MALFORMED	= 6,	/* private data did not parse */
+	KNET_REJ_AUTH		= 7,	/* a secret needed on one side only */
 };
 
 struct knet_cm_rej {
@@ -107,6 +117,8 @@ static inline const char *knet_reject_str(int reason)
 		return "server out of connection resources";
 	case KNET_REJ_MALFORMED:
 		return "malformed connect data";
+	case KNET_REJ_AUTH:
+		return "authentication required, or not set up for this client";
 	}
 	return "unknown reason";
 }
@@ -117,7 +129,42 @@ static inline const char *knet_reject_str(int reason)
  */
 enum knet_opcode {
 	KNET_OP_NOP		= 0,	/* no operation: ping and keep-alive */
+	KNET_OP_AUTH		= 1,	/* a step of the authentication */
 	KNET_OP_SERVICE_BASE	= 16,
+};
+
+/*
+ * Mutual authentication with a shared secret (KNET_CMF_AUTH), in two
+ * requests before any other, with MAC = HMAC-SHA256(secret, label |
+ * client nonce | server nonce | service | name length | name), the
+ * label being KNET_AUTH_SERVER or KNET_AUTH_CLIENT (16 bytes each):
+ *
+ *   step 1: the client sends its nonce (32 random bytes); the server
+ *           answers its own nonce and the server MAC, which proves it
+ *           holds the secret (the client checks it before going on);
+ *   step 2: the client sends the client MAC; the server answers 0, or
+ *           EACCES and closes the connection.
+ *
+ * Fresh nonces on both sides defeat replays, the two labels reflection,
+ * and the export's name binds the proof to the connection's service.
+ */
+#define KNET_AUTH_NONCE		32
+#define KNET_AUTH_MAC		32
+#define KNET_AUTH_SERVER	"knet-auth-server"
+#define KNET_AUTH_CLIENT	"knet-auth-client"
+#define KNET_AUTH_LABEL		16
+#define KNET_SECRET_MIN		16	/* bytes of a secret, at least */
+#define KNET_SECRET_MAX		128	/* and at most */
+
+struct knet_auth_req {
+	__u8	step;		/* 1 or 2 */
+	__u8	reserved[7];	/* must be zero */
+	__u8	data[32];	/* step 1: the client's nonce; step 2: the client MAC */
+};
+
+struct knet_auth_rep {
+	__u8	nonce[KNET_AUTH_NONCE];	/* step 1: the server's nonce */
+	__u8	mac[KNET_AUTH_MAC];	/* step 1: the server MAC */
 };
 
 /* Header flags. */
@@ -162,6 +209,10 @@ static_assert(sizeof(struct knet_cm_req) == 52, "knet_cm_req layout");
 static_assert(sizeof(struct knet_cm_rep) == 16, "knet_cm_rep layout");
 static_assert(sizeof(struct knet_cm_rej) == 4, "knet_cm_rej layout");
 static_assert(sizeof(struct knet_hdr) == 32, "knet_hdr layout");
+static_assert(sizeof(struct knet_auth_req) == 40, "knet_auth_req layout");
+static_assert(sizeof(struct knet_auth_rep) == 64, "knet_auth_rep layout");
+static_assert(sizeof(KNET_AUTH_SERVER) == KNET_AUTH_LABEL + 1, "label length");
+static_assert(sizeof(KNET_AUTH_CLIENT) == KNET_AUTH_LABEL + 1, "label length");
 static_assert(sizeof(struct knet_seg) == 16, "knet_seg layout");
 
 /* Results of knet_hdr_check(); zero means the message is well formed. */
