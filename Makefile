@@ -37,7 +37,7 @@ USER_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE \
 BIN := build/bin
 
 # Userspace programs: the server, the tools and the unit tests.
-SERVER_LIB_SRC := server/proto.c server/dispatch.c server/block.c server/sched.c \
+SERVER_LIB_SRC := server/proto.c server/dispatch.c server/auth.c server/block.c server/sched.c \
 	server/config.c server/fsvc.c server/siphash.c server/replay.c server/fdcache.c \
 	server/locks.c
 FAB_SRC := server/fab.c
@@ -69,17 +69,17 @@ SERVER_SRC := server/main.c server/engine.c server/workers.c
 
 $(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric -lrdmacm -libverbs
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric -lrdmacm -libverbs -lcrypto
 
-KCLIENT_SRC := tools/kclient.c $(FAB_SRC) server/proto.c
+KCLIENT_SRC := tools/kclient.c $(FAB_SRC) server/proto.c server/auth.c
 
 $(BIN)/knet-ping: tools/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-ping.c $(KCLIENT_SRC) -lfabric
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-ping.c $(KCLIENT_SRC) -lfabric -lcrypto
 
 $(BIN)/knet-fs: tools/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-fs.c $(KCLIENT_SRC) -lfabric
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-fs.c $(KCLIENT_SRC) -lfabric -lcrypto
 
 $(BIN)/knet-test: tools/knet-test.c tools/ktest.c tools/ktest.h server/proto.c $(USER_HDR)
 	@mkdir -p $(BIN)
@@ -103,11 +103,11 @@ $(BIN)/regcache-test: tools/regcache-test.c tools/ktest.c tools/ktest.h server/p
 
 $(BIN)/knet-load: tools/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-load.c $(KCLIENT_SRC) -lfabric
+	$(CC) $(USER_CFLAGS) -o $@ tools/knet-load.c $(KCLIENT_SRC) -lfabric -lcrypto
 
 $(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -pthread -o $@ $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c -lcunit
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c -lcunit -lcrypto
 
 # The fuzzer (clang's libFuzzer with ASan and UBSan) and its seed writer.
 FUZZ_CC ?= clang-14
@@ -117,7 +117,7 @@ FUZZ_SECONDS ?= 30
 
 $(BIN)/fuzz-server: tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC) -lcrypto
 
 $(BIN)/fuzz-seeds: tests/fuzz/seeds.c server/proto.c $(USER_HDR) orfs/uapi/orfs_proto.h
 	@mkdir -p $(BIN)

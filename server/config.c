@@ -365,15 +365,31 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 		return config_parse_uint(w[1], 0, 3600, &c->grace) ?
 			fail(err, errlen, "grace: seconds from 0 to 3600") : 0;
 	if (!strcmp(w[0], "allow") && n >= 2) {
-		int i;
+		int i, first = c->nallow, secret = 0;
 
 		for (i = 1; i < n; i++) {
+			if (!strncmp(w[i], "secret=", 7)) {
+				if (secret || !w[i][7] || strlen(w[i] + 7) >= CFG_SECRET_PATH)
+					return fail(err, errlen, "allow: one secret=FILE, a path of at most %d bytes",
+						    CFG_SECRET_PATH - 1);
+				if (c->nsecret == CFG_MAX_ALLOW)
+					return fail(err, errlen, "more than %d secrets", CFG_MAX_ALLOW);
+				if (auth_load_secret(w[i] + 7, &c->secret[c->nsecret], err, errlen))
+					return -1;
+				strcpy(c->secret_path[c->nsecret], w[i] + 7);
+				secret = ++c->nsecret;
+				continue;
+			}
 			if (c->nallow == CFG_MAX_ALLOW)
 				return fail(err, errlen, "more than %d allow entries", CFG_MAX_ALLOW);
 			if (parse_net(w[i], &c->allow[c->nallow], err, errlen))
 				return -1;
 			c->nallow++;
 		}
+		if (secret && c->nallow == first)
+			return fail(err, errlen, "allow: secret= without a network");
+		for (i = first; i < c->nallow; i++)
+			c->allow[i].secret = secret;
 		return 0;
 	}
 	if ((!strcmp(w[0], "export") || !strcmp(w[0], "volume")) && n >= 3)
@@ -434,6 +450,23 @@ static int nets_match(const struct cfg_net *nets, int n, const struct cfg_addr *
 int config_allowed(const struct config *c, const struct cfg_addr *a)
 {
 	return nets_match(c->allow, c->nallow, a);
+}
+
+const struct auth_secret *config_secret_for(const struct config *c, const struct cfg_addr *a)
+{
+	const struct cfg_net *best = NULL;
+	struct cfg_addr m;
+	int i;
+
+	if (!config_addr_known(a))
+		return NULL;
+	for (i = 0; i < c->nallow; i++) {
+		m = *a;
+		addr_mask(&m, c->allow[i].bits);
+		if (!memcmp(&m, &c->allow[i].addr, sizeof(m)) && (!best || c->allow[i].bits > best->bits))
+			best = &c->allow[i];
+	}
+	return best && best->secret ? &c->secret[best->secret - 1] : NULL;
 }
 
 int config_export_allowed(const struct cfg_export *e, const struct cfg_addr *a)

@@ -13,6 +13,7 @@
 
 #include "server/sched.h"
 #include "knet/uapi/knet_proto.h"
+#include "server/auth.h"
 
 #define CFG_MAX_EXPORTS	64
 #define CFG_MAX_ALLOW	64
@@ -36,7 +37,10 @@ struct cfg_addr {
 struct cfg_net {
 	struct cfg_addr	addr;		/* bits past the prefix zero */
 	int		bits;		/* 0 to 128 */
+	int		secret;		/* server allow list: 1 + index in secret[], or 0 */
 };
+
+#define CFG_SECRET_PATH	256
 
 struct cfg_export {
 	char		name[KNET_NAME_MAX + 1];
@@ -73,6 +77,10 @@ struct config {
 	int			nex;
 	struct cfg_net		allow[CFG_MAX_ALLOW];
 	int			nallow;		/* 0: every client may connect */
+	/* The secrets of allow lines (secret=FILE), read when the line is. */
+	struct auth_secret	secret[CFG_MAX_ALLOW];
+	char			secret_path[CFG_MAX_ALLOW][CFG_SECRET_PATH];
+	int			nsecret;
 };
 
 void config_init(struct config *c);
@@ -119,6 +127,12 @@ int config_uuid_parse(const char *text, uint8_t u[16]);
  * whose address is not known is, only where there is no list.
  */
 int config_allowed(const struct config *c, const struct cfg_addr *a);
+
+/*
+ * The secret a client at A must prove: that of the most specific entry of
+ * the server's allow list that matches A, or NULL (none, or no list).
+ */
+const struct auth_secret *config_secret_for(const struct config *c, const struct cfg_addr *a);
 
 /* May the client at A use export or volume E (by its own allow= list, as above)? */
 int config_export_allowed(const struct cfg_export *e, const struct cfg_addr *a);

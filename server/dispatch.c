@@ -38,6 +38,8 @@ enum dispatch_verdict dispatch_frame(const void *msg, uint32_t len, struct frame
 		return DISPATCH_REPLY;
 	}
 	st->requests++;
+	if (f->opcode == KNET_OP_AUTH)
+		return DISPATCH_AUTH;
 	if (f->opcode < KNET_OP_SERVICE_BASE) {
 		f->status = f->opcode == KNET_OP_NOP ? 0 : EOPNOTSUPP;
 		return DISPATCH_REPLY;

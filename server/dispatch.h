@@ -15,6 +15,7 @@ enum dispatch_verdict {
 	DISPATCH_DROP,		/* not even the tag is readable: drop the link */
 	DISPATCH_REPLY,		/* answer now with frame.status (NOP or bad framing) */
 	DISPATCH_SERVICE,	/* well formed: the service decodes the operation */
+	DISPATCH_AUTH,		/* well formed KNET_OP_AUTH: the connection's step */
 };
 
 struct frame {

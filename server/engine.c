@@ -233,7 +233,7 @@ static uint32_t inject_block_fault(int fault, struct req *r, union block_body *b
  */
 static int fault_lies(const struct conn *c, const struct req *r)
 {
-	if (!c->s->fault)
+	if (!c->s->fault || r->f.opcode == KNET_OP_AUTH)
 		return 0;
 	if (is_file(c))
 		return r->f.opcode != ORFS_OP_SESSION && r->f.opcode != ORFS_OP_GETROOT;
@@ -271,7 +271,13 @@ static void reply(struct req *r)
 		c->tx_wait_tail = &r->tx_next;
 		return;
 	}
-	if (is_file(c)) {
+	if (r->f.opcode == KNET_OP_AUTH) {
+		/* Step 1's answer has a body: the server's nonce and MAC. */
+		blen = !r->f.status && c->auth_step == 1 ? sizeof(r->auth_rep) : 0;
+		ilen = 0;
+		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &r->auth_rep, blen,
+				      NULL, 0);
+	} else if (is_file(c)) {
 		const uint8_t *body = r->fbody;
 
 		if (lie && c->s->fault >= FAULT_FS_NAME)
@@ -974,6 +980,54 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		file_job(r, JOB_TAG_FSVC, run_fsvc_job);
 }
 
+/*
+ * KNET_OP_AUTH on C (knet_proto.h): step 1 answers the server's nonce and
+ * MAC, step 2 checks the client's MAC. Any failure is answered EACCES and
+ * closes the connection once the answer is sent (eng_on_recv() refuses
+ * whatever comes after).
+ */
+static void auth_step(struct req *r, const char *msg)
+{
+	struct conn *c = r->c;
+	static const uint8_t zero[sizeof(((struct knet_auth_req *)0)->reserved)];
+	struct knet_auth_req a;
+	uint8_t mac[KNET_AUTH_MAC];
+
+	r->f.status = EACCES;
+	if (le32toh(((const struct knet_hdr *)msg)->body_len) != sizeof(a) ||
+	    ((const struct knet_hdr *)msg)->nsegs || ((const struct knet_hdr *)msg)->inline_len) {
+		r->f.status = EINVAL;
+		c->auth_step = -1;
+		return;
+	}
+	memcpy(&a, msg + sizeof(struct knet_hdr), sizeof(a));
+	if (!c->auth.len || c->authed || c->auth_step < 0 || a.step != c->auth_step + 1 ||
+	    memcmp(a.reserved, zero, sizeof(zero)))
+		goto fail;
+	if (a.step == 1) {
+		memcpy(c->auth_nc, a.data, sizeof(c->auth_nc));
+		if (auth_nonce(c->auth_ns) ||
+		    auth_mac(&c->auth, 1, c->auth_nc, c->auth_ns, c->p.service, c->p.name,
+			     r->auth_rep.mac))
+			goto fail;
+		memcpy(r->auth_rep.nonce, c->auth_ns, sizeof(c->auth_ns));
+		c->auth_step = 1;
+		r->f.status = 0;
+		return;
+	}
+	if (auth_mac(&c->auth, 0, c->auth_nc, c->auth_ns, c->p.service, c->p.name, mac) ||
+	    !auth_mac_equal(mac, a.data))
+		goto fail;
+	c->auth_step = 2;
+	c->authed = 1;
+	r->f.status = 0;
+	return;
+fail:
+	c->auth_step = -1;
+	srv_log("%s: authentication to %s '%s' failed", c->peer,
+		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name);
+}
+
 void eng_on_recv(struct conn *c, int slot, uint32_t len)
 {
 	struct req *r = &c->req[slot];
@@ -993,11 +1047,23 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 		/* Closing finishes R, as it finishes every request not in flight. */
 		conn_close(c, "unreadable message, dropping the connection");
 		return;
-	case DISPATCH_REPLY:
+	case DISPATCH_AUTH:
+		auth_step(r, msg);
 		reply(r);
 		return;
+	case DISPATCH_REPLY:
 	case DISPATCH_SERVICE:
 		break;
+	}
+	/* Nothing but the authentication before it succeeded. */
+	if (!c->authed) {
+		conn_close(c, c->auth_step < 0 ? "a request after a failed authentication" :
+						   "a request before the authentication");
+		return;
+	}
+	if (r->f.status || r->f.opcode < KNET_OP_SERVICE_BASE) {
+		reply(r);
+		return;
 	}
 	if (is_file(c)) {
 		file_start(r, msg, len);

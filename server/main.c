@@ -313,6 +313,7 @@ static void conn_free(struct conn *c)
 	pthread_mutex_unlock(&c->s->lock);
 	free(c->buf);
 	free(c->req);
+	explicit_bzero(&c->auth, sizeof(c->auth));
 	free(c);
 }
 
@@ -441,6 +442,8 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	struct export *ex;
 	struct conn *c;
 	struct cfg_addr ip;
+	const struct auth_secret *sec;
+	struct auth_secret secret = { .len = 0 };
 	char host[INET6_ADDRSTRLEN];
 	char detail[128];
 	int allowed, reserved, reason, i, ret;
@@ -458,6 +461,20 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	reason = proto_parse_cm_req(e->data, datalen, &p);
 	if (reason) {
 		reject(e->fid, e->info, reason, NULL);
+		goto out;
+	}
+	/* Both sides hold the client's secret, or neither does. */
+	pthread_mutex_lock(&s->lock);
+	sec = config_secret_for(&s->cfg, &ip);
+	if (sec)
+		secret = *sec;
+	pthread_mutex_unlock(&s->lock);
+	if (!secret.len != !(p.flags & KNET_CMF_AUTH)) {
+		snprintf(detail, sizeof(detail), " (%s: %s)", config_addr_str(&ip, host, sizeof(host)),
+			 secret.len ? "it has no secret, and this server needs one" :
+				      "it has a secret, and this server none for it");
+		explicit_bzero(&secret, sizeof(secret));
+		reject(e->fid, e->info, KNET_REJ_AUTH, detail);
 		goto out;
 	}
 	ex = export_get(s, p.name, p.service);
@@ -485,6 +502,11 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 		if (!c)
 			srv_log("out of memory for a connection");
 	}
+	if (c) {
+		c->auth = secret;
+		c->authed = !secret.len;
+	}
+	explicit_bzero(&secret, sizeof(secret));
 	if (!c) {
 		if (reserved)
 			s->nconns--;
@@ -524,6 +546,7 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 	rep.inline_max = htole32(c->inline_max);
 	rep.max_io = htole32(SRV_MAX_IO);
 	rep.max_segs = htole16(KNET_MAX_SEGS);
+	rep.flags = htole16(c->authed ? 0 : KNET_CMF_AUTH);
 	ret = fi_accept(c->ep, &rep, sizeof(rep));
 	if (ret) {
 		fab_err("fi_accept", ret);
@@ -1587,8 +1610,19 @@ static void srv_reload(struct srv *s)
 		}
 		n->ex[n->nex++] = s->cmdline.ex[i];
 	}
-	for (i = 0; i < s->cmdline.nallow && n->nallow < CFG_MAX_ALLOW; i++)
-		n->allow[n->nallow++] = s->cmdline.allow[i];
+	for (i = 0; i < s->cmdline.nallow && n->nallow < CFG_MAX_ALLOW; i++) {
+		struct cfg_net net = s->cmdline.allow[i];
+
+		/* The command line's secret, into the new list's own. */
+		if (net.secret) {
+			if (n->nsecret == CFG_MAX_ALLOW)
+				break;
+			n->secret[n->nsecret] = s->cmdline.secret[net.secret - 1];
+			strcpy(n->secret_path[n->nsecret], s->cmdline.secret_path[net.secret - 1]);
+			net.secret = ++n->nsecret;
+		}
+		n->allow[n->nallow++] = net;
+	}
 	if ((n->nlisten && !config_same_listen(n, &s->cfg)) ||
 	    n->pool_mib != s->cfg.pool_mib || n->chunk_kib != s->cfg.chunk_kib ||
 	    n->threads != s->cfg.threads || n->progress != s->cfg.progress)
@@ -1633,12 +1667,19 @@ static void srv_reload(struct srv *s)
 		if (!export_add(s, &n->ex[i]))
 			added++;
 	}
+	pthread_mutex_lock(&s->lock);
 	if (n->nallow != s->cfg.nallow ||
 	    memcmp(n->allow, s->cfg.allow, sizeof(n->allow[0]) * (size_t)n->nallow)) {
 		memcpy(s->cfg.allow, n->allow, sizeof(n->allow));
 		s->cfg.nallow = n->nallow;
 		allow_changed = 1;
 	}
+	/* Secrets read again: a changed one holds for the next connections. */
+	memcpy(s->cfg.secret, n->secret, sizeof(n->secret));
+	memcpy(s->cfg.secret_path, n->secret_path, sizeof(n->secret_path));
+	s->cfg.nsecret = n->nsecret;
+	pthread_mutex_unlock(&s->lock);
+	explicit_bzero(n->secret, sizeof(n->secret));
 	if (allow_changed) {
 		/* Each shard checks its connections against the lists. */
 		atomic_fetch_add(&s->allow_gen, 1);
@@ -2335,7 +2376,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static struct srv s;
-	char err[512], line[96];
+	char err[512], line[CFG_SECRET_PATH + 128];
 	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:L:G:s:P:vnFh";
 	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
 	unsigned long long buffer_waits = 0;
@@ -2413,7 +2454,11 @@ int main(int argc, char **argv)
 				goto fail_msg;
 			break;
 		case 'A':
+			/* NETWORK[,secret=FILE]: the file's "allow NETWORK secret=FILE". */
 			snprintf(line, sizeof(line), "allow %s", optarg);
+			for (i = 0; line[i]; i++)
+				if (line[i] == ',')
+					line[i] = ' ';
 			if (config_parse_line(&s.cfg, line, err, sizeof(err)) ||
 			    config_parse_line(&s.cmdline, line, err, sizeof(err)))
 				goto fail_msg;

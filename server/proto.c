@@ -41,8 +41,9 @@ int proto_parse_cm_req(const void *data, size_t len, struct conn_params *out)
 	if (len < sizeof(req))
 		return KNET_REJ_MALFORMED;
 	memcpy(&req, data, sizeof(req));
-	if (req.flags)
+	if (le16toh(req.flags) & ~KNET_CMF_ALL)
 		return KNET_REJ_MALFORMED;
+	out->flags = le16toh(req.flags);
 	if (req.service != KNET_SVC_FILE && req.service != KNET_SVC_BLOCK)
 		return KNET_REJ_SERVICE;
 	if (!proto_name_ok(req.name, req.name_len))

@@ -17,6 +17,7 @@ struct conn_params {
 	uint8_t service;		/* enum knet_service */
 	uint16_t recv_depth;
 	uint32_t inline_max;
+	uint16_t flags;			/* KNET_CMF_* */
 	char name[KNET_NAME_MAX + 1];	/* NUL-terminated, validated */
 };
 

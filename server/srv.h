@@ -90,6 +90,7 @@ struct req {
 	int			inflight;	/* chunks or jobs running */
 	int			status;		/* first error, as an errno */
 	uint32_t		inl_reply;	/* bytes of inline data to return */
+	struct knet_auth_rep	auth_rep;	/* the body of an AUTH step 1 reply */
 	struct job		job;		/* for operations without a chunk */
 	/* File service. */
 	struct fsvc_req		fr;
@@ -145,6 +146,11 @@ struct conn {
 	uint64_t		client_id;	/* file service: from SESSION, 0 before */
 	int			revoked;	/* SESSION said its locks were dropped; not seen yet */
 	struct cfg_addr		ip;		/* the client's (all zero: none), checked on reload */
+	/* Authentication (knet_proto.h): the secret, or none (len 0). */
+	struct auth_secret	auth;
+	int			authed;		/* it may send other requests */
+	int			auth_step;	/* the last step done */
+	uint8_t			auth_nc[KNET_AUTH_NONCE], auth_ns[KNET_AUTH_NONCE];
 	char			peer[INET6_ADDRSTRLEN + 8];
 	struct conn_params	p;
 	struct dispatch_stats	st;

@@ -21,8 +21,8 @@ PACKAGES=(
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
 	libibverbs-dev librdmacm-dev libfabric-dev libfabric-bin
-	libcunit1-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev
-	fio e2fsprogs iproute2 procps util-linux python3 nfs-kernel-server dmsetup udev
+	libssl-dev libcunit1-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev
+	fio e2fsprogs iproute2 procps util-linux python3 nfs-kernel-server dmsetup udev keyutils
 )
 
 BACKPORTS=/etc/apt/sources.list.d/orfs-bookworm-backports.sources
