@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Userspace client side of the knet protocol on libfabric. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,7 +75,8 @@ void kc_ep_close(struct kc_conn *c)
 }
 
 int kc_connect(struct kc_fabric *f, struct kc_conn *c, int version, int service,
-	       const char *name, uint16_t depth, uint32_t inline_max, int quiet)
+	       const char *name, uint16_t depth, uint32_t inline_max,
+	       const struct auth_secret *secret, int quiet)
 {
 	struct knet_cm_req req;
 	union {
@@ -92,6 +94,7 @@ int kc_connect(struct kc_fabric *f, struct kc_conn *c, int version, int service,
 	req.name_len = (uint8_t)strlen(name);
 	req.recv_depth = htole16(depth);
 	req.inline_max = htole32(inline_max);
+	req.flags = htole16(secret && secret->len ? KNET_CMF_AUTH : 0);
 	memcpy(req.name, name, req.name_len);
 	ret = fi_connect(c->ep, f->info->dest_addr, &req, sizeof(req));
 	if (ret)
@@ -135,10 +138,66 @@ int kc_connect(struct kc_fabric *f, struct kc_conn *c, int version, int service,
 	c->inline_max = le32toh(rep.inline_max);
 	c->max_io = le32toh(rep.max_io);
 	c->max_segs = le16toh(rep.max_segs);
+	c->auth = !!(le16toh(rep.flags) & KNET_CMF_AUTH);
+	if (c->auth != (secret && secret->len)) {
+		fprintf(stderr, "connect: the server %s\n", c->auth ?
+			"asks for an authentication this client did not offer" :
+			"does not authenticate (it may not be the server that holds the secret)");
+		return 1;
+	}
 	if (c->credits < 1 || c->credits > depth) {
 		fprintf(stderr, "the server granted %d credits for %u receives\n", c->credits, depth);
 		return 1;
 	}
+	return 0;
+}
+
+int kc_auth(const struct auth_secret *k, int service, const char *name, kc_auth_call call,
+	    void *ctx)
+{
+	struct knet_auth_req a;
+	struct knet_auth_rep rep;
+	uint8_t nc[KNET_AUTH_NONCE], mac[KNET_AUTH_MAC];
+	uint32_t len = 0;
+	int st;
+
+	memset(&a, 0, sizeof(a));
+	a.step = 1;
+	if (auth_nonce(nc))
+		return fprintf(stderr, "authentication: getrandom: %s\n", strerror(errno)), -1;
+	memcpy(a.data, nc, sizeof(nc));
+	st = call(ctx, &a, sizeof(a), &rep, &len);
+	if (st)
+		goto refused;
+	if (len != sizeof(rep))
+		return fprintf(stderr, "authentication: a step 1 answer of %u bytes\n", len), EACCES;
+	/* The server first proves it holds the secret. */
+	if (auth_mac(k, 1, nc, rep.nonce, (uint8_t)service, name, mac) ||
+	    !auth_mac_equal(mac, rep.mac)) {
+		fprintf(stderr, "authentication: the server's proof is wrong: it does not hold the secret\n");
+		return EACCES;
+	}
+	a.step = 2;
+	if (auth_mac(k, 0, nc, rep.nonce, (uint8_t)service, name, a.data))
+		return fprintf(stderr, "authentication: no HMAC\n"), -1;
+	st = call(ctx, &a, sizeof(a), &rep, &len);
+	if (!st)
+		return 0;
+refused:
+	if (st > 0)
+		fprintf(stderr, "authentication refused by the server: %s\n", strerror(st));
+	return st;
+}
+
+int kc_load_secret(const char *file, struct auth_secret *k)
+{
+	char err[512];
+
+	memset(k, 0, sizeof(*k));
+	if (!file)
+		return 0;
+	if (auth_load_secret(file, k, err, sizeof(err)))
+		return fprintf(stderr, "%s\n", err), -1;
 	return 0;
 }
 

@@ -30,6 +30,7 @@
 struct fsc {
 	struct kc_fabric	f;
 	struct kc_conn		k;
+	struct auth_secret	secret;		/* -K: the connection authenticates */
 	struct fid_mr		*mr;
 	char			*mem;		/* DEPTH rx, one tx, then DATA_SIZE data */
 	struct fi_context	ctx[DEPTH + 1];
@@ -761,6 +762,31 @@ static const char *errname(int e)
 	return "E?";
 }
 
+/* One step of the authentication (kc_auth()): a bare KNET_OP_AUTH request. */
+static int auth_call(void *ctx, const void *body, uint32_t len, void *rep, uint32_t *rep_len)
+{
+	struct fsc *c = ctx;
+	struct knet_hdr h;
+	struct msg m;
+	int st;
+
+	m.c = c;
+	c->xid++;
+	proto_hdr_init(&h, KNET_OP_AUTH, (uint32_t)c->xid, 0);
+	memcpy(txb(c), &h, sizeof(h));
+	m.len = sizeof(h);
+	m.nsegs = 0;
+	m.inl = 0;
+	m_put(&m, body, len);
+	st = m_call(&m);
+	*rep_len = 0;
+	if (st >= 0 && c->body_len <= sizeof(struct knet_auth_rep)) {
+		memcpy(rep, c->body, c->body_len);
+		*rep_len = c->body_len;
+	}
+	return st;
+}
+
 static int open_fsc(struct fsc *c, const char *addr, const char *port, const char *prov,
 		    const char *name)
 {
@@ -782,9 +808,14 @@ static int open_fsc(struct fsc *c, const char *addr, const char *port, const cha
 		if (post_recv(c, i))
 			return 1;
 	ret = kc_connect(&c->f, &c->k, KNET_PROTO_VERSION, KNET_SVC_FILE, name, DEPTH,
-			 MSG_SIZE - sizeof(struct knet_hdr), 0);
+			 MSG_SIZE - sizeof(struct knet_hdr), &c->secret, 0);
 	if (ret)
 		return ret;
+	if (c->k.auth) {
+		ret = kc_auth(&c->secret, KNET_SVC_FILE, name, auth_call, c);
+		if (ret)
+			return ret < 0 ? 1 : 3;
+	}
 	m_start(&m, c, ORFS_OP_SESSION);
 	m_put(&m, &s, sizeof(s));
 	if (m_call(&m)) {
@@ -803,7 +834,7 @@ static int open_fsc(struct fsc *c, const char *addr, const char *port, const cha
 
 int main(int argc, char **argv)
 {
-	const char *addr = NULL, *name = NULL, *script = NULL, *prov = "verbs";
+	const char *addr = NULL, *name = NULL, *script = NULL, *prov = "verbs", *secret = NULL;
 	static struct fsc c;
 	char port[16], line[4096];
 	int opt, ret = 0, i;
@@ -811,7 +842,7 @@ int main(int argc, char **argv)
 	snprintf(port, sizeof(port), "%d", KNET_DEFAULT_PORT);
 	c.client_id = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid();
 	c.inline_io = 4096;
-	while ((opt = getopt(argc, argv, "a:p:n:u:g:f:c:I:P:h")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:u:g:f:c:I:P:K:h")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': snprintf(port, sizeof(port), "%s", optarg); break;
@@ -822,10 +853,11 @@ int main(int argc, char **argv)
 		case 'c': c.client_id = strtoull(optarg, NULL, 0); break;
 		case 'I': c.inline_io = (uint32_t)atoi(optarg); break;
 		case 'P': prov = optarg; break;
+		case 'K': secret = optarg; break;
 		case 'h':
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
-				"usage: knet-fs -a ADDRESS -n EXPORT [-u UID] [-g GID] [-c CLIENT_ID] [-I INLINE]\n"
+				"usage: knet-fs -a ADDRESS -n EXPORT [-u UID] [-g GID] [-c CLIENT_ID] [-I INLINE] [-K SECRET_FILE]\n"
 				"               (-f SCRIPT | COMMAND [ARG]...)\n");
 			return opt == 'h' ? 0 : 2;
 		}
@@ -834,6 +866,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "knet-fs: -a, -n and a command or -f are needed\n");
 		return 2;
 	}
+	if (kc_load_secret(secret, &c.secret))
+		return 2;
 	ret = open_fsc(&c, addr, port, prov, name);
 	if (ret)
 		goto out;

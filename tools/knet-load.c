@@ -187,8 +187,9 @@ static int stream_open(struct load *L, struct stream *st, const char *name)
 		st->slot[i].data = st->mem + (size_t)(RX_DEPTH + MAX_DEPTH) * MSG_SIZE +
 				   (size_t)i * L->bs;
 	}
+	/* No -K here: knet-ping and knet-fs authenticate. */
 	return kc_connect(&L->f, &st->k, KNET_PROTO_VERSION, KNET_SVC_BLOCK, name, RX_DEPTH,
-			  MSG_SIZE - sizeof(struct knet_hdr), 0);
+			  MSG_SIZE - sizeof(struct knet_hdr), NULL, 0);
 }
 
 /* Build and send one request on slot I of ST. */

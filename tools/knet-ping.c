@@ -27,6 +27,9 @@ struct client {
 	struct fid_mr		*mr;
 	char			*buf;		/* DEPTH receive buffers, then one send buffer */
 	struct fi_context	ctx[DEPTH + 1];
+	uint32_t		tag;		/* of the last authentication step */
+	struct knet_auth_rep	rep;		/* its answer's body */
+	uint32_t		rep_len;
 };
 
 static char *rxb(struct client *c, int i)
@@ -129,6 +132,8 @@ static int wait_reply(struct client *c, uint32_t tag, uint32_t *status)
 			}
 			*status = le32toh(h.status);
 			c->k.credits += le16toh(h.credits);
+			c->rep_len = le32toh(h.body_len) <= sizeof(c->rep) ? le32toh(h.body_len) : 0;
+			memcpy(&c->rep, rxb(c, i) + sizeof(h), c->rep_len);
 			got_recv = 1;
 			if (post_recv(c, i))
 				return 1;
@@ -185,10 +190,30 @@ static size_t abuse(struct client *c, const char *kind, size_t len, int *want_dr
 		return 6;		/* not even a tag */
 	} else if (!strcmp(kind, "opcode")) {
 		h->opcode = htole16(0x7fff);
+	} else if (!strcmp(kind, "before-auth")) {
+		*want_drop = 1;		/* a true NOP, but before the authentication */
 	} else {
 		return 0;
 	}
 	return len;
+}
+
+/* One step of the authentication (kc_auth()). */
+static int auth_call(void *ctx, const void *body, uint32_t len, void *rep, uint32_t *rep_len)
+{
+	struct client *c = ctx;
+	struct knet_hdr h;
+	uint32_t status;
+
+	proto_hdr_init(&h, KNET_OP_AUTH, ++c->tag, 0);
+	h.body_len = htole32(len);
+	memcpy(txb(c), &h, sizeof(h));
+	memcpy(txb(c) + sizeof(h), body, len);
+	if (send_msg(c, sizeof(h) + len) || wait_reply(c, c->tag, &status))
+		return -1;
+	memcpy(rep, &c->rep, c->rep_len);
+	*rep_len = c->rep_len;
+	return (int)status;
 }
 
 static double now_us(void)
@@ -202,13 +227,15 @@ static double now_us(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: knet-ping -a ADDRESS -n NAME [-p PORT] [-s file|block] [-c COUNT]\n"
-		"                 [-V VERSION] [-x magic|version|reply|segs|length|truncated|tiny|opcode]\n");
+		"usage: knet-ping -a ADDRESS -n NAME [-p PORT] [-s file|block] [-c COUNT] [-K SECRET_FILE]\n"
+		"                 [-V VERSION]\n"
+		"                 [-x magic|version|reply|segs|length|truncated|tiny|opcode|before-auth]\n");
 }
 
 int main(int argc, char **argv)
 {
-	const char *addr = NULL, *name = NULL, *kind = NULL, *prov = "verbs";
+	const char *addr = NULL, *name = NULL, *kind = NULL, *prov = "verbs", *secret_file = NULL;
+	struct auth_secret secret;
 	char port[16];
 	struct client c;
 	int service = KNET_SVC_FILE, version = KNET_PROTO_VERSION, count = 10;
@@ -217,7 +244,7 @@ int main(int argc, char **argv)
 	int opt, i, ret;
 
 	snprintf(port, sizeof(port), "%d", KNET_DEFAULT_PORT);
-	while ((opt = getopt(argc, argv, "a:p:n:s:c:V:x:P:h")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:s:c:V:x:P:K:h")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': snprintf(port, sizeof(port), "%s", optarg); break;
@@ -236,6 +263,7 @@ int main(int argc, char **argv)
 		case 'V': version = atoi(optarg); break;
 		case 'x': kind = optarg; break;
 		case 'P': prov = optarg; break;
+		case 'K': secret_file = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -245,15 +273,25 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (kc_load_secret(secret_file, &secret))
+		return 2;
 	memset(&c, 0, sizeof(c));
 	if (open_client(&c, addr, port, prov)) {
 		close_client(&c);
 		return 1;
 	}
 	ret = kc_connect(&c.f, &c.k, version, service, name, DEPTH,
-			 MSG_SIZE - sizeof(struct knet_hdr), 0);
+			 MSG_SIZE - sizeof(struct knet_hdr), &secret, 0);
 	if (ret)
 		goto out;
+	if (c.k.auth && !(kind && !strcmp(kind, "before-auth"))) {
+		ret = kc_auth(&secret, service, name, auth_call, &c);
+		if (ret) {
+			ret = ret < 0 ? 1 : 3;
+			goto out;
+		}
+		printf("authenticated: the server proved the secret, and so did this client\n");
+	}
 	printf("connected: version %u credits %d inline_max %u max_io %u max_segs %u\n",
 	       KNET_PROTO_VERSION, c.k.credits, c.k.inline_max, c.k.max_io, c.k.max_segs);
 
