@@ -48,6 +48,7 @@ struct orfs_opts {
 	unsigned int	nconnect;	/* connections, 1 to ORFS_MAX_CONNECT */
 	bool		largefolio;	/* page cache in folios of up to rsize/wsize */
 	bool		local_locks;	/* locks=local: locks seen by this client only */
+	char		key[KNET_NAME_MAX + 1];	/* key=: the logon key "knet:key"; "": none */
 };
 
 /*
@@ -139,6 +140,7 @@ struct orfs_sb {
 	time64_t		mounted;
 	struct sockaddr_storage	addr;
 	char			export[KNET_NAME_MAX + 1];
+	struct knet_secret	secret;		/* key='s, read at mount; len 0: none */
 	struct orfs_opts	opts;
 	u64			client_id;
 	atomic64_t		xid;

@@ -262,6 +262,7 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 		.request_timeout_ms = sbi->opts.timeo * 100,
 		/* A dead server is found while the mount is idle too. */
 		.keepalive_ms = sbi->opts.timeo * 50,
+		.secret = sbi->secret.len ? &sbi->secret : NULL,
 	};
 	sess->hard = !sbi->opts.soft;
 	sess->retries = sbi->opts.retrans;
@@ -276,7 +277,7 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 				    sbi->export, knet_reject_str(reason));
 	if (ret == -ECONNREFUSED && reason == KNET_REJ_NOENT)
 		return -ENOENT;
-	if (ret == -ECONNREFUSED && reason == KNET_REJ_ACCESS)
+	if (ret == -ECONNREFUSED && (reason == KNET_REJ_ACCESS || reason == KNET_REJ_AUTH))
 		return -EACCES;
 	return ret;
 }

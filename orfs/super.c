@@ -44,7 +44,7 @@ enum {
 	ORFS_OPT_ACTIMEO, ORFS_OPT_AC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
 	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO, ORFS_OPT_LOCKS,
-	ORFS_OPT_SRCADDR,
+	ORFS_OPT_SRCADDR, ORFS_OPT_KEY,
 };
 
 static const struct constant_table orfs_onoff[] = {
@@ -79,6 +79,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_enum("largefolio",	ORFS_OPT_LARGEFOLIO, orfs_onoff),
 	fsparam_enum("locks",		ORFS_OPT_LOCKS, orfs_locks),
 	fsparam_string("srcaddr",	ORFS_OPT_SRCADDR),
+	fsparam_string("key",		ORFS_OPT_KEY),
 	{}
 };
 
@@ -106,6 +107,11 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		if (knet_parse_addr(param->string, strlen(param->string), 0, &o->srcaddr))
 			return invalfc(fc, "srcaddr=%s is not an IPv4 or IPv6 address",
 				       param->string);
+		break;
+	case ORFS_OPT_KEY:
+		if (!*param->string || strscpy(o->key, param->string, sizeof(o->key)) < 0)
+			return invalfc(fc, "key=%s: a name of 1 to %d bytes", param->string,
+				       KNET_NAME_MAX);
 		break;
 	case ORFS_OPT_PORT:
 		if (!r.uint_32 || r.uint_32 > 65535)
@@ -301,6 +307,8 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 		   sbi->wsize);
 	if (o->srcaddr.ss_family)
 		orfs_show_addr(m, "srcaddr", &o->srcaddr);
+	if (o->key[0])
+		seq_show_option(m, "key", o->key);
 	seq_printf(m, ",acregmin=%u,acregmax=%u,acdirmin=%u,acdirmax=%u", o->acregmin,
 		   o->acregmax, o->acdirmin, o->acdirmax);
 	if (o->noac)
@@ -436,13 +444,22 @@ static int orfs_get_tree(struct fs_context *fc)
 	ret = orfs_parse_source(fc, sbi);
 	if (ret)
 		goto out_stats;
+	/* The mounter's own keyrings: reconnections use the copy. */
+	if (sbi->opts.key[0]) {
+		ret = knet_secret_lookup(sbi->opts.key, &sbi->secret);
+		if (ret) {
+			errorfc(fc, "key=%s: no usable logon key 'knet:%s' in the keyrings (%d)",
+				sbi->opts.key, sbi->opts.key, ret);
+			goto out_stats;
+		}
+	}
 	fc->s_fs_info = sbi;
 	return get_tree_nodev(fc, orfs_fill_super);
 
 out_stats:
 	orfs_stats_free(sbi);
 out_free:
-	kfree(sbi);
+	kfree_sensitive(sbi);
 	return ret;
 }
 
@@ -452,7 +469,7 @@ static void orfs_free_fc(struct fs_context *fc)
 
 	if (sbi)
 		orfs_stats_free(sbi);
-	kfree(sbi);
+	kfree_sensitive(sbi);
 	kfree(fc->fs_private);
 }
 
@@ -502,6 +519,8 @@ static int orfs_reconfigure(struct fs_context *fc)
 		what = "largefolio";
 	else if (n->local_locks != o->local_locks)
 		what = "locks";
+	else if (strcmp(n->key, o->key))
+		what = "key";
 	if (what)
 		return invalfc(fc, "%s= cannot change on a remount", what);
 	/* Going read-only: what this client holds dirty is written first. */
@@ -589,7 +608,7 @@ static void orfs_kill_sb(struct super_block *sb)
 		orfs_disconnect(sbi);	/* the mount failed before put_super */
 		orfs_stats_free(sbi);
 	}
-	kfree(sbi);
+	kfree_sensitive(sbi);
 }
 
 static struct file_system_type orfs_fs_type = {
