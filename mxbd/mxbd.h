@@ -48,6 +48,8 @@ struct mxbd_opts {
 	unsigned int		queue_depth;
 	unsigned int		max_io;
 	bool			read_only;
+	char			key[KNET_NAME_MAX + 1];	/* key=: logon key "knet:key"; "": none */
+	struct knet_secret	secret;		/* its secret, read at attach */
 };
 
 /*

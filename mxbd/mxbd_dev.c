@@ -422,6 +422,7 @@ static struct knet_mq *mxbd_connect(struct mxbd_dev *d, int *reason)
 		.keepalive_ms = min(d->opts.io_timeout * 500, 10000U),
 		.removed = mxbd_removed,
 		.priv = d,
+		.secret = d->opts.secret.len ? &d->opts.secret : NULL,
 	};
 
 	return knet_mq_connect(&p, d->opts.nr_queues, reason);
@@ -828,7 +829,7 @@ free_tags:
 destroy_ep:
 	knet_mq_destroy(d->mq);
 free_dev:
-	kfree(d);
+	kfree_sensitive(d);
 	return ret;
 }
 
@@ -878,7 +879,7 @@ void mxbd_dev_remove(struct mxbd_dev *d, bool force)
 	put_disk(d->disk);
 	blk_mq_free_tag_set(&d->tag_set);
 	pr_info("mxbd%d: detached\n", d->index);
-	kfree(d);
+	kfree_sensitive(d);
 }
 
 /**

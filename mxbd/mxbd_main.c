@@ -8,7 +8,8 @@
  * (an IPv6 server: server=fd00::10, with or without brackets)
  * At run time (tools/mxbdctl wraps these):
  *	echo "server=192.0.2.10 volume=vol0 [port=N] [srcaddr=ADDRESS] [queues=N]
- *	      [io_timeout=S] [loss_timeout=S|-1] [queue_depth=N] [max_io_kb=N] [ro]"
+ *	      [io_timeout=S] [loss_timeout=S|-1] [queue_depth=N] [max_io_kb=N] [ro]
+ *	      [key=NAME]"
  *	      > /sys/class/mxbd/attach
  *	echo "mxbd0 [force]" > /sys/class/mxbd/detach
  */
@@ -115,6 +116,18 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 				pr_err("attach: srcaddr '%s' is not an IPv4 or IPv6 address\n",
 				       val);
 				return -EINVAL;
+			}
+		} else if (!strcmp(tok, "key")) {
+			/* The writer's keyrings: the device keeps a copy for reconnections. */
+			if (!*val || strscpy(o->key, val, sizeof(o->key)) < 0) {
+				pr_err("attach: a key name is 1 to %d bytes\n", KNET_NAME_MAX);
+				return -EINVAL;
+			}
+			ret = knet_secret_lookup(o->key, &o->secret);
+			if (ret) {
+				pr_err("attach: key=%s: no usable logon key 'knet:%s' in the keyrings (%d)\n",
+				       val, val, ret);
+				return ret;
 			}
 		} else if (!strcmp(tok, "volume")) {
 			if (!*val || strscpy(o->volume, val, sizeof(o->volume)) < 0) {
@@ -254,6 +267,7 @@ static ssize_t attach_store(MXBD_CLASS_ARGS, const char *buf, size_t count)
 	kfree(s);
 	if (!ret)
 		ret = mxbd_attach(&o);
+	knet_secret_clear(&o.secret);
 	return ret ?: count;
 }
 static CLASS_ATTR_WO(attach);
