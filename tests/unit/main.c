@@ -21,7 +21,7 @@ int main(void)
 	if (unit_add_proto_suite() || unit_add_dispatch_suite() || unit_add_block_suite() ||
 	    unit_add_sched_suite() || unit_add_config_suite() ||
 	    unit_add_fsvc_suite() || unit_add_replay_suite() || unit_add_workers_suite() ||
-	    unit_add_locks_suite()) {
+	    unit_add_locks_suite() || unit_add_auth_suite()) {
 		fprintf(stderr, "unit: cannot register the suites: %s\n", CU_get_error_msg());
 		CU_cleanup_registry();
 		return 2;

@@ -35,6 +35,14 @@ static void test_nop_and_transport_ops(void)
 	CU_ASSERT_EQUAL(verdict_status(buf, (uint32_t)msg(buf, KNET_OP_NOP, 42), 42, &st), 0);
 	CU_ASSERT_EQUAL(verdict_status(buf, (uint32_t)msg(buf, 5, 43), 43, &st), EOPNOTSUPP);
 	CU_ASSERT_EQUAL(st.requests, 2);
+	/* AUTH goes to the connection's authentication (engine.c). */
+	{
+		struct frame f;
+
+		CU_ASSERT_EQUAL(dispatch_frame(buf, (uint32_t)msg(buf, KNET_OP_AUTH, 44), &f, &st),
+				DISPATCH_AUTH);
+		CU_ASSERT_EQUAL(f.tag, 44);
+	}
 	CU_ASSERT_EQUAL(st.malformed, 0);
 }
 

@@ -154,9 +154,14 @@ static void test_cm_req_bad(void)
 	make_cm_req(&r, "export", 9);
 	CU_ASSERT_EQUAL(proto_parse_cm_req(&r, len, &p), KNET_REJ_SERVICE);
 
+	/* An unknown flag; the authentication flag is known and kept. */
 	make_cm_req(&r, "export", KNET_SVC_FILE);
-	r.flags = htole16(1);
+	r.flags = htole16(2);
 	CU_ASSERT_EQUAL(proto_parse_cm_req(&r, len, &p), KNET_REJ_MALFORMED);
+	make_cm_req(&r, "export", KNET_SVC_FILE);
+	r.flags = htole16(KNET_CMF_AUTH);
+	CU_ASSERT_EQUAL(proto_parse_cm_req(&r, len, &p), 0);
+	CU_ASSERT_EQUAL(p.flags, KNET_CMF_AUTH);
 
 	make_cm_req(&r, "export", KNET_SVC_FILE);
 	r.recv_depth = 0;
@@ -186,7 +191,7 @@ static void test_strings(void)
 {
 	int r;
 
-	for (r = KNET_REJ_VERSION; r <= KNET_REJ_MALFORMED; r++)
+	for (r = KNET_REJ_VERSION; r <= KNET_REJ_AUTH; r++)
 		CU_ASSERT_STRING_NOT_EQUAL(proto_reject_str(r), "unknown reason");
 	CU_ASSERT_STRING_EQUAL(proto_reject_str(0), "no reason given");
 	CU_ASSERT_STRING_EQUAL(proto_reject_str(99), "unknown reason");

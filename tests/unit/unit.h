@@ -14,5 +14,6 @@ int unit_add_config_suite(void);
 int unit_add_fsvc_suite(void);
 int unit_add_replay_suite(void);
 int unit_add_locks_suite(void);
+int unit_add_auth_suite(void);
 
 #endif
