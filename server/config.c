@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/config.h"
+#include "server/fsvc.h"
 #include "server/locks.h"
 #include "server/proto.h"
 
@@ -233,8 +234,24 @@ static int set_option(struct cfg_export *e, const char *opt, char *err, size_t e
 		e->read_only = 1;
 	else if (!strcmp(opt, "rw"))
 		e->read_only = 0;
-	else if (!strcmp(opt, "squash") && e->service == KNET_SVC_FILE)
-		e->squash = 1;
+	else if ((!strcmp(opt, "squash") || !strcmp(opt, "root_squash")) &&
+		 e->service == KNET_SVC_FILE)
+		e->squash = FSVC_SQUASH_ROOT;
+	else if (!strcmp(opt, "no_root_squash") && e->service == KNET_SVC_FILE)
+		e->squash = FSVC_SQUASH_NONE;
+	else if (!strcmp(opt, "all_squash") && e->service == KNET_SVC_FILE)
+		e->squash = FSVC_SQUASH_ALL;
+	else if ((!strncmp(opt, "anonuid=", 8) || !strncmp(opt, "anongid=", 8)) &&
+		 e->service == KNET_SVC_FILE) {
+		unsigned int id;
+
+		if (config_parse_uint(opt + 8, 0, UINT32_MAX - 1, &id))
+			return fail(err, errlen, "%s: '%s': an id from 0 to 4294967294", e->name, opt);
+		if (opt[4] == 'u')
+			e->anon_uid = id;
+		else
+			e->anon_gid = id;
+	}
 	else if (!strcmp(opt, "prio=high"))
 		e->class = FQ_HIGH;
 	else if (!strcmp(opt, "prio=normal"))
@@ -268,6 +285,10 @@ static int add_export(struct config *c, int service, const char *name, size_t na
 	strcpy(e.path, path);
 	e.service = service;
 	e.class = FQ_NORMAL;
+	/* Root is squashed unless an export says otherwise (exports(5)'s default). */
+	e.squash = service == KNET_SVC_FILE ? FSVC_SQUASH_ROOT : FSVC_SQUASH_NONE;
+	e.anon_uid = FSVC_NOBODY;
+	e.anon_gid = FSVC_NOBODY;
 	for (i = 0; opts && opts[i]; i++)
 		if (set_option(&e, opts[i], err, errlen))
 			return -1;

@@ -47,7 +47,8 @@ struct cfg_export {
 	char		path[PATH_MAX];
 	int		service;	/* KNET_SVC_FILE or KNET_SVC_BLOCK */
 	int		read_only;
-	int		squash;		/* file service: map root to nobody */
+	int		squash;		/* file service: FSVC_SQUASH_*, root's by default */
+	uint32_t	anon_uid, anon_gid;	/* whom squashed callers become (65534) */
 	enum fq_class	class;
 	/* Clients that may use it (as well as the server's allow list); 0: all. */
 	struct cfg_net	allow[CFG_EXPORT_MAX_ALLOW];

@@ -40,7 +40,6 @@
 #include "server/proto.h"
 #include "server/siphash.h"
 
-#define NOBODY		65534
 #define FH_HANDLE_MAX	48
 
 /* The inside of struct orfs_fh: the kernel's handle and its seal. */
@@ -220,14 +219,18 @@ static void cred_wanted(const struct fsvc_export *fx, const struct fsvc_req *rq,
 	uint32_t groups[ORFS_MAX_GROUPS];
 	int i;
 
+	if (fx->squash == FSVC_SQUASH_ALL) {
+		cred_norm(c, fx->anon_uid, fx->anon_gid, 0, NULL);
+		return;
+	}
 	if (fx->squash) {
 		if (uid == 0)
-			uid = NOBODY;
+			uid = fx->anon_uid;
 		if (gid == 0)
-			gid = NOBODY;
+			gid = fx->anon_gid;
 	}
 	for (i = 0; i < rq->ngroups; i++)
-		groups[i] = (fx->squash && rq->groups[i] == 0) ? NOBODY : rq->groups[i];
+		groups[i] = (fx->squash && rq->groups[i] == 0) ? fx->anon_gid : rq->groups[i];
 	cred_norm(c, uid, gid, rq->ngroups, groups);
 }
 
@@ -393,6 +396,8 @@ int fsvc_export_open(struct fsvc_export *fx, const char *name, const char *path,
 	snprintf(fx->name, sizeof(fx->name), "%s", name);
 	fx->read_only = read_only;
 	fx->squash = squash;
+	fx->anon_uid = FSVC_NOBODY;
+	fx->anon_gid = FSVC_NOBODY;
 	fx->boot = boot;
 	memcpy(fx->key, key, sizeof(fx->key));
 	/* A real descriptor: open_by_handle_at() refuses an O_PATH one. */

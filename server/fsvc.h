@@ -20,6 +20,12 @@
 #include "orfs/uapi/orfs_proto.h"
 #include "server/locks.h"
 
+/* Whose credentials an export believes (exports(5)'s root_squash, all_squash). */
+#define FSVC_SQUASH_NONE	0	/* every caller's own (no_root_squash) */
+#define FSVC_SQUASH_ROOT	1	/* root's (uid or gid 0) become anonymous */
+#define FSVC_SQUASH_ALL		2	/* every caller is anonymous */
+#define FSVC_NOBODY		65534	/* the anonymous ids by default */
+
 /* The bytes of a handle the server seals: the file system's handle and its size. */
 #define FSVC_FH_ID	56
 
@@ -30,7 +36,8 @@ struct fsvc_export {
 	int		in_memory;	/* that is tmpfs or ramfs: file I/O never waits */
 	int		no_nowait;	/* it refuses RWF_NOWAIT: do not ask again */
 	int		read_only;
-	int		squash;
+	int		squash;		/* FSVC_SQUASH_* */
+	uint32_t	anon_uid, anon_gid;	/* whom squashed callers become */
 	uint8_t		key[16];	/* handle MAC key */
 	uint8_t		root_id[FSVC_FH_ID];	/* the root's handle, sealed into every one */
 	uint64_t	boot;		/* server start, for SESSION */

@@ -258,6 +258,8 @@ static int export_add(struct srv *s, const struct cfg_export *cfg)
 		if (fsvc_export_open(&ex->fx, cfg->name, cfg->path, cfg->read_only, cfg->squash,
 				     s->key, s->boot))
 			return -1;
+		ex->fx.anon_uid = cfg->anon_uid;
+		ex->fx.anon_gid = cfg->anon_gid;
 	} else if (volume_open(&ex->vol, cfg->path, cfg->read_only, SRV_MAX_IO)) {
 		return -1;
 	} else if (cfg->has_uuid) {
@@ -1571,7 +1573,8 @@ static void srv_close(struct srv *s)
 static int same_export(const struct cfg_export *a, const struct cfg_export *b)
 {
 	return !strcmp(a->path, b->path) && a->read_only == b->read_only &&
-	       a->squash == b->squash && a->class == b->class && a->has_uuid == b->has_uuid &&
+	       a->squash == b->squash && a->anon_uid == b->anon_uid && a->anon_gid == b->anon_gid &&
+	       a->class == b->class && a->has_uuid == b->has_uuid &&
 	       !memcmp(a->uuid, b->uuid, sizeof(a->uuid));
 }
 
@@ -1622,6 +1625,10 @@ static void srv_reload(struct srv *s)
 			net.secret = ++n->nsecret;
 		}
 		n->allow[n->nallow++] = net;
+	}
+	if (!n->nallow && !s->insecure) {
+		srv_log("reload: no allow list, and the server was not started with --insecure; keeping the configuration in force");
+		goto out;
 	}
 	if ((n->nlisten && !config_same_listen(n, &s->cfg)) ||
 	    n->pool_mib != s->cfg.pool_mib || n->chunk_kib != s->cfg.chunk_kib ||
@@ -2343,6 +2350,7 @@ static void usage(FILE *f)
 		"usage: orfs-server [-c FILE] [-a ADDRESS] [-p PORT] [-e NAME=DIR[,OPT]]... [-b NAME=FILE[,OPT]]...\n"
 		"                   [-A NETWORK]... [-m POOL_MIB] [-C CHUNK_KIB] [-t THREADS] [-T PROGRESS]\n"
 		"                   [-B USEC] [-L LEASE] [-G GRACE] [-s DIR] [-P PROVIDER] [-v] [-n] [-F]\n"
+		"                   [--insecure]\n"
 		"  -c  configuration file (see orfs-server(8)); re-read on SIGHUP\n"
 		"  -a  address of the RDMA interface to listen on (repeat it for several\n"
 		"      addresses: IPv4 and IPv6, VLANs, partitions, devices); 0.0.0.0 or ::\n"
@@ -2350,9 +2358,11 @@ static void usage(FILE *f)
 		"  -p  port of every address (default %d)\n"
 		"  -e  export directory DIR as file-service name NAME\n"
 		"  -b  export file or block device FILE as volume NAME\n"
-		"      OPT: ro, squash (exports), prio=high|normal|low (share of buffers 4:2:1),\n"
+		"      OPT: ro, root_squash (exports: the default), no_root_squash, all_squash,\n"
+		"      anonuid=N, anongid=N, prio=high|normal|low (share of buffers 4:2:1),\n"
 		"      allow=NETWORK (only these clients; up to 16)\n"
-		"  -A  allow clients from NETWORK (ADDRESS[/BITS]); default: every client\n"
+		"  -A  allow clients from NETWORK (ADDRESS[/BITS][,secret=FILE]: they must then\n"
+		"      prove the secret in FILE); without any, only with --insecure\n"
 		"  -m  data buffer pool in MiB (default 64): the bound on data in flight\n"
 		"  -C  buffer chunk in KiB (default 256)\n"
 		"  -t  I/O worker threads (default 4)\n"
@@ -2368,7 +2378,9 @@ static void usage(FILE *f)
 		"  -v  log failed operations too\n"
 		"  -n  check the configuration and exit: 0 if it would start, 1 with its\n"
 		"      problems, 2 if it does not parse\n"
-		"  -F  test aid: lie to clients as ORFS_SERVER_FAULT says (never in production)\n",
+		"  -F  test aid: lie to clients as ORFS_SERVER_FAULT says (never in production)\n"
+		"  --insecure  serve without an allow list: any host, as any user (without\n"
+		"      it, a server with no allow line refuses to start)\n",
 		KNET_DEFAULT_PORT, CFG_AUTO_PROGRESS, CFG_POLL_US,
 		LOCKS_LEASE);
 }
@@ -2378,6 +2390,10 @@ int main(int argc, char **argv)
 	static struct srv s;
 	char err[512], line[CFG_SECRET_PATH + 128];
 	const char *opts = "c:a:p:e:b:A:m:C:t:T:B:L:G:s:P:vnFh";
+	static const struct option longopts[] = {
+		{ "insecure", no_argument, NULL, 'I' },
+		{ NULL, 0, NULL, 0 },
+	};
 	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
 	unsigned long long buffer_waits = 0;
 	int opt, i, ret, check = 0, a_given = 0, p_given = 0, faults = 0;
@@ -2398,7 +2414,7 @@ int main(int argc, char **argv)
 	config_init(&s.cfg);
 	config_init(&s.cmdline);
 	/* The file first, so that options given with it override it. */
-	while ((opt = getopt(argc, argv, opts)) != -1) {
+	while ((opt = getopt_long(argc, argv, opts, longopts, NULL)) != -1) {
 		if (opt == 'c') {
 			s.cfg_path = optarg;
 		} else if (opt == 'h') {
@@ -2413,7 +2429,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	optind = 1;
-	while ((opt = getopt(argc, argv, opts)) != -1) {
+	while ((opt = getopt_long(argc, argv, opts, longopts, NULL)) != -1) {
 		err[0] = '\0';
 		switch (opt) {
 		case 'a':
@@ -2482,6 +2498,9 @@ int main(int argc, char **argv)
 		case 'F':
 			faults = 1;
 			break;
+		case 'I':
+			s.insecure = 1;
+			break;
 		case 'c':
 			break;
 		default:
@@ -2511,6 +2530,14 @@ int main(int argc, char **argv)
 	if (s.nchunks < (uint32_t)s.nshards) {
 		fprintf(stderr, "orfs-server: the pool must hold at least one chunk per progress thread\n");
 		goto fail_usage;
+	}
+	/* Open to any host only when asked to be, in so many words. */
+	if (!s.cfg.nallow && !s.insecure) {
+		fprintf(stderr, "orfs-server: no allow list: any host that reaches the server could connect, "
+			"as any user; give allow lines (with secret= to authenticate them), or --insecure "
+			"to serve every host\n");
+		srv_close(&s);
+		return check ? 1 : 2;
 	}
 	if (check) {
 		ret = check_config(&s) ? 1 : 0;
@@ -2589,7 +2616,7 @@ int main(int argc, char **argv)
 		(unsigned long)(s.chunk_size * s.nchunks >> 20), s.nchunks, s.nthreads, s.nshards,
 		s.cfg.poll_us);
 	if (!s.cfg.nallow)
-		srv_log("no allow list: any client that reaches %s may connect",
+		srv_log("no allow list (--insecure): any client that reaches %s may connect, as any user",
 			listen_str(&s.cfg, where, sizeof(where)));
 	for (i = 0; i < s.nshards; i++) {
 		ret = pthread_create(&s.shards[i].thread, NULL, shard_main, &s.shards[i]);

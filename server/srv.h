@@ -242,6 +242,7 @@ struct srv {
 	const char		*cfg_path;	/* re-read on SIGHUP */
 	const char		*prov;
 	int			verbose;
+	int			insecure;	/* --insecure: no allow list is no refusal */
 	int			nthreads;	/* I/O workers */
 	int			nshards;
 	size_t			chunk_size;
