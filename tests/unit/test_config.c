@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "server/config.h"
+#include "server/fsvc.h"
 #include "tests/unit/unit.h"
 
 /* The address S (IPv4 or IPv6), as the server takes a client's. */
@@ -56,6 +57,35 @@ static void test_specs(void)
 	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "v=/x,squash", err, sizeof(err)), 0);
 	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "novalue", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(c.nex, 2);	/* failures add nothing */
+}
+
+/* Root is squashed unless an export says no_root_squash; all_squash, anonuid=, anongid=. */
+static void test_squash(void)
+{
+	struct config c;
+	char err[256];
+
+	config_init(&c);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "plain=/srv/a", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "trusted=/srv/b,no_root_squash", err,
+					sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "pub=/srv/c,all_squash,anonuid=1500,anongid=1600",
+					err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "v=/dev/sdb", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.ex[0].squash, FSVC_SQUASH_ROOT);
+	CU_ASSERT_EQUAL(c.ex[0].anon_uid, 65534);
+	CU_ASSERT_EQUAL(c.ex[0].anon_gid, 65534);
+	CU_ASSERT_EQUAL(c.ex[1].squash, FSVC_SQUASH_NONE);
+	CU_ASSERT_EQUAL(c.ex[2].squash, FSVC_SQUASH_ALL);
+	CU_ASSERT_EQUAL(c.ex[2].anon_uid, 1500);
+	CU_ASSERT_EQUAL(c.ex[2].anon_gid, 1600);
+	CU_ASSERT_EQUAL(c.ex[3].squash, FSVC_SQUASH_NONE);	/* volumes have no callers */
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "x=/srv/x,anonuid=-1", err,
+					    sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "x=/srv/x,anonuid=4294967295", err,
+					    sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "x=/x,all_squash", err,
+					    sizeof(err)), 0);
 }
 
 static void test_allow(void)
@@ -349,6 +379,7 @@ int unit_add_config_suite(void)
 
 	if (!s ||
 	    !CU_add_test(s, "exports and volumes from the command line", test_specs) ||
+	    !CU_add_test(s, "root squashed by default; no_root_squash, all_squash, anonuid", test_squash) ||
 	    !CU_add_test(s, "allowed client networks", test_allow) ||
 	    !CU_add_test(s, "IPv6 clients and networks", test_allow_v6) ||
 	    !CU_add_test(s, "several listen addresses", test_listen) ||

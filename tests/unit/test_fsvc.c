@@ -723,6 +723,24 @@ static void test_credentials(void)
 	snprintf(p, sizeof(p), "%s/pub/squashed", root);
 	CU_ASSERT_EQUAL(stat(p, &st), 0);
 	CU_ASSERT_EQUAL(st.st_uid, 65534);
+	/* all_squash: every caller, root or not, as the anonymous ids it names. */
+	{
+		struct fsvc_export all = fx_sq;
+
+		all.squash = FSVC_SQUASH_ALL;
+		all.anon_uid = 1500;
+		all.anon_gid = 1600;
+		CU_ASSERT_EQUAL(create(&all, ORFS_OP_CREATE, &pub.fh, "all-root", 0644, 0, &e), 0);
+		CU_ASSERT_EQUAL(le32toh(e.attr.uid), 1500);
+		CU_ASSERT_EQUAL(le32toh(e.attr.gid), 1600);
+		CU_ASSERT_EQUAL(create(&all, ORFS_OP_CREATE, &pub.fh, "all-user", 0644, 1000, &e), 0);
+		CU_ASSERT_EQUAL(le32toh(e.attr.uid), 1500);
+		all.squash = FSVC_SQUASH_ROOT;
+		CU_ASSERT_EQUAL(create(&all, ORFS_OP_CREATE, &pub.fh, "anon-root", 0644, 0, &e), 0);
+		CU_ASSERT_EQUAL(le32toh(e.attr.uid), 1500);
+		CU_ASSERT_EQUAL(create(&all, ORFS_OP_CREATE, &pub.fh, "anon-user", 0644, 1000, &e), 0);
+		CU_ASSERT_EQUAL(le32toh(e.attr.uid), 1000);
+	}
 	/* Root's request after the users': made as root. */
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "back-to-root", 0644, 0, &e), 0);
 	CU_ASSERT_EQUAL(le32toh(e.attr.uid), 0);
