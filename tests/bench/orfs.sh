@@ -23,7 +23,7 @@ row() { bench_row "$out" "$@"; }
 
 # ORFS.
 mkdir -p /tmp/oexp /tmp/omnt
-start_server -e data=/tmp/oexp
+start_server -e data=/tmp/oexp,no_root_squash
 load_suite
 mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt
 on_exit "umount /tmp/omnt"
@@ -49,7 +49,7 @@ on_exit "umount /tmp/nmnt"
 mkdir -p /tmp/omnt2 /tmp/pmnt1 /tmp/pmnt2 /tmp/srv2
 mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt2
 on_exit "umount /tmp/omnt2"
-"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -p 20078 -t 1 -s /tmp/srv2 -e data=/tmp/oexp \
+"$ORFS_BIN/orfs-server" --insecure -a "$ORFS_ADDR" -p 20078 -t 1 -s /tmp/srv2 -e data=/tmp/oexp,no_root_squash \
 	> /tmp/srv2.log 2>&1 &
 srv2=$!
 on_exit "kill $srv2; wait $srv2 || true"

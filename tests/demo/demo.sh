@@ -35,7 +35,7 @@ expect_eq "verified pings" "$n" 10
 say "Starting orfs-server on $ORFS_ADDR: export 'demo' (a directory), volume 'vol0' (a file)"
 mkdir -p /tmp/demo-export
 truncate -s 64M /tmp/demo-volume
-start_server -s /tmp/demo-state -e demo=/tmp/demo-export -b vol0=/tmp/demo-volume
+start_server -s /tmp/demo-state -e demo=/tmp/demo-export,no_root_squash -b vol0=/tmp/demo-volume
 cat "$ORFS_SERVER_LOG"
 
 say "A userspace client connects over RDMA and sends 100 NOP requests within its credits"
@@ -113,7 +113,7 @@ wait_until 300 eval '[ "$(writes_done)" -gt 20 ]' || fail "the write never start
 kill -KILL "$ORFS_SERVER_PID"; { wait "$ORFS_SERVER_PID"; } 2>/dev/null || true; ORFS_SERVER_PID=
 echo "server killed after $(writes_done) writes; the device is $(cat "/sys/block/${dev#/dev/}/mxbd/state")"
 sleep 1
-start_server -s /tmp/demo-state -e demo=/tmp/demo-export -b vol0=/tmp/demo-volume
+start_server -s /tmp/demo-state -e demo=/tmp/demo-export,no_root_squash -b vol0=/tmp/demo-volume
 wait $writer || fail "the write failed across the restart"
 cmp <(dd if="$dev" bs=1M count=48 iflag=direct status=none) /tmp/demo-blk || fail "the data differs"
 echo "48 MiB written across the restart read back identical"

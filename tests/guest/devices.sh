@@ -30,7 +30,7 @@ sent_pkts() { cat /sys/class/infiniband/"$1"/ports/1/hw_counters/sent_pkts 2>/de
 mkdir -p /tmp/ed /tmp/m1 /tmp/m2
 truncate -s 64M /tmp/vd
 step "a server on an address of each device, asked for one progress thread, takes one a device"
-start_server -a "$addr2" -T 1 -e ed=/tmp/ed -b vd=/tmp/vd
+start_server -a "$addr2" -T 1 -e ed=/tmp/ed,no_root_squash -b vd=/tmp/vd
 cat "$ORFS_SERVER_LOG"
 expect_grep "progress threads: 2, one for each of 2 RDMA devices \(not 1\)" "$ORFS_SERVER_LOG"
 expect_grep "listening on $ORFS_ADDR port 20077, $addr2 port 20077 \($ORFS_RDMA_DEV, $rdma2\): .* 2 progress threads," \
@@ -132,14 +132,14 @@ expect_grep "status: progress thread 0 on $ORFS_RDMA_DEV: 1 connections," /tmp/s
 expect_grep "status: progress thread 1 on $rdma2: [0-9]+ connections," /tmp/status
 
 step "the configuration check names both devices"
-"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -a "$addr2" -e ed=/tmp/ed -s /tmp/s2 > /tmp/check.out 2>&1
+"$ORFS_BIN/orfs-server" --insecure -n -a "$ORFS_ADDR" -a "$addr2" -e ed=/tmp/ed,no_root_squash -s /tmp/s2 > /tmp/check.out 2>&1
 cat /tmp/check.out
 expect_grep "configuration checked: listen $ORFS_ADDR port 20077, $addr2 port 20077 on $ORFS_RDMA_DEV, $rdma2, 1 exports" \
 	/tmp/check.out
 
 step "a server on any address serves every device, a connection on the device it came on"
 for any in 0.0.0.0 ::; do
-	"$ORFS_BIN/orfs-server" -n -a "$any" -e ed=/tmp/ed -s /tmp/s4 > /tmp/check.out 2>&1 ||
+	"$ORFS_BIN/orfs-server" --insecure -n -a "$any" -e ed=/tmp/ed,no_root_squash -s /tmp/s4 > /tmp/check.out 2>&1 ||
 		{ cat /tmp/check.out; fail "the check of $any failed"; }
 	cat /tmp/check.out
 	expect_grep "configuration checked: listen $any port 20077 on $ORFS_RDMA_DEV, $rdma2, 1 exports" \
@@ -147,7 +147,7 @@ for any in 0.0.0.0 ::; do
 done
 # The IPv6 any address takes IPv4 clients too. This server stays for the
 # removal below.
-start_other /tmp/any.log -a :: -p 20092 -s /tmp/s4 -e ed=/tmp/ed
+start_other /tmp/any.log -a :: -p 20092 -s /tmp/s4 -e ed=/tmp/ed,no_root_squash
 anysrv=$OTHER_PID
 cat /tmp/any.log
 expect_grep "listening on :: port 20092 \($ORFS_RDMA_DEV, $rdma2\): .* 2 progress threads," /tmp/any.log

@@ -27,7 +27,7 @@ mkdir -m 1777 /tmp/exp/pub /tmp/sqexp/pub
 echo "read me" > /tmp/roexp/hello
 head -c 2621440 /dev/urandom > /tmp/src.bin	# 2.5 MiB: several RDMA chunks
 head -c 100 /dev/urandom > /tmp/small.bin	# inline
-start_server -s $state -e data=/tmp/exp -e ro=/tmp/roexp,ro -e sq=/tmp/sqexp,squash -m 4 -C 256
+start_server -s $state -e data=/tmp/exp,no_root_squash -e ro=/tmp/roexp,ro,no_root_squash -e sq=/tmp/sqexp,squash -m 4 -C 256
 
 step "namespace and data operations as root"
 for i in $(seq 1 300); do echo "create d/many/f$i 644"; done > /tmp/many.txt
@@ -209,11 +209,11 @@ fh=$(fs -n data fh d/big | sed -n 's/^ok //p')
 [ ${#fh} = 128 ] || fail "no handle: $fh"
 stop_server
 expect_grep 'stopped \(.*, [1-9][0-9]* open files used again, [1-9][0-9]* directories used again\)' "$ORFS_SERVER_LOG"
-start_server -s $state -e data=/tmp/exp
+start_server -s $state -e data=/tmp/exp,no_root_squash
 fs -n data stat-fh "$fh" > /tmp/out.txt
 expect_grep '^ok type=file mode=644 size=2621440 ' /tmp/out.txt
 stop_server
-start_server -s /tmp/other-state -e data=/tmp/exp
+start_server -s /tmp/other-state -e data=/tmp/exp,no_root_squash
 fs -n data stat-fh "$fh" > /tmp/out.txt || true
 expect_grep '^error ESTALE' /tmp/out.txt
 stop_server
@@ -230,7 +230,7 @@ here() {
 	sed -n 's/.*jobs done without a worker (\([0-9]*\) file service requests).*/\1/p' \
 		"$ORFS_SERVER_LOG"
 }
-mem_server() { start_server -s $state -e mem=/tmp/mem -e memsq=/tmp/memsq,squash; }
+mem_server() { start_server -s $state -e mem=/tmp/mem,no_root_squash -e memsq=/tmp/memsq,squash; }
 {
 	echo "mkdir r 755"
 	for i in $(seq 1 30); do echo "create r/f$i 644"; done

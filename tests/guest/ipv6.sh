@@ -21,7 +21,7 @@ wait_gid "$ORFS_RDMA_DEV" fd77:0000:0000:0000:0000:0000:0000:0002
 
 mkdir -p /tmp/e6 /tmp/m6
 truncate -s 32M /tmp/v6 /tmp/v6r
-ORFS_ADDR=$v6 start_server -e e6=/tmp/e6,allow=fd77::/64 -b v6=/tmp/v6,allow=fd77::1/128 \
+ORFS_ADDR=$v6 start_server -e e6=/tmp/e6,allow=fd77::/64,no_root_squash -b v6=/tmp/v6,allow=fd77::1/128 \
 	-b v6r=/tmp/v6r,allow=fd78::/16,allow=10.77.0.0/24
 load_suite
 mnt6() { "$ORFS_PROJ/tools/mount.orfs" "$@"; }
@@ -93,7 +93,7 @@ expect_grep "srcaddr $ORFS_ADDR and server $v6 are not of one family" /tmp/out
 expect_eq "devices" "$(($(ctl list | wc -l) - 1))" 0
 
 step "one server listens on an IPv4 and an IPv6 address at once; a check names an address without a device"
-start_other /tmp/server2.log -a "$ORFS_ADDR" -a "$v6" -p 20090 -s /tmp/s2 -e e6=/tmp/e6
+start_other /tmp/server2.log -a "$ORFS_ADDR" -a "$v6" -p 20090 -s /tmp/s2 -e e6=/tmp/e6,no_root_squash
 server2=$OTHER_PID
 expect_grep "listening on $ORFS_ADDR port 20090, $v6 port 20090 \($ORFS_RDMA_DEV\)" /tmp/server2.log
 mkdir -p /tmp/m4 /tmp/m6b
@@ -106,13 +106,13 @@ expect_grep "$v6 connected to export 'e6'" /tmp/server2.log
 umount /tmp/m4
 umount /tmp/m6b
 set +e
-"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -a 192.0.2.1 -e e6=/tmp/e6 -s /tmp/s2 > /tmp/check.out 2>&1
+"$ORFS_BIN/orfs-server" --insecure -n -a "$ORFS_ADDR" -a 192.0.2.1 -e e6=/tmp/e6,no_root_squash -s /tmp/s2 > /tmp/check.out 2>&1
 rc=$?
 set -e
 cat /tmp/check.out
 expect_eq "exit code of a check with an address of no device" "$rc" 1
 expect_grep "listen 192.0.2.1: no RDMA device has that address" /tmp/check.out
-"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -a "$v6" -p 20090 -e e6=/tmp/e6 -s /tmp/s2 > /tmp/check.out 2>&1
+"$ORFS_BIN/orfs-server" --insecure -n -a "$ORFS_ADDR" -a "$v6" -p 20090 -e e6=/tmp/e6,no_root_squash -s /tmp/s2 > /tmp/check.out 2>&1
 expect_grep "configuration checked: listen $ORFS_ADDR port 20090, $v6 port 20090 on $ORFS_RDMA_DEV, 1 exports" /tmp/check.out
 kill -TERM "$server2"
 wait "$server2" || fail "the second server exited with $?"
@@ -121,7 +121,7 @@ step "a link-local address with its zone: a server listens on it, a mount and a 
 ll=fe80::77
 ip -6 addr add "$ll/64" dev "$ORFS_DEV" nodad
 wait_gid "$ORFS_RDMA_DEV" fe80:0000:0000:0000:0000:0000:0000:0077
-start_other /tmp/server3.log -a "$ll%$ORFS_DEV" -p 20093 -s /tmp/s3 -e e6=/tmp/e6 -b v6=/tmp/v6
+start_other /tmp/server3.log -a "$ll%$ORFS_DEV" -p 20093 -s /tmp/s3 -e e6=/tmp/e6,no_root_squash -b v6=/tmp/v6
 server3=$OTHER_PID
 expect_grep "listening on $ll%$ORFS_DEV port 20093 \($ORFS_RDMA_DEV\)" /tmp/server3.log
 mkdir -p /tmp/m7 /tmp/m8

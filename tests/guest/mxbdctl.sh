@@ -16,7 +16,7 @@ truncate -s 64M /tmp/va /tmp/vb
 truncate -s 32M /tmp/vc
 start_server -b va=/tmp/va -b vb=/tmp/vb
 # A second server, on another port
-"$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -p $port2 -b vc=/tmp/vc > /tmp/server2.log 2>&1 &
+"$ORFS_BIN/orfs-server" --insecure -a "$ORFS_ADDR" -p $port2 -b vc=/tmp/vc > /tmp/server2.log 2>&1 &
 server2=$!
 on_exit "kill $server2 2>/dev/null; wait $server2 2>/dev/null"
 for ((i = 0; i < 100; i++)); do grep -q 'listening on' /tmp/server2.log && break; sleep 0.1; done

@@ -26,7 +26,7 @@ mount -t tmpfs tmpfs $exp
 on_exit "umount $exp"
 chmod 1777 $exp
 # Lease 3 s; no grace at the first start (no client had locks).
-start_server -s $state -L 3 -G 0 -e data=$exp
+start_server -s $state -L 3 -G 0 -e data=$exp,no_root_squash
 mnt() { mount -t orfs -o "timeo=20${1:+,$1}" "$ORFS_ADDR:/data" "$2"; }
 mnt acregmin=60,acregmax=60 /tmp/m1
 on_exit "gone_umount /tmp/m1"
@@ -427,7 +427,7 @@ wait_until 50 umount /tmp/m3 || fail "umount of the cut mount"
 step "server restart: locks taken back in the grace period (5 s)"
 hold a /tmp/m1/f rw setlk w 0 100
 kill_server
-start_server -s $state -L 3 -G 5 -e data=$exp
+start_server -s $state -L 3 -G 5 -e data=$exp,no_root_squash
 start=${EPOCHREALTIME/./}
 # m2's F_SETLK waits out the grace period, then finds m1's lock again. The
 # period began before start_server saw the server listen (it looks every
@@ -451,7 +451,7 @@ export LK_MMAP=1
 hold b /tmp/m1/g rw flock w 0 0
 unset LK_MMAP
 kill_server
-start_server -s $state -L 3 -G 0 -e data=$exp
+start_server -s $state -L 3 -G 0 -e data=$exp,no_root_squash
 expect_eq "another client first" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
 wait_until 100 sh -c 'dmesg | grep -q "is lost"' || fail "the lost lock is not in the log"
 # Another process of the same client is no owner of it: its I/O goes.
@@ -480,7 +480,7 @@ t0=${EPOCHREALTIME/./}
 wait_until 100 ended "${pids[a]}" || fail "a killed holder waits for a dead server"
 echo "the holder ended in $(((${EPOCHREALTIME/./} - t0) / 1000)) ms"
 wait "${pids[a]}" 2>/dev/null || true
-start_server -s $state -L 3 -G 2 -e data=$exp
+start_server -s $state -L 3 -G 2 -e data=$exp,no_root_squash
 # m1 reclaims nothing for it after the restart, and its unlock goes.
 expect_eq "the killed holder's lock after the restart" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
 
@@ -491,7 +491,7 @@ conf=/tmp/lk-server.conf
 addr2=${ORFS_ADDR%.*}.2
 echo "allow ${ORFS_ADDR%.*}.0/24" > $conf
 kill_server
-start_server -s $state -L 3 -G 0 -c $conf -e data=$exp
+start_server -s $state -L 3 -G 0 -c $conf -e data=$exp,no_root_squash
 ip addr add "$addr2/24" dev "$ORFS_DEV"
 on_exit "ip addr del $addr2/24 dev $ORFS_DEV"
 # rxe takes the address into its GID table a moment later.
@@ -570,7 +570,7 @@ sleep 1
 ended $syncer && fail "the write-back did not wait for the stopped server: $(cat /tmp/out-sync)"
 kill_server
 echo "allow $ORFS_ADDR/32" > $conf
-start_server -s $state -L 3 -G 0 -c $conf -e data=$exp
+start_server -s $state -L 3 -G 0 -c $conf -e data=$exp,no_root_squash
 lost=$(dmesg | grep -c "restarted: a lock on inode" || true)
 hold g /tmp/m2/f rw setlk w 0 2
 printf G | dd of=/tmp/m2/f bs=1 seek=1 conv=notrunc,fsync status=none
@@ -622,7 +622,7 @@ timeout 20 umount -f /tmp/m1 || fail "umount -f with a dead server"
 timeout 20 umount -f /tmp/m2 || fail "umount -f of the other mount"
 
 step "a process killed in the unlock of its close while the server is away: umount ends"
-start_server -s $state -L 3 -G 0 -e data=$exp
+start_server -s $state -L 3 -G 0 -e data=$exp,no_root_squash
 mnt "" /tmp/m1
 export LK_CLOSE=1
 hold c /tmp/m1/f rw setlk w 0 0

@@ -24,7 +24,7 @@ mkdir -p /tmp/e4 /tmp/mnt
 mount /dev/ram0 /tmp/e4
 on_exit "umount /tmp/e4"
 mkdir /tmp/e4/exp /tmp/e4/ref
-start_server -s $state -e data=$exp
+start_server -s $state -e data=$exp,no_root_squash
 mnt() { mount -t orfs "$@" "$ORFS_ADDR:/data" /tmp/mnt; }
 # Large folios by default where the kernel bounds a file's folio size
 # (mapping_set_folio_order_range(): 6.12 has it, 6.1 does not).
@@ -34,7 +34,7 @@ if ((kmaj > 6 || (kmaj == 6 && kmin >= 12))); then k612=1 lf=on; else k612=0 lf=
 umnt() { umount /tmp/mnt; }
 restart_server() {
 	kill_server
-	start_server -s $state -e data=$exp
+	start_server -s $state -e data=$exp,no_root_squash
 }
 # ms OP FIELD: a counter of the mount at /tmp/mnt (FIELD 2 calls, 3 errors,
 # 4 failures, 7 data, 8 microseconds); ms_sum FIELD: of all its operations
@@ -408,7 +408,7 @@ step "an export in memory, where root's name operations run on the server's prog
 # nor O_DIRECT, so what it fails ORFS over it may fail too, nothing more.
 mkdir /tmp/memx /tmp/memref
 stop_server
-start_server -s $state -e data=$exp -e mem=/tmp/memx
+start_server -s $state -e data=$exp,no_root_squash -e mem=/tmp/memx,no_root_squash
 mount -t orfs "$ORFS_ADDR:/mem" /tmp/mnt
 "$ft" /tmp/memref 1000 > /tmp/ref.out || true
 "$ft" /tmp/mnt 1000 > /tmp/orfs.out || true
@@ -425,7 +425,7 @@ stop_server
 n=$(sed -n 's/.*(\([0-9]*\) file service requests).*/\1/p' "$ORFS_SERVER_LOG")
 echo "$n file service requests ran on the progress thread"
 [ "${n:-0}" -ge 200 ] || fail "only '$n' requests ran on the progress thread"
-start_server -s $state -e data=$exp
+start_server -s $state -e data=$exp,no_root_squash
 
 step "negative dentries: a name created on the server appears once the directory's cache expires"
 mnt -o actimeo=1
@@ -658,7 +658,7 @@ sleep 1
 kill -USR1 $sig_pid
 sleep 4
 ended $sig_pid && { cat /tmp/sig.out; fail "a caught signal ended a call on a hard mount"; }
-start_server -s $state -e data=$exp
+start_server -s $state -e data=$exp,no_root_squash
 wait_until 200 ended $sig_pid || fail "the call outlived the server's return"
 cat /tmp/sig.out
 expect_grep '^ENOENT$' /tmp/sig.out
@@ -719,7 +719,7 @@ echo "gave up after $(($(date +%s) - t0)) s"
 umount -f /tmp/mnt || umount -l /tmp/mnt
 
 step "hard mount, dead server: umount -f ends the waiting calls"
-start_server -s $state -e data=$exp
+start_server -s $state -e data=$exp,no_root_squash
 mnt
 kill_server
 stat /tmp/mnt/hard-new > /tmp/out 2>&1 &
@@ -761,7 +761,7 @@ rnd_op() {
 }
 : > /tmp/rnd-err
 for seed in 1 2; do
-	ORFS_SERVER_FAULT=fs-random ORFS_SERVER_FAULT_SEED=$seed start_server -F -s $state -e data=$exp
+	ORFS_SERVER_FAULT=fs-random ORFS_SERVER_FAULT_SEED=$seed start_server -F -s $state -e data=$exp,no_root_squash
 	mnt -o soft,timeo=10,retrans=1,noac
 	read -r ok bad < <(tally 128 rnd_op /tmp/rnd-err)
 	echo "seed $seed: $ok calls succeeded, $bad failed"
@@ -775,7 +775,7 @@ done
 only_known_errors /tmp/rnd-err
 dmesg | grep -E 'knet: reply with status|orfs: ' | sed 's/^\[[ 0-9.]*\] //' | sort | uniq -c | sort -rn | awk 'NR <= 8'
 # The truth is intact for a server that tells it.
-start_server -s $state -e data=$exp
+start_server -s $state -e data=$exp,no_root_squash
 mnt
 expect_eq "a file the random run only read" "$(cat /tmp/mnt/rnd/keep)" kept
 rm -rf /tmp/mnt/rnd
@@ -784,7 +784,7 @@ stop_server
 
 step "a server that lies (after the mount): calls fail with EIO, no oops, the mount goes away"
 for fault in tag inline body; do
-	ORFS_SERVER_FAULT=$fault start_server -F -s $state -e data=$exp
+	ORFS_SERVER_FAULT=$fault start_server -F -s $state -e data=$exp,no_root_squash
 	mnt -o soft,timeo=10,retrans=1
 	set +e
 	ls -la /tmp/mnt > /tmp/out 2>&1; rc=$?
@@ -813,7 +813,7 @@ lie() {
 	expect_grep "$2" /tmp/out
 }
 for fault in fs-name fs-count fs-attr fs-loop; do
-	ORFS_SERVER_FAULT=$fault start_server -F -s $state -e data=$exp
+	ORFS_SERVER_FAULT=$fault start_server -F -s $state -e data=$exp,no_root_squash
 	mnt -o soft,timeo=10,retrans=1
 	case $fault in
 	fs-name)
@@ -848,7 +848,7 @@ done
 # Statuses no errno has (the numbering's holes 41 and 58, past its end,
 # kernel-internal codes): EIO, and a word in the log. An errno passes.
 for st in 41 58 134 512 524 4294967295 13; do
-	ORFS_SERVER_FAULT=fs-status ORFS_SERVER_FAULT_STATUS=$st start_server -F -s $state -e data=$exp
+	ORFS_SERVER_FAULT=fs-status ORFS_SERVER_FAULT_STATUS=$st start_server -F -s $state -e data=$exp,no_root_squash
 	mnt -o soft,timeo=10,retrans=1
 	if [ $st = 13 ]; then
 		lie fs-status 'Permission denied' stat /tmp/mnt/lie/small
@@ -862,7 +862,7 @@ done
 # A server that says "your first try still runs" for ever: a soft mount
 # gives up after timeo x retrans, a hard one waits until the call is killed
 # or the mount forced away.
-ORFS_SERVER_FAULT=fs-busy start_server -F -s $state -e data=$exp
+ORFS_SERVER_FAULT=fs-busy start_server -F -s $state -e data=$exp,no_root_squash
 mnt -o soft,timeo=10,retrans=2
 t0=$(date +%s)
 lie fs-busy 'Input/output error' timeout -s KILL 60 stat /tmp/mnt/lie/small

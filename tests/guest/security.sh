@@ -56,7 +56,7 @@ reload() {
 }
 
 cat > $conf <<CONF
-export data $exp
+export data $exp no_root_squash
 export sq $exp squash
 CONF
 start_server -s $state -c $conf
@@ -90,7 +90,7 @@ expect_eq "trusted.evil on the server" "$(xattr_of $exp/victim trusted.evil)" no
 step "a reload that makes a mounted export read-only, then squashed, applies at once"
 mount_orfs hard "$ORFS_ADDR:/data" /tmp/mnt
 echo one > /tmp/mnt/pub/before
-sed -i "s|^export data $exp\$|export data $exp ro|" $conf
+sed -i "s|^export data $exp no_root_squash\$|export data $exp ro no_root_squash|" $conf
 reload
 expect_grep "reload: export 'data' takes no new connections; its [1-9][0-9]* close" "$ORFS_SERVER_LOG"
 # The client reconnects to the export as it now is: creates fail.
@@ -98,7 +98,7 @@ ro_now() { ! touch /tmp/mnt/pub/after 2> /tmp/touch.err && grep -q 'Read-only' /
 wait_until 100 ro_now || fail "the mount still writes after the reload made its export read-only"
 [ ! -e $exp/pub/after ] || fail "a file was created after the reload"
 expect_eq "a file of before the reload" "$(cat /tmp/mnt/pub/before)" one
-sed -i "s|^export data $exp ro\$|export data $exp squash|" $conf
+sed -i "s|^export data $exp ro no_root_squash\$|export data $exp root_squash|" $conf
 reload
 made_as_nobody() { touch /tmp/mnt/pub/squashed 2> /dev/null && [ "$(stat -c %u $exp/pub/squashed)" = 65534 ]; }
 wait_until 100 made_as_nobody || fail "root's file after the reload made its export squashed: $(stat -c %u $exp/pub/squashed 2>&1)"
@@ -108,7 +108,7 @@ step "a re-pointed export's old handles are stale"
 h=$(fs -n data fh sub/f | sed -n 's/^ok //p')
 [ -n "$h" ] || fail "no handle of sub/f"
 says 'ok' -n data stat-fh "$h"
-sed -i "s|^export data $exp squash\$|export data $exp/sub|" $conf
+sed -i "s|^export data $exp root_squash\$|export data $exp/sub|" $conf
 reload
 says 'error ESTALE' -n data stat-fh "$h"
 says 'ok' -n data stat f
@@ -117,7 +117,7 @@ stop_server
 step "nosuid on the client: a set-uid file of root does not raise a user"
 cp /usr/bin/id $exp/pub/suid-id
 chmod 4755 $exp/pub/suid-id
-start_server -s $state -e data=$exp
+start_server -s $state -e data=$exp,no_root_squash
 mount_orfs hard "$ORFS_ADDR:/data" /tmp/mnt
 expect_eq "euid of the set-uid file run by a user" \
 	"$(setpriv --reuid=1000 --regid=1000 --clear-groups /tmp/mnt/pub/suid-id -u)" 0
@@ -140,7 +140,7 @@ step "a state directory or handle key others may change or read is refused"
 # refused DIR WHY: the server does not start with state directory DIR
 refused() {
 	local log=/tmp/refused.log
-	if timeout 30 "$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -s "$1" -e data=$exp > $log 2>&1; then
+	if timeout 30 "$ORFS_BIN/orfs-server" --insecure -a "$ORFS_ADDR" -s "$1" -e data=$exp > $log 2>&1; then
 		fail "the server started with $2"
 	fi
 	expect_grep 'refused' $log
@@ -159,3 +159,20 @@ refused /tmp/st-real "a handle key anyone may read"
 chmod 0600 /tmp/st-real/handle-key
 start_server -s /tmp/st-real -e data=$exp
 says 'ok' -n data stat victim
+stop_server
+
+step "safe defaults: no allow list needs --insecure; root squashed unless no_root_squash; all_squash"
+set +e
+timeout 30 "$ORFS_BIN/orfs-server" -a "$ORFS_ADDR" -s $state -e data=$exp > /tmp/open.log 2>&1
+r=$?
+set -e
+expect_eq "exit code of a server with no allow list and no --insecure" "$r" 2
+expect_grep 'no allow list: any host that reaches the server could connect' /tmp/open.log
+start_server -s $state -A "$ORFS_ADDR/32" -e data=$exp -e all=$exp,all_squash,anonuid=1500,anongid=1600
+says 'error EACCES' -n data -u 0 -g 0 create root-made 644
+says 'ok' -n data -u 0 -g 0 create pub/root-made 644
+expect_eq "owner of a file root made on a default export" "$(stat -c %u:%g $exp/pub/root-made)" 65534:65534
+says 'ok' -n data -u 1000 -g 1000 create pub/user-made 644
+expect_eq "owner of a file a user made" "$(stat -c %u $exp/pub/user-made)" 1000
+says 'ok' -n all -u 1000 -g 1000 create pub/all-made 644
+expect_eq "owner of a file made on an all_squash export" "$(stat -c %u:%g $exp/pub/all-made)" 1500:1600

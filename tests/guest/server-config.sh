@@ -173,7 +173,7 @@ expect_grep "configuration checked: listen $ORFS_ADDR port 20077 on $ORFS_RDMA_D
 # A file export whose state directory does not exist yet: the check makes nothing.
 mkdir -p /tmp/ck-exp
 set +e
-"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -s /tmp/ck-state -e ck=/tmp/ck-exp > /tmp/check.out 2>&1; rc=$?
+"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -s /tmp/ck-state -e ck=/tmp/ck-exp,no_root_squash > /tmp/check.out 2>&1; rc=$?
 set -e
 cat /tmp/check.out
 expect_eq "exit code of a check with a new state directory" "$rc" 0

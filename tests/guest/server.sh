@@ -10,7 +10,7 @@ ping() { timeout 60 "$ORFS_BIN/knet-ping" -a "$ORFS_ADDR" "$@"; }
 
 mkdir -p /tmp/export
 truncate -s 16M /tmp/volume
-start_server -e data=/tmp/export -b vol0=/tmp/volume
+start_server -e data=/tmp/export,no_root_squash -b vol0=/tmp/volume
 
 step "a client connects to an export and gets credits and limits"
 ping -n data -c 200 | tee /tmp/ping.out
