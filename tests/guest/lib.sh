@@ -92,6 +92,21 @@ ep_max() {
 	ep_stats "${3:-}" | awk -v c="$1" -v f="${2:-2}" '$1 == c && $f > m { m = $f } END { print m + 0 }'
 }
 
+# log_count PATTERN: lines of the server's log that match PATTERN (basic regex)
+log_count() { grep -c -- "$1" "$ORFS_SERVER_LOG" || true; }
+# log_grew PATTERN N: more than N lines match PATTERN now
+log_grew() { [ "$(log_count "$1")" -gt "$2" ]; }
+# reload: SIGHUP the server and wait until its log says it read the file
+# again (or kept the configuration in force)
+reload() {
+	local pat='reload: .* added\|keeping the configuration' was
+	was=$(log_count "$pat")
+	kill -HUP "$ORFS_SERVER_PID"
+	wait_until 100 log_grew "$pat" "$was" && return 0
+	cat "$ORFS_SERVER_LOG"
+	fail "the server did not reload"
+}
+
 # log_lines: lines of the server's log so far (a mark for conn_threads)
 log_lines() { wc -l < "$ORFS_SERVER_LOG"; }
 # conn_threads KIND NAME [MARK]: the progress threads, sorted, each once, of

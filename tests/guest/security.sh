@@ -45,15 +45,6 @@ try: print(os.getxattr(sys.argv[1], sys.argv[2]).decode())
 except OSError: print("none")' "$1" "$2"
 }
 
-# log_count PATTERN: lines of the server's log that match PATTERN (basic regex)
-log_count() { grep -c -- "$1" "$ORFS_SERVER_LOG" || true; }
-log_grew() { [ "$(log_count "$1")" -gt "$2" ]; }
-reload() {
-	local pat='reload: .* added' was
-	was=$(log_count "$pat")
-	kill -HUP "$ORFS_SERVER_PID"
-	wait_until 100 log_grew "$pat" "$was" || { cat "$ORFS_SERVER_LOG"; fail "the server did not reload"; }
-}
 
 cat > $conf <<CONF
 export data $exp no_root_squash
@@ -132,7 +123,7 @@ stop_server
 step "fault injection in the environment is ignored without -F"
 ORFS_SERVER_FAULT=tag start_server -s $state -e data=$exp
 expect_grep 'ORFS_SERVER_FAULT is ignored: fault injection needs -F' "$ORFS_SERVER_LOG"
-for i in 1 2 3 4; do fs -n data stat victim; done > /tmp/out
+for _ in 1 2 3 4; do fs -n data stat victim; done > /tmp/out
 expect_eq "true answers" "$(grep -c '^ok' /tmp/out)" 4
 stop_server
 

@@ -14,18 +14,6 @@
 load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }
 conf=/tmp/orfs-server.conf
 truncate -s 32M /tmp/v1 /tmp/v2
-# log_count PATTERN: lines of the server's log that match PATTERN (basic regex)
-log_count() { grep -c -- "$1" "$ORFS_SERVER_LOG" || true; }
-# log_grew PATTERN N: more than N lines match PATTERN now
-log_grew() { [ "$(log_count "$1")" -gt "$2" ]; }
-reload() {
-	local pat='reload: .* added\|keeping the configuration' was
-	was=$(log_count "$pat")
-	kill -HUP "$ORFS_SERVER_PID"
-	wait_until 100 log_grew "$pat" "$was" && return 0
-	cat "$ORFS_SERVER_LOG"
-	fail "the server did not reload"
-}
 
 # cut_by_reload VOLUME SED: a client writing to VOLUME is cut at once by a
 # reload of the file as SED changes it, and a new connection is refused.
