@@ -44,10 +44,15 @@ static void orfs_set_times(struct inode *inode, const struct orfs_attr *a)
  * orfs_check_attr() - are these attributes possible?
  * @a: attributes from the server
  *
- * Return: 0, or -EIO for a file type we do not know or a time past range.
+ * Return: 0, or -EIO for a file type we do not know, mode bits no file
+ * has, an owner or group of (uid_t)-1 (no id: chown's "unchanged"), a
+ * time past range or a size past the largest file.
  */
 int orfs_check_attr(const struct orfs_attr *a)
 {
+	if (le32_to_cpu(a->mode) & ~(S_IFMT | 07777) || le32_to_cpu(a->uid) == U32_MAX ||
+	    le32_to_cpu(a->gid) == U32_MAX)
+		return -EIO;
 	switch (le32_to_cpu(a->mode) & S_IFMT) {
 	case S_IFREG:
 	case S_IFDIR:
