@@ -187,13 +187,20 @@ static void inject_fs_fault(int fault, struct req *r)
 		}
 		break;
 	case FAULT_FS_ATTR:
+	case FAULT_FS_MODE:
+	case FAULT_FS_OWNER:
 		/* GETATTR's body is the attributes; LOOKUP's has them after the handle. */
 		if (r->fr.op == ORFS_OP_LOOKUP)
 			b += offsetof(struct orfs_entry_rep, attr);
 		else if (r->fr.op != ORFS_OP_GETATTR)
 			break;
+		if (fault == FAULT_FS_OWNER) {
+			v = htole32(UINT32_MAX);
+			memcpy(b + offsetof(struct orfs_attr, uid), &v, sizeof(v));
+			break;
+		}
 		memcpy(&v, b + offsetof(struct orfs_attr, mode), sizeof(v));
-		v = htole32(le32toh(v) | S_IFMT);
+		v = htole32(le32toh(v) | (fault == FAULT_FS_MODE ? 0x10000 : S_IFMT));
 		memcpy(b + offsetof(struct orfs_attr, mode), &v, sizeof(v));
 		break;
 	case FAULT_FS_LOOP: {

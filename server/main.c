@@ -2559,6 +2559,7 @@ int main(int argc, char **argv)
 			[FAULT_FS_BUSY] = "fs-busy", [FAULT_FS_STATUS] = "fs-status",
 			[FAULT_BLOCK_RANDOM] = "block-random",
 			[FAULT_BLOCK_INFO] = "block-info", [FAULT_LATE_WRITE] = "late-write",
+			[FAULT_FS_MODE] = "fs-mode", [FAULT_FS_OWNER] = "fs-owner",
 		};
 		const char *seed = getenv("ORFS_SERVER_FAULT_SEED");
 

@@ -304,6 +304,8 @@ enum srv_fault {
 	 * keeps a key after the client gave up (from the first READ on).
 	 */
 	FAULT_LATE_WRITE,
+	FAULT_FS_MODE,		/* "fs-mode": attributes with mode bits no file has */
+	FAULT_FS_OWNER,		/* "fs-owner": attributes of owner (uid_t)-1 */
 };
 
 /* main.c */
