@@ -561,6 +561,7 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 		return EINVAL;
 	for (i = 0; i < rq->ngroups; i++)
 		rq->groups[i] = le32toh(base.cred.groups[i]);
+	cred_wanted(fx, rq, &rq->eff);
 	if (fx->read_only && fsvc_op_mutates(rq->op))
 		return EROFS;
 	if ((rq->nsegs || rq->inl_len) && rq->op != ORFS_OP_READ && rq->op != ORFS_OP_WRITE)
@@ -1313,6 +1314,40 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	return err ? err : fsvc_io_refused(rq, *fd);
 }
 
+/*
+ * After RQ wrote to FD: drop the set-user-ID bit, and the set-group-ID
+ * bit of a group-executable file or of a group the caller is not in, when
+ * the caller is not root, as the kernel does at a write by a caller
+ * without CAP_FSETID. The write may have run on a thread that holds it
+ * (a progress thread, a worker last in root's credentials); the change is
+ * made as root, which a caller who may write but does not own the file
+ * needs too.
+ */
+static int kill_privs(const struct fsvc_req *rq, int fd)
+{
+	struct stat st;
+	mode_t kill = 0;
+	uint32_t i;
+	int in_group;
+
+	if (!rq->eff.uid || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	in_group = st.st_gid == rq->eff.gid;
+	for (i = 0; i < rq->eff.ngroups && !in_group; i++)
+		in_group = st.st_gid == rq->eff.groups[i];
+	if (st.st_mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !in_group))
+		kill |= S_ISGID;
+	if (!kill)
+		return 0;
+	if (!fchmod(fd, st.st_mode & 07777 & ~kill))
+		return 0;
+	if (errno != EPERM || cred_root())
+		return errno;
+	return fchmod(fd, st.st_mode & 07777 & ~kill) ? errno : 0;
+}
+
 int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body, size_t cap,
 		  uint32_t *body_len)
 {
@@ -1321,6 +1356,11 @@ int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body,
 
 	if (cap < sizeof(rep))
 		return EOVERFLOW;
+	if (rq->op == ORFS_OP_WRITE && count) {
+		err = kill_privs(rq, fd);
+		if (err)
+			return err;
+	}
 	memset(&rep, 0, sizeof(rep));
 	err = get_attr(rq->chg, fd, &rep.attr, rq->op == ORFS_OP_WRITE && count);
 	if (err)

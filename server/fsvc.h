@@ -82,6 +82,7 @@ struct fsvc_req {
 	uint32_t		uid, gid;
 	uint16_t		ngroups;
 	uint32_t		groups[ORFS_MAX_GROUPS];
+	struct fsvc_cred	eff;		/* what it runs as: squash applied (fsvc_decode()) */
 	struct orfs_fh		fh, fh2;	/* as the operation names them */
 	union {
 		struct orfs_session_req	session;
