@@ -363,12 +363,25 @@ int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia)
 	struct orfs_setattr_req *r;
 	struct orfs_attr attr;
 	struct orfs_msg m;
+	umode_t killed = 0;
 	u32 valid = 0;
 	int ret;
 
 	ret = setattr_prepare(map, dentry, ia);
 	if (ret)
 		return ret;
+	/*
+	 * The kernel's kill-suid at a write or truncate (ATTR_KILL_SUID or
+	 * _SGID with the mode that drops the bits) is not sent as a chmod
+	 * with the writer's credentials, which a writer that does not own the
+	 * file may not do: the server's kernel clears the bits itself at that
+	 * write or truncate, as it does for any writer (NFS does the same).
+	 * This inode drops them now.
+	 */
+	if ((ia->ia_valid & (ATTR_KILL_SUID | ATTR_KILL_SGID)) && (ia->ia_valid & ATTR_MODE)) {
+		killed = ia->ia_mode;
+		ia->ia_valid &= ~ATTR_MODE;
+	}
 	if ((ia->ia_valid & ATTR_SIZE) && S_ISREG(inode->i_mode)) {
 		ret = filemap_write_and_wait(inode->i_mapping);
 		if (ret)
@@ -409,7 +422,7 @@ int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia)
 	}
 	r->valid = cpu_to_le32(valid);
 	if (!valid)
-		goto out;
+		goto killed;
 	ret = orfs_rpc(sbi, ORFS_OP_SETATTR, &m, &attr, sizeof(attr), sizeof(attr), NULL, NULL,
 		       KNET_DIR_NONE);
 	if (!ret)
@@ -422,6 +435,12 @@ int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia)
 		truncate_setsize(inode, ia->ia_size);
 	}
 	orfs_refresh_own(inode, &attr);
+killed:
+	if (killed) {
+		spin_lock(&inode->i_lock);
+		inode->i_mode &= ~(S_ISUID | S_ISGID) | killed;
+		spin_unlock(&inode->i_lock);
+	}
 out:
 	ret = ret ?: m.err;
 	orfs_msg_free(&m);
