@@ -167,3 +167,31 @@ says 'ok' -n data -u 1000 -g 1000 create pub/user-made 644
 expect_eq "owner of a file a user made" "$(stat -c %u $exp/pub/user-made)" 1000
 says 'ok' -n all -u 1000 -g 1000 create pub/all-made 644
 expect_eq "owner of a file made on an all_squash export" "$(stat -c %u:%g $exp/pub/all-made)" 1500:1600
+stop_server
+
+step "a user who may write a set-id file of root clears its bits by writing or truncating, as on ext4"
+start_server -s $state -A "$ORFS_ADDR/32" -e data=$exp,no_root_squash
+mount_orfs hard "$ORFS_ADDR:/data" /tmp/mnt
+as_user() { setpriv --reuid=1000 --regid=1000 --clear-groups "$@"; }
+# setid NAME: a root file of mode 06777 in the export's pub
+setid() { echo data > "$exp/pub/$1"; chmod 06777 "$exp/pub/$1"; }
+for how in write truncate; do
+	setid "local-$how"
+	setid "orfs-$how"
+	case $how in
+	write)
+		as_user sh -c "echo more >> $exp/pub/local-$how"
+		as_user sh -c "echo more >> /tmp/mnt/pub/orfs-$how" || fail "a user's write to a writable set-id file failed"
+		;;
+	truncate)
+		as_user truncate -s 2 "$exp/pub/local-$how"
+		as_user truncate -s 2 "/tmp/mnt/pub/orfs-$how" || fail "a user's truncate of a writable set-id file failed"
+		;;
+	esac
+	sync
+	want=$(stat -c %a "$exp/pub/local-$how")
+	expect_eq "mode after a user's $how, seen by the client" "$(stat -c %a /tmp/mnt/pub/orfs-$how)" "$want"
+	expect_eq "mode after a user's $how, on the server" "$(stat -c %a "$exp/pub/orfs-$how")" "$want"
+	expect_eq "the bits ext4 leaves after a user's $how" "$want" 777
+done
+umount /tmp/mnt

@@ -1495,6 +1495,80 @@ static void test_privileged_xattrs(void)
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "rootfile"), 0);
 }
 
+/* An inline WRITE of "x" at 0 to FH on X as UID (gid UID); returns the errno. */
+static int write_as(const struct fsvc_export *x, const struct orfs_fh *fh, uint32_t uid)
+{
+	struct orfs_io_req io = { .fh = *fh, .offset = 0, .length = htole32(1) };
+	uint8_t out[256];
+	struct rb b;
+	uint32_t n;
+
+	rb_start(&b, ORFS_OP_WRITE, uid, uid);
+	rb_put(&b, &io, sizeof(io));
+	rb_inline(&b, "x", 1);
+	return run(x, &b, out, &n);
+}
+
+/*
+ * A write by a caller who may write a set-id file but is not root drops
+ * the set-id bits, as the kernel does locally, though the server's thread
+ * holds CAP_FSETID; root's write keeps them.
+ */
+static void test_write_kills_setid(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep pub, e;
+	struct stat st;
+	char p[300];
+
+	CU_ASSERT_EQUAL_FATAL(lookup(&fx, &r, "pub", 0, &pub), 0);
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &pub.fh, "setid", 06777, 0, &e), 0);
+	snprintf(p, sizeof(p), "%s/pub/setid", root);
+	CU_ASSERT_EQUAL(chmod(p, 06777), 0);
+	CU_ASSERT_EQUAL(write_as(&fx, &e.fh, 0), 0);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 06777);
+	CU_ASSERT_EQUAL(write_as(&fx, &e.fh, 1000), 0);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0777);
+	/* Set-group-ID without group execute, the caller in another group: dropped too. */
+	CU_ASSERT_EQUAL(chmod(p, 02666), 0);
+	CU_ASSERT_EQUAL(write_as(&fx, &e.fh, 1000), 0);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0666);
+	/* Squashed root is no root. */
+	CU_ASSERT_EQUAL(chmod(p, 04777), 0);
+	CU_ASSERT_EQUAL(write_as(&fx_sq, &e.fh, 0), 0);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0777);
+	/*
+	 * The write done on a thread that holds CAP_FSETID (a progress thread,
+	 * root): the kernel keeps the bits, the server drops them for the caller.
+	 */
+	{
+		struct orfs_io_req io = { .fh = e.fh, .offset = 0, .length = htole32(1) };
+		uint8_t out[256];
+		struct fsvc_req rq;
+		struct rb b;
+		uint32_t n;
+		int fd;
+
+		CU_ASSERT_EQUAL(chmod(p, 06777), 0);
+		rb_start(&b, ORFS_OP_WRITE, 1000, 1000);
+		rb_put(&b, &io, sizeof(io));
+		rb_inline(&b, "y", 1);
+		CU_ASSERT_EQUAL_FATAL(fsvc_decode(&fx, b.buf, b.len, 4096, &rq), 0);
+		fd = open(p, O_RDWR | O_CLOEXEC);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_EQUAL(fsvc_io_inline(&rq, fd, out, sizeof(out), &n, 0, NULL), 0);
+		close(fd);
+		CU_ASSERT_EQUAL(stat(p, &st), 0);
+		CU_ASSERT_EQUAL(st.st_mode & 07777, 0777);
+		CU_ASSERT_EQUAL_FATAL(fsvc_cred_reset(), 0);
+	}
+	CU_ASSERT_EQUAL(unlink(p), 0);
+}
+
 /* A LOCK of FH by (CLIENT, owner 1) as UID, with the table LK (or none). */
 static int lock_op(struct locks *lk, uint64_t client, const struct orfs_fh *fh, uint32_t uid,
 		   uint32_t type, uint32_t flags, uint64_t start, uint64_t end,
@@ -1615,6 +1689,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "credentials kept between requests, directories kept open",
 			 test_kept_credentials) ||
 	    !CU_add_test(s, "read-only export", test_read_only) ||
+	    !CU_add_test(s, "a write by a user drops the set-id bits; root's keeps them",
+			 test_write_kills_setid) ||
 	    !CU_add_test(s, "privileged xattrs: root's alone; a user's thread holds no capability",
 			 test_privileged_xattrs) ||
 	    !CU_add_test(s, "FALLOCATE: allocate, keep the size, punch, zero; rights", test_fallocate) ||
