@@ -950,7 +950,23 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		if (c->client_id)
 			locks_detach(&c->s->locks, c->client_id, (time_t)(now_us() / 1000000));
 		c->client_id = le64toh(fr->u.session.client_id);
-		c->revoked = c->client_id && locks_attach(&c->s->locks, c->client_id);
+		c->revoked = 0;
+		if (c->client_id) {
+			int ret = locks_attach(&c->s->locks, c->client_id, c->peer_key);
+
+			if (ret < 0) {
+				/* Another host's id, or this host holds too many. */
+				srv_log("%s: SESSION refused: client id %#llx %s", c->peer,
+					(unsigned long long)c->client_id,
+					ret == -EPERM ? "belongs to another host" :
+							"is one too many for this host");
+				c->client_id = 0;
+				r->f.status = (uint32_t)-ret;
+				reply(r);
+				return;
+			}
+			c->revoked = ret;
+		}
 		if (c->revoked)
 			fr->session_flags |= ORFS_SESSION_LOCKS_REVOKED;
 	}

@@ -35,8 +35,20 @@ struct lk_fileid {
 	uint64_t	dev, ino;
 };
 
+/*
+ * A peer: the authenticated host its clients' connections come from. Its
+ * client ids are bound to it, and its locks and ids bounded.
+ */
+struct lk_peer {
+	uint64_t	key;
+	uint32_t	nranges;
+	uint32_t	nclients;	/* client records bound to it */
+	struct lk_peer	*next;
+};
+
 struct lk_client {
 	uint64_t	id;
+	struct lk_peer	*peer;		/* whose connections opened it */
 	int		conns;		/* connections open now */
 	time_t		gone;		/* when the last one closed */
 	uint32_t	nranges;
@@ -124,6 +136,12 @@ void locks_destroy(struct locks *lk)
 			free(c->dropped);
 			free(c);
 		}
+		while (lk->peers[b]) {
+			struct lk_peer *p = lk->peers[b];
+
+			lk->peers[b] = p->next;
+			free(p);
+		}
 	}
 	pthread_cond_destroy(&lk->changed);
 	pthread_mutex_destroy(&lk->mu);
@@ -138,31 +156,80 @@ static struct lk_client **client_slot(struct locks *lk, uint64_t id)
 	return pp;
 }
 
+static struct lk_peer **peer_slot(struct locks *lk, uint64_t key)
+{
+	struct lk_peer **pp = &lk->peers[bucket(key, 1)];
+
+	while (*pp && (*pp)->key != key)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* N more ranges (or, negative, fewer) of C: its own, its peer's, in all. */
+static void ranges_add(struct locks *lk, struct lk_client *c, int n)
+{
+	lk->nranges += (uint32_t)n;
+	c->nranges += (uint32_t)n;
+	c->peer->nranges += (uint32_t)n;
+}
+
 /* Forget C's record when nothing holds it: no connection, no lock. */
 static void client_maybe_free(struct locks *lk, struct lk_client *c)
 {
 	struct lk_client **pp;
+	struct lk_peer **qq;
 
 	if (c->conns || c->nranges || c->revoked)
 		return;
 	pp = client_slot(lk, c->id);
 	*pp = c->next;
+	if (!--c->peer->nclients) {
+		qq = peer_slot(lk, c->peer->key);
+		*qq = c->peer->next;
+		free(c->peer);
+	}
 	free(c);
 }
 
-int locks_attach(struct locks *lk, uint64_t client)
+int locks_attach(struct locks *lk, uint64_t client, uint64_t peer)
 {
 	struct lk_client **pp, *c;
+	struct lk_peer **qq, *p;
 	int revoked = 0;
 
 	pthread_mutex_lock(&lk->mu);
 	pp = client_slot(lk, client);
 	c = *pp;
+	if (c && c->peer->key != peer) {
+		/* Another host's client id: its locks and answers are not this one's. */
+		lk->refused++;
+		revoked = -EPERM;
+		goto out;
+	}
 	if (!c) {
-		c = calloc(1, sizeof(*c));
+		qq = peer_slot(lk, peer);
+		p = *qq;
+		if (p && p->nclients >= LOCKS_PEER_CLIENTS) {
+			lk->refused++;
+			revoked = -ENOLCK;
+			goto out;
+		}
+		if (!p) {
+			p = calloc(1, sizeof(*p));
+			if (p) {
+				p->key = peer;
+				*qq = p;
+			}
+		}
+		c = p ? calloc(1, sizeof(*c)) : NULL;
 		if (c) {
 			c->id = client;
+			c->peer = p;
+			p->nclients++;
 			*pp = c;
+		} else if (p && !p->nclients) {
+			*qq = p->next;
+			free(p);
 		}
 	}
 	/* Without memory the client's lock requests get ENOLCK. */
@@ -170,6 +237,7 @@ int locks_attach(struct locks *lk, uint64_t client)
 		c->conns++;
 		revoked = c->revoked;
 	}
+out:
 	pthread_mutex_unlock(&lk->mu);
 	return revoked;
 }
@@ -200,10 +268,11 @@ static void range_gone(struct locks *lk, struct lk_range *r)
 {
 	struct lk_client *c = *client_slot(lk, r->client);
 
-	lk->nranges--;
 	if (c) {
-		c->nranges--;
+		ranges_add(lk, c, -1);
 		client_maybe_free(lk, c);
+	} else {
+		lk->nranges--;
 	}
 	free(r);
 }
@@ -431,8 +500,7 @@ static int cut(struct locks *lk, struct lk_file *f, const struct lk_want *w,
 			tail->start = end + 1;
 			r->end = start - 1;
 			r->next = tail;
-			lk->nranges++;
-			c->nranges++;
+			ranges_add(lk, c, 1);
 			return 1;	/* nothing else of the owner overlaps */
 		}
 		if (r->start < start) {
@@ -594,7 +662,10 @@ static int apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_w
 		answer(held, NULL, w);
 	}
 	if (!spare || (w->type != ORFS_LOCK_UNLOCK &&
-		       (!add || lk->nranges + 2 > LOCKS_MAX || c->nranges + 2 > LOCKS_CLIENT_MAX))) {
+		       (!add || lk->nranges + 2 > LOCKS_MAX || c->nranges + 2 > LOCKS_CLIENT_MAX ||
+			c->peer->nranges + 2 > LOCKS_PEER_MAX))) {
+		if (spare && add)
+			lk->refused++;	/* a bound, not memory */
 		err = ENOLCK;
 		goto out;
 	}
@@ -622,8 +693,7 @@ static int apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_w
 				start = r->start < start ? r->start : start;
 				end = r->end > end ? r->end : end;
 				*rp = r->next;
-				lk->nranges--;
-				c->nranges--;	/* C keeps its record: it gains a range */
+				ranges_add(lk, c, -1);	/* C keeps its record: it gains a range */
 				free(r);
 				continue;
 			}
@@ -641,8 +711,7 @@ static int apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_w
 		add->next = f->ranges;
 		f->ranges = add;
 		add = NULL;
-		lk->nranges++;
-		c->nranges++;
+		ranges_add(lk, c, 1);
 		held->start = start;
 		held->end = end;
 	}

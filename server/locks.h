@@ -8,8 +8,9 @@
  * server that starts has none, and for a grace period takes only the
  * locks clients had (reclaims), so that nobody takes one first.
  *
- * Bounded: LOCKS_MAX ranges in all, LOCKS_CLIENT_MAX a client (ENOLCK
- * past that).
+ * Bounded: LOCKS_MAX ranges in all, LOCKS_PEER_MAX a peer (the host a
+ * client's connections come from), LOCKS_CLIENT_MAX a client (ENOLCK past
+ * that); LOCKS_PEER_CLIENTS client ids a peer, each bound to its peer.
  */
 #ifndef ORFS_SERVER_LOCKS_H
 #define ORFS_SERVER_LOCKS_H
@@ -21,6 +22,8 @@
 #define LOCKS_BUCKETS		1024
 #define LOCKS_MAX		65536
 #define LOCKS_CLIENT_MAX	4096
+#define LOCKS_PEER_MAX		16384	/* ranges of one peer's clients */
+#define LOCKS_PEER_CLIENTS	256	/* client ids one peer holds at once */
 #define LOCKS_LEASE		60	/* seconds, default */
 #define LOCKS_REVOKED_MAX	4096	/* clients remembered as told nothing yet */
 #define LOCKS_WAITS_MAX		65536	/* owners remembered as waiting */
@@ -30,6 +33,7 @@
 struct lk_range;
 struct lk_file;
 struct lk_client;
+struct lk_peer;
 struct lk_wait;
 
 /* Shared by every thread: each function takes the lock. */
@@ -41,6 +45,8 @@ struct locks {
 	uint32_t		hold_max;	/* at most; 0: none held */
 	struct lk_file		*files[LOCKS_BUCKETS];
 	struct lk_client	*clients[LOCKS_BUCKETS];
+	struct lk_peer		*peers[LOCKS_BUCKETS];
+	uint64_t		refused;	/* requests a bound refused (peer, client, all) */
 	struct lk_wait		*waits[LOCKS_BUCKETS];
 	uint32_t		nwaits;
 	uint32_t		nranges;
@@ -71,13 +77,15 @@ void locks_grace(struct locks *lk, unsigned int grace, time_t now);
 void locks_destroy(struct locks *lk);
 
 /*
- * A connection of CLIENT opened (SESSION) or closed. locks_attach() returns
- * 1 when the client's locks were dropped at the end of its lease and it has
- * not said it saw that (the SESSION reply tells it), else 0. The server
- * remembers that of LOCKS_REVOKED_MAX clients at most, forgetting the one
- * gone longest first.
+ * A connection of CLIENT from PEER (a key of the host it comes from)
+ * opened (SESSION) or closed. locks_attach() returns 1 when the client's
+ * locks were dropped at the end of its lease and it has not said it saw
+ * that (the SESSION reply tells it), else 0; -EPERM when CLIENT is bound
+ * to another peer, -ENOLCK when PEER holds LOCKS_PEER_CLIENTS client ids
+ * already (nothing attached then). The server remembers revocations of
+ * LOCKS_REVOKED_MAX clients at most, forgetting the one gone longest first.
  */
-int locks_attach(struct locks *lk, uint64_t client);
+int locks_attach(struct locks *lk, uint64_t client, uint64_t peer);
 void locks_detach(struct locks *lk, uint64_t client, time_t now);
 
 /*
