@@ -27,6 +27,7 @@ void config_init(struct config *c)
 	c->poll_us = CFG_POLL_US;
 	c->lease = LOCKS_LEASE;
 	c->grace = CFG_GRACE_LEASE;
+	c->peer_conns = CFG_PEER_CONNS;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/orfs-server");
 }
 
@@ -379,6 +380,9 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 	if (!strcmp(w[0], "poll") && n == 2)
 		return config_parse_uint(w[1], 0, 100000, &c->poll_us) ?
 			fail(err, errlen, "poll: microseconds from 0 to 100000") : 0;
+	if (!strcmp(w[0], "peer_connections") && n == 2)
+		return config_parse_uint(w[1], 1, CFG_PEER_CONNS_MAX, &c->peer_conns) ?
+			fail(err, errlen, "peer_connections: from 1 to %d", CFG_PEER_CONNS_MAX) : 0;
 	if (!strcmp(w[0], "lease") && n == 2)
 		return config_parse_uint(w[1], 1, 3600, &c->lease) ?
 			fail(err, errlen, "lease: seconds from 1 to 3600") : 0;

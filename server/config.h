@@ -23,6 +23,8 @@
 #define CFG_MAX_PROGRESS	64	/* progress threads */
 #define CFG_AUTO_PROGRESS	4	/* most of them by default (progress 0) */
 #define CFG_GRACE_LEASE	UINT_MAX	/* grace: as long as the lease */
+#define CFG_PEER_CONNS		64	/* connections of one host, by default */
+#define CFG_PEER_CONNS_MAX	256	/* and at most (the server's own bound) */
 
 /*
  * A client's address, IPv6 or IPv4 in one form: an IPv4 address is kept
@@ -74,6 +76,7 @@ struct config {
 	unsigned int		poll_us;	/* busy-poll this long after activity */
 	unsigned int		lease;		/* seconds a gone client's locks stay */
 	unsigned int		grace;		/* seconds of reclaims after a start */
+	unsigned int		peer_conns;	/* connections of one host at most */
 	struct cfg_export	ex[CFG_MAX_EXPORTS];
 	int			nex;
 	struct cfg_net		allow[CFG_MAX_ALLOW];

@@ -280,6 +280,50 @@ static void export_release(struct srv *s, struct export *ex)
 	memset(ex, 0, sizeof(*ex));
 }
 
+/*
+ * Under s->lock: one more connection of the host at IP. Returns 0, or the
+ * connections it has when that is its bound (cfg.peer_conns): refused,
+ * counted and nothing taken.
+ */
+static int peer_conn_get(struct srv *s, const struct cfg_addr *ip)
+{
+	struct srv_peer *p = NULL;
+	int i;
+
+	for (i = 0; i < s->npeers && !p; i++)
+		if (!memcmp(&s->peers[i].ip, ip, sizeof(*ip)))
+			p = &s->peers[i];
+	if (p && p->n >= (int)s->cfg.peer_conns) {
+		s->peer_refused++;
+		return p->n;
+	}
+	if (!p) {
+		if (s->npeers == SRV_MAX_CONNS) {
+			s->peer_refused++;
+			return SRV_MAX_CONNS;	/* as many hosts as places */
+		}
+		p = &s->peers[s->npeers++];
+		p->ip = *ip;
+		p->n = 0;
+	}
+	p->n++;
+	return 0;
+}
+
+/* Under s->lock: a connection of the host at IP is gone. */
+static void peer_conn_put(struct srv *s, const struct cfg_addr *ip)
+{
+	int i;
+
+	for (i = 0; i < s->npeers; i++) {
+		if (memcmp(&s->peers[i].ip, ip, sizeof(*ip)))
+			continue;
+		if (!--s->peers[i].n)
+			s->peers[i] = s->peers[--s->npeers];
+		return;
+	}
+}
+
 /* A connection is done with EX. */
 static void export_put(struct srv *s, struct export *ex)
 {
@@ -311,6 +355,7 @@ static void conn_free(struct conn *c)
 	if (c->client_id)
 		locks_detach(&c->s->locks, c->client_id, (time_t)(now_us() / 1000000));
 	pthread_mutex_lock(&c->s->lock);
+	peer_conn_put(c->s, &c->ip);
 	export_put(c->s, c->ex);
 	pthread_mutex_unlock(&c->s->lock);
 	free(c->buf);
@@ -497,6 +542,18 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 		goto out;
 	}
 	c = NULL;
+	/* One host's share first: no host takes every place. */
+	pthread_mutex_lock(&s->lock);
+	i = peer_conn_get(s, &ip);
+	if (i)
+		export_put(s, ex);
+	pthread_mutex_unlock(&s->lock);
+	if (i) {
+		snprintf(detail, sizeof(detail), " (%s has %d connections, the most one host may have)",
+			 config_addr_str(&ip, host, sizeof(host)), i);
+		reject(e->fid, e->info, KNET_REJ_BUSY, detail);
+		goto out;
+	}
 	/* A place among the SRV_MAX_CONNS, taken at once: other shards accept too. */
 	reserved = !sh->stopping && !sh->retiring;
 	if (reserved && atomic_fetch_add(&s->nconns, 1) < SRV_MAX_CONNS) {
@@ -505,14 +562,18 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 			srv_log("out of memory for a connection");
 	}
 	if (c) {
+		c->ip = ip;	/* its host's count goes with it (conn_free()) */
 		c->auth = secret;
 		c->authed = !secret.len;
+		/* Keyed, so that no host can pick an address that shares another's quotas. */
+		c->peer_key = siphash24(s->key, ip.b, sizeof(ip.b));
 	}
 	explicit_bzero(&secret, sizeof(secret));
 	if (!c) {
 		if (reserved)
 			s->nconns--;
 		pthread_mutex_lock(&s->lock);
+		peer_conn_put(s, &ip);
 		export_put(s, ex);
 		pthread_mutex_unlock(&s->lock);
 		reject(e->fid, e->info, KNET_REJ_BUSY, NULL);
@@ -554,7 +615,6 @@ static void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datale
 		fab_err("fi_accept", ret);
 		goto fail;
 	}
-	c->ip = ip;
 	c->next = sh->conns;
 	sh->conns = c;
 	sh->nconns++;
@@ -1920,12 +1980,18 @@ static void order_shards(struct srv *s, int stop)
 static void srv_status(struct srv *s)
 {
 	char gone[48] = "";
-	int i, nex = 0, away = 0;
+	int i, nex = 0, away = 0, npeers;
+	unsigned long long peer_refused, locks_refused;
 
 	pthread_mutex_lock(&s->lock);
 	for (i = 0; i < SRV_MAX_EXPORTS; i++)
 		nex += s->ex[i].used && !s->ex[i].removed;
+	npeers = s->npeers;
+	peer_refused = s->peer_refused;
 	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&s->locks.mu);
+	locks_refused = s->locks.refused;
+	pthread_mutex_unlock(&s->locks.mu);
 	for (i = 0; i < s->nshards; i++)
 		away += s->shards[i].retiring || s->shards[i].retired;
 	if (away)
@@ -1933,6 +1999,8 @@ static void srv_status(struct srv *s)
 	srv_log("status: %d connections, %d exports and volumes, %d progress threads%s, %u workers%s",
 		atomic_load(&s->nconns), nex, s->nshards, gone, s->nthreads,
 		s->stopping ? ", stopping" : "");
+	srv_log("status: %d hosts connected (at most %u connections each), %llu connections refused by a host's bound, %llu lock or session requests refused by a bound",
+		npeers, s->cfg.peer_conns, peer_refused, locks_refused);
 	atomic_fetch_add(&s->status_gen, 1);
 	for (i = 0; i < s->nshards; i++)
 		mail_wake(&s->shards[i]);

@@ -144,6 +144,7 @@ struct conn {
 	int			cm_done;	/* the CM reported its last event */
 	uint32_t		inline_max;
 	uint64_t		client_id;	/* file service: from SESSION, 0 before */
+	uint64_t		peer_key;	/* its host, keyed (locks_attach()) */
 	int			revoked;	/* SESSION said its locks were dropped; not seen yet */
 	struct cfg_addr		ip;		/* the client's (all zero: none), checked on reload */
 	/* Authentication (knet_proto.h): the secret, or none (len 0). */
@@ -262,6 +263,13 @@ struct srv {
 	struct shard		*shards;
 	struct workers		w;		/* the I/O workers, shared by the shards */
 	atomic_int		nconns;		/* all shards together */
+	/* Connections of each host (address), for cfg.peer_conns; under lock. */
+	struct srv_peer {
+		struct cfg_addr	ip;
+		int		n;
+	}			peers[SRV_MAX_CONNS];
+	int			npeers;
+	uint64_t		peer_refused;	/* connections a host's bound refused */
 	atomic_uint		allow_gen;	/* moves when a reload changes the allow list */
 	atomic_uint		status_gen;	/* moves at each SIGUSR1: shards report */
 	int			epfd, sigfd, eqfd, wakefd;	/* the main thread's */
