@@ -6,8 +6,10 @@
 # makes a mounted export read-only or squashed applies at once; a
 # re-pointed export's old handles are stale; fault injection needs -F; a
 # state directory or handle key others may change or read is refused;
-# nosuid on the client keeps a set-uid file from raising a user.
-# timeout: 300
+# nosuid on the client keeps a set-uid file from raising a user; safe
+# defaults (--insecure, root squash, all_squash); set-id bits dropped at a
+# user's write or truncate as on ext4; one host's connections bounded.
+# timeout: 400
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }
 # says WANT ARGS...: knet-fs ARGS answers a line starting with WANT ("ok",
@@ -195,3 +197,24 @@ for how in write truncate; do
 	expect_eq "the bits ext4 leaves after a user's $how" "$want" 777
 done
 umount /tmp/mnt
+stop_server
+
+step "one host holds at most peer_connections connections; the others stay free"
+printf 'peer_connections 2\n' > /tmp/peer.conf
+start_server -s $state -c /tmp/peer.conf -e data=$exp,no_root_squash
+mount_orfs nconnect=2 "$ORFS_ADDR:/data" /tmp/mnt
+expect_eq "a file through the mount" "$(cat /tmp/mnt/victim)" "root's"
+set +e
+fs -n data stat victim > /tmp/out 2>&1
+r=$?
+set -e
+expect_eq "exit code of a third connection from the host" "$r" 3
+expect_grep 'rejected: server out of connection resources' /tmp/out
+expect_grep 'has 2 connections, the most one host may have' "$ORFS_SERVER_LOG"
+kill -USR1 "$ORFS_SERVER_PID"
+wait_until 50 grep -q 'connections refused by a host' "$ORFS_SERVER_LOG" || fail "no status report"
+expect_grep 'status: 1 hosts connected \(at most 2 connections each\), 1 connections refused' "$ORFS_SERVER_LOG"
+umount /tmp/mnt
+# Once the server saw the mount's connections go, the host connects again.
+ok_now() { fs -n data stat victim > /tmp/out 2>&1 && grep -q '^ok' /tmp/out; }
+wait_until 100 ok_now || fail "the host still refused once its mount was gone: $(cat /tmp/out)"

@@ -1611,8 +1611,8 @@ static void test_locks_service(void)
 	struct locks lk;
 
 	locks_init(&lk, 60);
-	locks_attach(&lk, 1);
-	locks_attach(&lk, 2);
+	locks_attach(&lk, 1, 1);
+	locks_attach(&lk, 2, 1);
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "lockme", 0644, 0, &f), 0);
 	/* Malformed requests. */
 	CU_ASSERT_EQUAL(lock_op(&lk, 1, &f.fh, 0, 0, 0, 0, 9, &rep), EINVAL);

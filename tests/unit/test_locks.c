@@ -30,8 +30,8 @@ static void test_locks_conflicts(void)
 	struct lk_want h;
 
 	locks_init(&lk, 10);
-	locks_attach(&lk, A);
-	locks_attach(&lk, B);
+	locks_attach(&lk, A, 1);
+	locks_attach(&lk, B, 1);
 	/* Readers share; a writer waits for every other owner. */
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 99, R, 0, 100, NULL), 0);
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 50, 149, R, 0, 100, NULL), 0);
@@ -88,8 +88,8 @@ static void test_locks_lease_grace(void)
 	/* A server just started: 5 s in which only reclaims are taken. */
 	locks_init(&lk, 10);
 	locks_grace(&lk, 5, 100);
-	locks_attach(&lk, A);
-	locks_attach(&lk, B);
+	locks_attach(&lk, A, 1);
+	locks_attach(&lk, B, 1);
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 101, NULL), EBUSY);
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, ORFS_LOCK_TEST, 101, NULL), EBUSY);
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, W, ORFS_LOCK_RECLAIM, 101, NULL), 0);
@@ -106,8 +106,8 @@ static void test_locks_lease_grace(void)
 	CU_ASSERT_EQUAL(locks_count(&lk, A), 0);
 	/* A client that comes back within the lease keeps its locks. */
 	locks_detach(&lk, B, 130);
-	locks_attach(&lk, B);
-	locks_attach(&lk, A);
+	locks_attach(&lk, B, 1);
+	locks_attach(&lk, A, 1);
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, R, 0, 200, NULL), EAGAIN);
 	/* Bounded: a client's ranges. */
 	for (i = 0; i < LOCKS_CLIENT_MAX; i++)
@@ -127,16 +127,16 @@ static void test_locks_revoked(void)
 	uint64_t i;
 
 	locks_init(&lk, 10);
-	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
-	CU_ASSERT_EQUAL(locks_attach(&lk, B), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A, 1), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, B, 1), 0);
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, W, 0, 100, NULL), 0);
 	/* Away within its lease, or past it with nobody in the way: not told. */
 	locks_detach(&lk, A, 110);
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 115, NULL), EAGAIN);
-	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A, 1), 0);
 	locks_detach(&lk, A, 120);
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 20, 29, W, 0, 140, NULL), 0);
-	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A, 1), 0);
 	CU_ASSERT_EQUAL(locks_count(&lk, A), 1);
 	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 42), 0);
 	/* Past its lease, and in B's way: dropped, and told at every SESSION... */
@@ -144,9 +144,9 @@ static void test_locks_revoked(void)
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, 9, W, 0, 160, NULL), 0);
 	CU_ASSERT_EQUAL(locks_count(&lk, A), 0);
 	CU_ASSERT_EQUAL(lk.nrevoked, 1);
-	CU_ASSERT_EQUAL(locks_attach(&lk, A), 1);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A, 1), 1);
 	locks_detach(&lk, A, 161);
-	CU_ASSERT_EQUAL(locks_attach(&lk, A), 1);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A, 1), 1);
 	/* ...its writes to that file refused, not to others nor B's... */
 	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 42), 1);
 	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 43), 0);
@@ -163,13 +163,13 @@ static void test_locks_revoked(void)
 	CU_ASSERT_EQUAL(lk.nrevoked, 0);
 	CU_ASSERT_EQUAL(locks_write_refused(&lk, A, 1, 42), 0);
 	locks_detach(&lk, A, 163);
-	CU_ASSERT_EQUAL(locks_attach(&lk, A), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A, 1), 0);
 	locks_detach(&lk, A, 164);
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, END, U, 0, 165, NULL), 0);
 
 	/* Bounded: past LOCKS_REVOKED_MAX, the client gone longest is forgotten. */
 	for (i = 0; i <= LOCKS_REVOKED_MAX; i++) {
-		locks_attach(&lk, 1000 + i);
+		locks_attach(&lk, 1000 + i, 1000 + i);	/* a host each: a host's ids are bounded */
 		CU_ASSERT_EQUAL_FATAL(lk_do(&lk, 1000 + i, 1, i, i, R, 0, 200, NULL), 0);
 		locks_detach(&lk, 1000 + i, (time_t)(300 + i));
 	}
@@ -178,9 +178,52 @@ static void test_locks_revoked(void)
 		CU_ASSERT_EQUAL_FATAL(lk_do(&lk, B, 1, i, i, W, 0, 10000, NULL), 0);
 	CU_ASSERT_EQUAL(lk.nrevoked, LOCKS_REVOKED_MAX);
 	CU_ASSERT_EQUAL(locks_count(&lk, B), 1);
-	CU_ASSERT_EQUAL(locks_attach(&lk, 1000), 0);
-	CU_ASSERT_EQUAL(locks_attach(&lk, 1001), 1);
-	CU_ASSERT_EQUAL(locks_attach(&lk, 1000 + LOCKS_REVOKED_MAX), 1);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 1000, 1000), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 1001, 1001), 1);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 1000 + LOCKS_REVOKED_MAX, 1000 + LOCKS_REVOKED_MAX), 1);
+	locks_destroy(&lk);
+}
+
+/*
+ * A client id is bound to the host that opened it; one host holds a
+ * bounded number of ids and of ranges, so that rotating ids fills
+ * neither the table nor another host's share.
+ */
+static void test_locks_peers(void)
+{
+	struct locks lk;
+	uint64_t i;
+	int err = 0;
+
+	locks_init(&lk, 60);
+	locks_grace(&lk, 0, 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 7, 100), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 7, 200), -EPERM);	/* another host's id */
+	CU_ASSERT_EQUAL(locks_attach(&lk, 7, 100), 0);		/* its own host's, again */
+	locks_detach(&lk, 7, 1);
+	locks_detach(&lk, 7, 1);
+	/* Host 200 rotates ids: LOCKS_PEER_CLIENTS at once, then refused. */
+	for (i = 0; i < LOCKS_PEER_CLIENTS; i++)
+		CU_ASSERT_EQUAL_FATAL(locks_attach(&lk, 5000 + i, 200), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 5000 + LOCKS_PEER_CLIENTS, 200), -ENOLCK);
+	/* Its ranges stop at LOCKS_PEER_MAX, across its ids. */
+	for (i = 0; i < LOCKS_PEER_CLIENTS && !err; i++) {
+		uint64_t k;
+
+		for (k = 0; k < LOCKS_CLIENT_MAX / 2 && !err; k++)
+			err = lk_do(&lk, 5000 + i, 1, 2 * (i * LOCKS_CLIENT_MAX + k),
+				    2 * (i * LOCKS_CLIENT_MAX + k), W, 0, 2, NULL);
+	}
+	CU_ASSERT_EQUAL(err, ENOLCK);
+	CU_ASSERT(locks_count(&lk, 0) <= LOCKS_PEER_MAX);
+	CU_ASSERT(locks_count(&lk, 0) >= LOCKS_PEER_MAX - 2);
+	CU_ASSERT(lk.refused >= 2);
+	/* Host 100 still locks. */
+	CU_ASSERT_EQUAL(locks_attach(&lk, 8, 100), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, 8, 2, 1ULL << 62, (1ULL << 62) + 10, W, 0, 3, NULL), 0);
+	/* Host 200's ids that leave with no lock free their places. */
+	locks_detach(&lk, 5000 + LOCKS_PEER_CLIENTS - 1, 4);
+	CU_ASSERT_EQUAL(locks_attach(&lk, 9, 200), 0);
 	locks_destroy(&lk);
 }
 
@@ -191,8 +234,8 @@ static void test_locks_deadlock(void)
 	const time_t t = 100, fresh = LOCKS_WAIT_FRESH;
 
 	locks_init(&lk, 60);
-	locks_attach(&lk, A);
-	locks_attach(&lk, B);
+	locks_attach(&lk, A, 1);
+	locks_attach(&lk, B, 1);
 	/* A's owner 1 holds byte 0, B's owner 2 byte 1, B's owner 3 byte 2. */
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 0, W, 0, t, NULL), 0);
 	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 1, 1, W, 0, t, NULL), 0);
@@ -306,8 +349,8 @@ static void test_locks_hold(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = ts.tv_sec;
 	locks_init(&lk, 60);
-	locks_attach(&lk, A);
-	locks_attach(&lk, B);
+	locks_attach(&lk, A, 1);
+	locks_attach(&lk, B, 1);
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, W, 0, now, NULL), 0);
 	/* No request is held by default: EAGAIN at once. */
 	CU_ASSERT_EQUAL(held_start(&t, &hc, &lk, B, 1, 5, 5, 60000), 0);
@@ -377,7 +420,8 @@ int unit_add_locks_suite(void)
 	    !CU_add_test(s, "grace period, lease, bounds", test_locks_lease_grace) ||
 	    !CU_add_test(s, "a client whose locks were dropped is told", test_locks_revoked) ||
 	    !CU_add_test(s, "a chain of waiters closing on itself: EDEADLK", test_locks_deadlock) ||
-	    !CU_add_test(s, "a waiter's request held until the lock is free", test_locks_hold))
+	    !CU_add_test(s, "a waiter's request held until the lock is free", test_locks_hold) ||
+	    !CU_add_test(s, "ids bound to their host; a host's ids and ranges bounded", test_locks_peers))
 		return -1;
 	return 0;
 }
