@@ -11,7 +11,11 @@
  * reaches the volume; an accepted one stays inside it and inside the
  * segments it named; every reply fits its buffer. The same bytes go to the
  * file service, executed on a scratch export that holds a symlink to /:
- * a canary directory beside the export must never change.
+ * a canary directory beside the export must never change. Requests run
+ * on the export as it is and squashed (root squash), as whatever caller
+ * the bytes name: one by a caller other than unsquashed root never
+ * changes the owner, the mode or a trusted.* or security.* xattr of a
+ * file of root's that anybody may write.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "server/block.h"
 #include "server/dispatch.h"
@@ -40,7 +45,8 @@ static unsigned char *chunk;
 /* A scratch export for the file service, and a canary directory beside it. */
 static char fs_dir[] = "/tmp/orfs-fuzz-fsXXXXXX";
 static char canary[4096];
-static struct fsvc_export fx = { .root_fd = -1 };
+static struct fsvc_export fx = { .root_fd = -1 }, fx_sq = { .root_fd = -1 };
+static char rootfile[4200], expdir[4200];	/* root's, anybody may write them */
 static struct orfs_fh root_fh;
 static struct stat canary_st;
 static unsigned long runs;
@@ -61,8 +67,15 @@ static void reset_export(void)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/export' && mkdir -m 1777 '%s/export' && "
 		 "mkdir '%s/export/sub' && ln -s / '%s/export/root' && "
-		 "echo data > '%s/export/file'", fs_dir, fs_dir, fs_dir, fs_dir, fs_dir);
+		 "echo data > '%s/export/file' && echo root > '%s/export/rootfile'",
+		 fs_dir, fs_dir, fs_dir, fs_dir, fs_dir, fs_dir);
 	if (system(cmd))
+		abort();
+	snprintf(rootfile, sizeof(rootfile), "%s/export/rootfile", fs_dir);
+	snprintf(expdir, sizeof(expdir), "%s/export", fs_dir);
+	if (setxattr(expdir, "trusted.mark", "root", 4, 0))
+		abort();
+	if (chmod(rootfile, 0666) || setxattr(rootfile, "trusted.mark", "root", 4, 0))
 		abort();
 }
 
@@ -101,7 +114,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		static const uint8_t key[16] = "fuzzfuzzfuzzfuzz";
 
 		snprintf(exp, sizeof(exp), "%s/export", fs_dir);
-		if (fsvc_export_open(&fx, "data", exp, 0, 0, key, 1) ||
+		if (fsvc_export_open(&fx, "data", exp, 0, FSVC_SQUASH_NONE, key, 1) ||
+		    fsvc_export_open(&fx_sq, "data", exp, 0, FSVC_SQUASH_ROOT, key, 1) ||
 		    fsvc_make_fh(&fx, fx.root_fd, "", &root_fh))
 			abort();
 	}
@@ -109,16 +123,63 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* What a caller other than root may not change of root's file: owner, mode, privileged xattrs. */
+static const char *const guarded_names[] = { "trusted.mark", "trusted.evil", "security.capability",
+					     "security.evil" };
+#define NGUARDED	(sizeof(guarded_names) / sizeof(guarded_names[0]))
+
+struct guarded {
+	struct stat	st;
+	ssize_t		len[NGUARDED];		/* a value's length, or -errno */
+	char		val[NGUARDED][64];
+};
+
+static void guard_read(const char *path, struct guarded *g)
+{
+	size_t i;
+
+	memset(g, 0, sizeof(*g));
+	if (lstat(path, &g->st))
+		g->st.st_ino = 0;	/* root removed it, or renamed another over it */
+	for (i = 0; i < NGUARDED; i++) {
+		g->len[i] = getxattr(path, guarded_names[i], g->val[i], sizeof(g->val[i]));
+		if (g->len[i] < 0)
+			g->len[i] = -errno;
+	}
+}
+
+static void guard_check(const char *path, const struct guarded *before)
+{
+	struct guarded after;
+	size_t i;
+
+	guard_read(path, &after);
+	if (!before->st.st_ino || before->st.st_ino != after.st.st_ino)
+		return;		/* not the same file: root's doing, before */
+	/* Set-id bits may go (a write drops them), nothing else may change. */
+	if (after.st.st_uid != before->st.st_uid || after.st.st_gid != before->st.st_gid ||
+	    ((after.st.st_mode ^ before->st.st_mode) & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) ||
+	    (after.st.st_mode & ~before->st.st_mode))
+		abort();	/* a caller changed root's owner or mode */
+	for (i = 0; i < NGUARDED; i++)
+		if (after.len[i] != before->len[i] ||
+		    (after.len[i] > 0 && memcmp(after.val[i], before->val[i], (size_t)after.len[i])))
+			abort();	/* a privileged xattr changed, came or went */
+}
+
 /* The file service on the scratch export; the canary must never change. */
 static void fuzz_file(const uint8_t *msg, uint32_t size)
 {
 	static uint8_t out[4352];
+	struct guarded before, before_dir;
 	struct fsvc_req rq;
 	struct stat st;
 	int err, dfd = -1;
 	uint32_t n;
+	/* The same bytes on the export as it is, or squashed, by a bit of their own. */
+	const struct fsvc_export *x = size > 40 && (msg[40] & 1) ? &fx_sq : &fx;
 
-	err = fsvc_decode(&fx, msg, size, 4096, &rq);
+	err = fsvc_decode(x, msg, size, 4096, &rq);
 	if (trace && err)
 		fprintf(stderr, "fuzz: file decode: %s\n", strerror(err));
 	if (err)
@@ -130,11 +191,17 @@ static void fuzz_file(const uint8_t *msg, uint32_t size)
 	}
 	if ((rq.op == ORFS_OP_READ || rq.op == ORFS_OP_WRITE) && rq.nsegs)
 		return;		/* segment data is the engine's, tested above */
-	err = fsvc_execute(&fx, &rq, &dfd, out, sizeof(out), &n);
+	guard_read(rootfile, &before);
+	guard_read(expdir, &before_dir);
+	err = fsvc_execute(x, &rq, &dfd, out, sizeof(out), &n);
 	if (dfd >= 0)
 		close(dfd);
 	if (fsvc_cred_reset())
 		abort();	/* the checks below are root's */
+	if (rq.eff.uid) {
+		guard_check(rootfile, &before);
+		guard_check(expdir, &before_dir);
+	}
 	if (trace)
 		fprintf(stderr, "fuzz: file op %u: %s\n", rq.op, strerror(err));
 	if (n > sizeof(out))
@@ -142,7 +209,7 @@ static void fuzz_file(const uint8_t *msg, uint32_t size)
 	if (stat(canary, &st) || st.st_mtim.tv_nsec != canary_st.st_mtim.tv_nsec ||
 	    st.st_mtim.tv_sec != canary_st.st_mtim.tv_sec || st.st_nlink != canary_st.st_nlink)
 		abort();	/* something outside the export changed */
-	if (++runs % 2000 == 0)
+	if (++runs % 2000 == 0 || !before.st.st_ino)
 		reset_export();
 }
 

@@ -103,6 +103,26 @@ int main(int argc, char **argv)
 	e |= put(argv[1], "f-readdir", b, fmsg(b, ORFS_OP_READDIR, sizeof(struct orfs_readdir_req), NULL, NULL));
 	e |= put(argv[1], "f-getattr", b, fmsg(b, ORFS_OP_GETATTR, sizeof(struct orfs_fhop_req), NULL, NULL));
 	e |= put(argv[1], "f-setxattr", b, fmsg(b, ORFS_OP_SETXATTR, sizeof(struct orfs_fhop_req), "user.a", NULL));
+	/* A user's, after the privileged xattrs and mode of root's export directory. */
+	{
+		size_t n = fmsg(b, ORFS_OP_SETXATTR, sizeof(struct orfs_fhop_req), "trusted.evil", NULL);
+		struct knet_hdr h;
+		struct orfs_req r;
+
+		/* The value after the name; the body grows by it. */
+		n += proto_put_blob(b + n, "x", 1);
+		memcpy(&h, b, sizeof(h));
+		h.body_len = htole32((uint32_t)(n - sizeof(h)));
+		memcpy(b, &h, sizeof(h));
+		memcpy(&r, b + sizeof(struct knet_hdr), sizeof(r));
+		r.cred.uid = htole32(1000);
+		r.cred.gid = htole32(1000);
+		memcpy(b + sizeof(struct knet_hdr), &r, sizeof(r));
+		e |= put(argv[1], "f-setxattr-user", b, n);
+		n = fmsg(b, ORFS_OP_SETATTR, sizeof(struct orfs_setattr_req), NULL, NULL);
+		memcpy(b + sizeof(struct knet_hdr), &r, sizeof(r));
+		e |= put(argv[1], "f-setattr-user", b, n);
+	}
 	e |= put(argv[1], "f-fallocate", b, fmsg(b, ORFS_OP_FALLOCATE, sizeof(struct orfs_fallocate_req), NULL, NULL));
 	e |= put(argv[1], "f-seek", b, fmsg(b, ORFS_OP_SEEK, sizeof(struct orfs_seek_req), NULL, NULL));
 	e |= put(argv[1], "f-copy", b, fmsg(b, ORFS_OP_COPY, sizeof(struct orfs_copy_req), NULL, NULL));
