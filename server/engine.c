@@ -980,8 +980,8 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 	fr->client_id = c->client_id;
 	fr->revoked = c->revoked;
 	if (c->client_id && fsvc_op_nonidempotent(fr->op)) {
-		switch (replay_begin(&c->s->replay, c->client_id, fr->xid, time(NULL), &r->replay,
-				     &r->f.status, r->fbody, &r->fbody_len)) {
+		switch (replay_begin(&c->s->replay, c->client_id, c->peer_key, fr->xid, time(NULL),
+				     &r->replay, &r->f.status, r->fbody, &r->fbody_len)) {
 		case REPLAY_RUNNING:
 			/* A retransmission: the first one's answer, not a second run. */
 			r->f.status = EINPROGRESS;

@@ -30,8 +30,29 @@ static void unhash(struct replay *rp, struct replay_entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-static struct replay_entry *get_locked(struct replay *rp, uint64_t client, uint64_t xid,
-				       time_t now, int *fresh)
+/*
+ * HOST's oldest answered entry, if it holds its share already, else NULL.
+ * A walk of the ring from its oldest slot: a few microseconds, against
+ * the system calls of the operation it records.
+ */
+static struct replay_entry *host_full(struct replay *rp, uint64_t host)
+{
+	struct replay_entry *own = NULL, *e;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < REPLAY_ENTRIES; i++) {
+		e = &rp->e[(rp->next + i) % REPLAY_ENTRIES];
+		if (!e->client_id || e->host != host)
+			continue;
+		n++;
+		if (!own && e->done)
+			own = e;
+	}
+	return n >= REPLAY_HOST_SHARE ? own : NULL;
+}
+
+static struct replay_entry *get_locked(struct replay *rp, uint64_t client, uint64_t host,
+				       uint64_t xid, time_t now, int *fresh)
 {
 	uint32_t b = bucket(client, xid);
 	struct replay_entry *e;
@@ -43,6 +64,13 @@ static struct replay_entry *get_locked(struct replay *rp, uint64_t client, uint6
 			rp->hits++;
 			return e;
 		}
+	}
+	/* A host at its share reuses its own oldest answer, not another's. */
+	e = host_full(rp, host);
+	if (e) {
+		rp->host_reuses++;
+		unhash(rp, e);
+		goto fill;
 	}
 	/* Reuse the oldest slot; a running one is skipped, never stolen. */
 	e = &rp->e[rp->next];
@@ -59,7 +87,9 @@ static struct replay_entry *get_locked(struct replay *rp, uint64_t client, uint6
 	rp->next = (rp->next + 1) % REPLAY_ENTRIES;
 	if (e->client_id)
 		unhash(rp, e);
+fill:
 	e->client_id = client;
+	e->host = host;
 	e->xid = xid;
 	e->when = now;
 	e->hnext = rp->hash[b];
@@ -68,19 +98,19 @@ static struct replay_entry *get_locked(struct replay *rp, uint64_t client, uint6
 	return e;
 }
 
-struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
-				int *fresh)
+struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t host, uint64_t xid,
+				time_t now, int *fresh)
 {
 	struct replay_entry *e;
 
 	pthread_mutex_lock(&rp->lock);
-	e = get_locked(rp, client, xid, now, fresh);
+	e = get_locked(rp, client, host, xid, now, fresh);
 	pthread_mutex_unlock(&rp->lock);
 	return e;
 }
 
-enum replay_state replay_begin(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
-				struct replay_entry **ep, uint32_t *status, void *body,
+enum replay_state replay_begin(struct replay *rp, uint64_t client, uint64_t host, uint64_t xid,
+				time_t now, struct replay_entry **ep, uint32_t *status, void *body,
 				uint32_t *len)
 {
 	enum replay_state st = REPLAY_NEW;
@@ -88,7 +118,7 @@ enum replay_state replay_begin(struct replay *rp, uint64_t client, uint64_t xid,
 	int fresh;
 
 	pthread_mutex_lock(&rp->lock);
-	e = get_locked(rp, client, xid, now, &fresh);
+	e = get_locked(rp, client, host, xid, now, &fresh);
 	if (!e) {
 		st = REPLAY_UNCACHED;
 	} else if (!fresh && !e->done) {

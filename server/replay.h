@@ -15,9 +15,11 @@
 #define REPLAY_ENTRIES	4096
 #define REPLAY_BODY_MAX	256
 #define REPLAY_SECONDS	600
+#define REPLAY_HOST_SHARE	(REPLAY_ENTRIES / 8)	/* one host's entries, past which it reuses its own */
 
 struct replay_entry {
 	uint64_t	client_id;
+	uint64_t	host;		/* whose connection asked (a key of its address) */
 	uint64_t	xid;
 	int		done;		/* 0 while the operation runs */
 	uint32_t	status;
@@ -34,16 +36,20 @@ struct replay {
 	struct replay_entry	*hash[REPLAY_ENTRIES];
 	uint32_t		next;	/* the oldest slot, reused next */
 	uint64_t		hits;
+	uint64_t		host_reuses;	/* a host at its share reused its own entry */
 };
 
 void replay_init(struct replay *rp);
 
 /*
  * The entry for (CLIENT, XID): found (returns it, done or running), or a
- * new running entry (returns it with *FRESH set). NOW is the time.
+ * new running entry (returns it with *FRESH set) of HOST, the host the
+ * request came from. NOW is the time. A host that holds
+ * REPLAY_HOST_SHARE entries already reuses its own oldest answered one,
+ * so that no host evicts the others' answers.
  */
-struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
-				int *fresh);
+struct replay_entry *replay_get(struct replay *rp, uint64_t client, uint64_t host, uint64_t xid,
+				time_t now, int *fresh);
 
 enum replay_state {
 	REPLAY_NEW,		/* first seen: run it, then replay_done() the entry */
@@ -58,8 +64,8 @@ enum replay_state {
  * NULL; for REPLAY_DONE, *STATUS, *LEN and BODY (REPLAY_BODY_MAX bytes of
  * room) hold the answer.
  */
-enum replay_state replay_begin(struct replay *rp, uint64_t client, uint64_t xid, time_t now,
-				struct replay_entry **ep, uint32_t *status, void *body,
+enum replay_state replay_begin(struct replay *rp, uint64_t client, uint64_t host, uint64_t xid,
+				time_t now, struct replay_entry **ep, uint32_t *status, void *body,
 				uint32_t *len);
 
 /* Record the answer; a body larger than REPLAY_BODY_MAX drops the entry. */
