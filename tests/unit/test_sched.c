@@ -171,43 +171,76 @@ static void test_replay(void)
 	int fresh, i;
 
 	replay_init(&rp);
-	e = replay_get(&rp, 1, 100, 1000, &fresh);
+	e = replay_get(&rp, 1, 1, 100, 1000, &fresh);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
 	CU_ASSERT_TRUE(fresh);
 	/* A retransmission while it runs finds it running. */
-	f = replay_get(&rp, 1, 100, 1001, &fresh);
+	f = replay_get(&rp, 1, 1, 100, 1001, &fresh);
 	CU_ASSERT_PTR_EQUAL(f, e);
 	CU_ASSERT_FALSE(fresh);
 	CU_ASSERT_FALSE(f->done);
 	replay_done(&rp, e, 0, "answer", 6);
-	f = replay_get(&rp, 1, 100, 1002, &fresh);
+	f = replay_get(&rp, 1, 1, 100, 1002, &fresh);
 	CU_ASSERT_PTR_EQUAL(f, e);
 	CU_ASSERT_TRUE(f->done);
 	CU_ASSERT_EQUAL(f->body_len, 6);
 	CU_ASSERT_EQUAL(memcmp(f->body, "answer", 6), 0);
 	/* Another client, the same xid: its own entry. */
-	f = replay_get(&rp, 2, 100, 1002, &fresh);
+	f = replay_get(&rp, 2, 2, 100, 1002, &fresh);
 	CU_ASSERT_TRUE(fresh);
 	CU_ASSERT_PTR_NOT_EQUAL(f, e);
 	replay_done(&rp, f, 17, NULL, 0);
 	/* Too old: a new entry. */
-	f = replay_get(&rp, 1, 100, 1002 + REPLAY_SECONDS + 1, &fresh);
+	f = replay_get(&rp, 1, 1, 100, 1002 + REPLAY_SECONDS + 1, &fresh);
 	CU_ASSERT_TRUE(fresh);
 	replay_done(&rp, f, 0, NULL, 0);
 	/* An answer too large to keep is forgotten, not truncated. */
-	e = replay_get(&rp, 3, 1, 2000, &fresh);
+	e = replay_get(&rp, 3, 3, 1, 2000, &fresh);
 	replay_done(&rp, e, 0, big, sizeof(big));
-	e = replay_get(&rp, 3, 1, 2000, &fresh);
+	e = replay_get(&rp, 3, 3, 1, 2000, &fresh);
 	CU_ASSERT_TRUE(fresh);
 	replay_done(&rp, e, 0, NULL, 0);
 	/* Bounded: after REPLAY_ENTRIES more, the first is gone. */
 	for (i = 0; i < REPLAY_ENTRIES; i++) {
-		e = replay_get(&rp, 9, (uint64_t)i + 1000, 3000, &fresh);
+		e = replay_get(&rp, 9, 9, (uint64_t)i + 1000, 3000, &fresh);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(e);
 		replay_done(&rp, e, 0, NULL, 0);
 	}
-	replay_get(&rp, 2, 100, 3000, &fresh);
+	replay_get(&rp, 2, 2, 100, 3000, &fresh);
 	CU_ASSERT_TRUE(fresh);
+}
+
+/*
+ * A host that sends one non-idempotent request after another (rotating
+ * its client ids, too) reuses its own answers past its share: another
+ * host's answers stay, to be replayed when it retransmits.
+ */
+static void test_replay_hosts(void)
+{
+	static struct replay rp;
+	struct replay_entry *e;
+	uint64_t i, mine = 0;
+	int fresh;
+
+	replay_init(&rp);
+	for (i = 0; i < 10; i++) {
+		e = replay_get(&rp, 7, 700, i, 1000, &fresh);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+		replay_done(&rp, e, 0, NULL, 0);
+	}
+	for (i = 0; i < 4 * REPLAY_ENTRIES; i++) {
+		e = replay_get(&rp, 100 + i, 900, i, 1001, &fresh);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+		replay_done(&rp, e, 0, NULL, 0);
+	}
+	for (i = 0; i < 10; i++) {
+		replay_get(&rp, 7, 700, i, 1002, &fresh);
+		CU_ASSERT_FALSE(fresh);		/* still answered from the cache */
+	}
+	for (i = 0; i < REPLAY_ENTRIES; i++)
+		mine += rp.e[i].client_id && rp.e[i].host == 900;
+	CU_ASSERT_EQUAL(mine, REPLAY_HOST_SHARE);
+	CU_ASSERT(rp.host_reuses >= 4 * REPLAY_ENTRIES - REPLAY_HOST_SHARE);
 }
 
 /* replay_begin(): the engine's one-step look, as several threads use it. */
@@ -220,13 +253,13 @@ static void test_replay_begin(void)
 	int i;
 
 	replay_init(&rp);
-	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 7, 100, &e, &status, body, &len), REPLAY_NEW);
+	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 5, 7, 100, &e, &status, body, &len), REPLAY_NEW);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
 	CU_ASSERT_EQUAL(status, 99);	/* untouched */
-	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 7, 101, &f, &status, body, &len), REPLAY_RUNNING);
+	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 5, 7, 101, &f, &status, body, &len), REPLAY_RUNNING);
 	CU_ASSERT_PTR_NULL(f);
 	replay_done(&rp, e, 13, "abc", 3);
-	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 7, 102, &f, &status, body, &len), REPLAY_DONE);
+	CU_ASSERT_EQUAL(replay_begin(&rp, 5, 5, 7, 102, &f, &status, body, &len), REPLAY_DONE);
 	CU_ASSERT_PTR_NULL(f);
 	CU_ASSERT_EQUAL(status, 13);
 	CU_ASSERT_EQUAL(len, 3);
@@ -234,9 +267,9 @@ static void test_replay_begin(void)
 	/* Every entry running: the operation runs without a record. */
 	replay_init(&rp);
 	for (i = 0; i < REPLAY_ENTRIES; i++)
-		CU_ASSERT_EQUAL(replay_begin(&rp, 6, (uint64_t)i, 200, &e, &status, body, &len),
+		CU_ASSERT_EQUAL(replay_begin(&rp, 6, 6, (uint64_t)i, 200, &e, &status, body, &len),
 				REPLAY_NEW);
-	CU_ASSERT_EQUAL(replay_begin(&rp, 6, REPLAY_ENTRIES, 200, &e, &status, body, &len),
+	CU_ASSERT_EQUAL(replay_begin(&rp, 6, 6, REPLAY_ENTRIES, 200, &e, &status, body, &len),
 			REPLAY_UNCACHED);
 	CU_ASSERT_PTR_NULL(e);
 }
@@ -246,7 +279,8 @@ int unit_add_replay_suite(void)
 	CU_pSuite s = CU_add_suite("replay cache", NULL, NULL);
 
 	if (!s || !CU_add_test(s, "answers kept per client and xid, bounded, aged", test_replay) ||
-	    !CU_add_test(s, "one-step lookup: new, running, answered, uncached", test_replay_begin))
+	    !CU_add_test(s, "one-step lookup: new, running, answered, uncached", test_replay_begin) ||
+	    !CU_add_test(s, "a host past its share reuses its own answers", test_replay_hosts))
 		return -1;
 	return 0;
 }
