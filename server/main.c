@@ -1639,7 +1639,8 @@ static int same_export(const struct cfg_export *a, const struct cfg_export *b)
 }
 
 /*
- * SIGHUP: read the configuration file again (the command line's exports and
+ * Under s->lock (the main loop takes it): SIGHUP, read the configuration
+ * file again (the command line's exports and
  * allows stay). Exports and volumes that are gone or changed take no new
  * connection, their connections close at once, and they are released with
  * the last one; new ones open; the allow list is replaced. A file that
@@ -1734,7 +1735,6 @@ static void srv_reload(struct srv *s)
 		if (!export_add(s, &n->ex[i]))
 			added++;
 	}
-	pthread_mutex_lock(&s->lock);
 	if (n->nallow != s->cfg.nallow ||
 	    memcmp(n->allow, s->cfg.allow, sizeof(n->allow[0]) * (size_t)n->nallow)) {
 		memcpy(s->cfg.allow, n->allow, sizeof(n->allow));
@@ -1745,7 +1745,6 @@ static void srv_reload(struct srv *s)
 	memcpy(s->cfg.secret, n->secret, sizeof(n->secret));
 	memcpy(s->cfg.secret_path, n->secret_path, sizeof(n->secret_path));
 	s->cfg.nsecret = n->nsecret;
-	pthread_mutex_unlock(&s->lock);
 	explicit_bzero(n->secret, sizeof(n->secret));
 	if (allow_changed) {
 		/* Each shard checks its connections against the lists. */
@@ -2367,6 +2366,10 @@ static int check_config(struct srv *s)
 	int i, nfile = 0, nblock = 0, bad = 0, ret;
 	char where[CFG_MAX_LISTEN * 96], devs[CFG_MAX_LISTEN * 64];
 
+	if (!s->cfg.nallow && !s->insecure) {
+		srv_log("no allow list, and no --insecure: a start would refuse to serve every host");
+		bad++;
+	}
 	for (i = 0; i < s->cfg.nlisten; i++) {
 		/*
 		 * Any address: the devices. libfabric takes the IPv6 one
@@ -2599,13 +2602,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "orfs-server: the pool must hold at least one chunk per progress thread\n");
 		goto fail_usage;
 	}
-	/* Open to any host only when asked to be, in so many words. */
-	if (!s.cfg.nallow && !s.insecure) {
+	/* Open to any host only when asked to be, in so many words (-n counts it a problem). */
+	if (!s.cfg.nallow && !s.insecure && !check) {
 		fprintf(stderr, "orfs-server: no allow list: any host that reaches the server could connect, "
 			"as any user; give allow lines (with secret= to authenticate them), or --insecure "
 			"to serve every host\n");
 		srv_close(&s);
-		return check ? 1 : 2;
+		return 2;
 	}
 	if (check) {
 		ret = check_config(&s) ? 1 : 0;
