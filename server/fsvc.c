@@ -910,8 +910,26 @@ static int do_setattr(const struct orfs_setattr_req *sa, int fd)
 	    fchownat(fd, "", (valid & ORFS_SET_UID) ? le32toh(sa->uid) : (uid_t)-1,
 		     (valid & ORFS_SET_GID) ? le32toh(sa->gid) : (gid_t)-1, AT_EMPTY_PATH))
 		return errno;
-	if ((valid & ORFS_SET_SIZE) && truncate(path, (off_t)le64toh(sa->size)))
+	if ((valid & ORFS_SET_SIZE) && fd_type(fd) == S_IFREG) {
+		int wfd, err;
+
+		/*
+		 * As ftruncate(2) of a descriptor open for writing, which is what
+		 * the client's truncate, ftruncate and O_TRUNC are: write
+		 * permission decides, and the modification time moves with it,
+		 * without the ownership that setting a time on its own needs.
+		 */
+		err = reopen(fd, O_WRONLY, &wfd);
+		if (err)
+			return err;
+		err = ftruncate(wfd, (off_t)le64toh(sa->size)) ? errno : 0;
+		close(wfd);
+		if (err)
+			return err;
+		valid &= ~(uint32_t)ORFS_SET_MTIME_NOW;
+	} else if ((valid & ORFS_SET_SIZE) && truncate(path, (off_t)le64toh(sa->size))) {
 		return errno;
+	}
 	if (valid & (ORFS_SET_ATIME | ORFS_SET_MTIME | ORFS_SET_ATIME_NOW | ORFS_SET_MTIME_NOW)) {
 		struct timespec ts[2];
 

@@ -1542,6 +1542,31 @@ static void test_write_kills_setid(void)
 	CU_ASSERT_EQUAL(stat(p, &st), 0);
 	CU_ASSERT_EQUAL(st.st_mode & 07777, 0777);
 	/*
+	 * A user's ftruncate (size and "modification time now", as the client
+	 * sends it): allowed by write permission alone, bits dropped, size set.
+	 */
+	{
+		struct orfs_setattr_req sa;
+		struct rb b;
+
+		CU_ASSERT_EQUAL(chmod(p, 06777), 0);
+		memset(&sa, 0, sizeof(sa));
+		sa.fh = e.fh;
+		sa.valid = htole32(ORFS_SET_SIZE | ORFS_SET_MTIME_NOW);
+		sa.size = htole64(1);
+		rb_start(&b, ORFS_OP_SETATTR, 1000, 1000);
+		rb_put(&b, &sa, sizeof(sa));
+		CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), 0);
+		CU_ASSERT_EQUAL(stat(p, &st), 0);
+		CU_ASSERT_EQUAL(st.st_mode & 07777, 0777);
+		CU_ASSERT_EQUAL(st.st_size, 1);
+		/* An explicit time stays the owner's. */
+		sa.valid = htole32(ORFS_SET_MTIME);
+		rb_start(&b, ORFS_OP_SETATTR, 1000, 1000);
+		rb_put(&b, &sa, sizeof(sa));
+		CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), EPERM);
+	}
+	/*
 	 * The write done on a thread that holds CAP_FSETID (a progress thread,
 	 * root): the kernel keeps the bits, the server drops them for the caller.
 	 */
