@@ -161,7 +161,7 @@ expect_grep "configuration checked: listen $ORFS_ADDR port 20077 on $ORFS_RDMA_D
 # A file export whose state directory does not exist yet: the check makes nothing.
 mkdir -p /tmp/ck-exp
 set +e
-"$ORFS_BIN/orfs-server" -n -a "$ORFS_ADDR" -s /tmp/ck-state -e ck=/tmp/ck-exp,no_root_squash > /tmp/check.out 2>&1; rc=$?
+"$ORFS_BIN/orfs-server" --insecure -n -a "$ORFS_ADDR" -s /tmp/ck-state -e ck=/tmp/ck-exp,no_root_squash > /tmp/check.out 2>&1; rc=$?
 set -e
 cat /tmp/check.out
 expect_eq "exit code of a check with a new state directory" "$rc" 0
@@ -184,7 +184,8 @@ expect_grep "listen 192.0.2.1: no RDMA device has that address" /tmp/check.out
 expect_grep "state directory /tmp/v1/state: .*a start could not make its file handle key" /tmp/check.out
 expect_grep "export gone: /tmp/no-such-dir is not a directory" /tmp/check.out
 expect_grep "volume /tmp/no-such-file: No such file or directory" /tmp/check.out
-expect_grep "configuration checked: 4 problems" /tmp/check.out
+expect_grep "no allow list, and no --insecure" /tmp/check.out
+expect_grep "configuration checked: 5 problems" /tmp/check.out
 set +e
 "$ORFS_BIN/orfs-server" -n -c /nonexistent.conf > /tmp/check.out 2>&1; rc=$?
 set -e
