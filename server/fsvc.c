@@ -234,12 +234,10 @@ static void cred_wanted(const struct fsvc_export *fx, const struct fsvc_req *rq,
 	cred_norm(c, uid, gid, rq->ngroups, groups);
 }
 
-static int cred_enter(const struct fsvc_export *fx, const struct fsvc_req *rq)
+/* Enter RQ's credentials, squash applied (fsvc_decode() worked them out). */
+static int cred_enter(const struct fsvc_req *rq)
 {
-	struct fsvc_cred c;
-
-	cred_wanted(fx, rq, &c);
-	return cred_set(c.uid, c.gid, c.ngroups, c.groups);
+	return cred_set(rq->eff.uid, rq->eff.gid, rq->eff.ngroups, rq->eff.groups);
 }
 
 int fsvc_cred_reset(void)
@@ -299,8 +297,7 @@ int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq)
 		return 0;
 	if (rq->op == ORFS_OP_GETATTR || rq->op == ORFS_OP_STATFS)
 		return 1;	/* no caller's credentials (fsvc_execute()) */
-	cred_wanted(fx, rq, &c);
-	return cred_same(&cs->c, &c);
+	return cred_same(&cs->c, &rq->eff);
 }
 
 /* ---- handles ---------------------------------------------------------- */
@@ -1104,7 +1101,7 @@ out:
 }
 
 /*
- * May RQ on FX touch the xattr NAME? The user namespace and POSIX ACLs to
+ * May RQ touch the xattr NAME? The user namespace and POSIX ACLs to
  * anyone the kernel allows (it checks the caller's rights on the file);
  * trusted.* to unsquashed root only, and changes to security.* (file
  * capabilities, LSM labels) too, though anyone may read them, as on a
@@ -1113,17 +1110,14 @@ out:
  * for any other caller: this says so before any system call, and holds
  * should a thread ever run with more.
  */
-static int xattr_allowed(const struct fsvc_export *fx, const struct fsvc_req *rq,
-			 const char *name)
+static int xattr_allowed(const struct fsvc_req *rq, const char *name)
 {
-	struct fsvc_cred c;
-	int root, write = rq->op == ORFS_OP_SETXATTR || rq->op == ORFS_OP_REMOVEXATTR;
+	int root = rq->eff.uid == 0;
+	int write = rq->op == ORFS_OP_SETXATTR || rq->op == ORFS_OP_REMOVEXATTR;
 
 	if (!strncmp(name, "user.", 5) || !strcmp(name, "system.posix_acl_access") ||
 	    !strcmp(name, "system.posix_acl_default"))
 		return 0;
-	cred_wanted(fx, rq, &c);
-	root = c.uid == 0;
 	if (!strncmp(name, "trusted.", 8))
 		return root ? 0 : EPERM;
 	if (!strncmp(name, "security.", 9))
@@ -1131,8 +1125,7 @@ static int xattr_allowed(const struct fsvc_export *fx, const struct fsvc_req *rq
 	return EOPNOTSUPP;
 }
 
-static int do_xattr(const struct fsvc_export *fx, const struct fsvc_req *rq, int fd,
-		    struct out *o)
+static int do_xattr(const struct fsvc_req *rq, int fd, struct out *o)
 {
 	char path[32], name[ORFS_XATTR_NAME_MAX + 1] = "";
 	struct orfs_xattr_rep rep = { 0, 0 };
@@ -1147,7 +1140,7 @@ static int do_xattr(const struct fsvc_export *fx, const struct fsvc_req *rq, int
 	if (rq->name) {
 		memcpy(name, rq->name, rq->name_len);
 		name[rq->name_len] = '\0';
-		err = xattr_allowed(fx, rq, name);
+		err = xattr_allowed(rq, name);
 		if (err)
 			return err;
 	}
@@ -1324,7 +1317,7 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		close(pfd);
 		return err;
 	}
-	err = cred_enter(fx, rq);
+	err = cred_enter(rq);
 	if (!err)
 		err = reopen(pfd, fsvc_io_flags(rq), fd);
 	close(pfd);
@@ -1453,7 +1446,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	}
 	/* Attributes are not protected beyond lookup. */
 	if (rq->op != ORFS_OP_GETATTR && rq->op != ORFS_OP_STATFS) {
-		err = cred_enter(fx, rq);
+		err = cred_enter(rq);
 		if (err)
 			goto done;
 	}
@@ -1622,7 +1615,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	case ORFS_OP_SETXATTR:
 	case ORFS_OP_LISTXATTR:
 	case ORFS_OP_REMOVEXATTR:
-		err = do_xattr(fx, rq, fd, &o);
+		err = do_xattr(rq, fd, &o);
 		break;
 	case ORFS_OP_LOCK:
 		err = do_lock(rq, fd, &o);
