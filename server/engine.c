@@ -1055,6 +1055,7 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 {
 	struct req *r = &c->req[slot];
 	char *msg = conn_rx_buf(c, slot);
+	enum dispatch_verdict verdict;
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -1065,18 +1066,16 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 	c->active++;
 	c->sh->active++;
 
-	switch (dispatch_frame(msg, len, &r->f, &c->st)) {
-	case DISPATCH_DROP:
+	verdict = dispatch_frame(msg, len, &r->f, &c->st);
+	if (verdict == DISPATCH_DROP) {
 		/* Closing finishes R, as it finishes every request not in flight. */
 		conn_close(c, "unreadable message, dropping the connection");
 		return;
-	case DISPATCH_AUTH:
+	}
+	if (verdict == DISPATCH_AUTH) {
 		auth_step(r, msg);
 		reply(r);
 		return;
-	case DISPATCH_REPLY:
-	case DISPATCH_SERVICE:
-		break;
 	}
 	/* Nothing but the authentication before it succeeded. */
 	if (!c->authed) {
@@ -1084,7 +1083,7 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 						   "a request before the authentication");
 		return;
 	}
-	if (r->f.status || r->f.opcode < KNET_OP_SERVICE_BASE) {
+	if (verdict == DISPATCH_REPLY) {
 		reply(r);
 		return;
 	}
