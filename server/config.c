@@ -401,7 +401,6 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 					return fail(err, errlen, "more than %d secrets", CFG_MAX_ALLOW);
 				if (auth_load_secret(w[i] + 7, &c->secret[c->nsecret], err, errlen))
 					return -1;
-				strcpy(c->secret_path[c->nsecret], w[i] + 7);
 				secret = ++c->nsecret;
 				continue;
 			}

@@ -42,7 +42,7 @@ struct cfg_net {
 	int		secret;		/* server allow list: 1 + index in secret[], or 0 */
 };
 
-#define CFG_SECRET_PATH	256
+#define CFG_SECRET_PATH	256	/* a secret file's path, at most (NUL included) */
 
 struct cfg_export {
 	char		name[KNET_NAME_MAX + 1];
@@ -83,7 +83,6 @@ struct config {
 	int			nallow;		/* 0: every client may connect */
 	/* The secrets of allow lines (secret=FILE), read when the line is. */
 	struct auth_secret	secret[CFG_MAX_ALLOW];
-	char			secret_path[CFG_MAX_ALLOW][CFG_SECRET_PATH];
 	int			nsecret;
 };
 

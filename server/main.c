@@ -1682,7 +1682,6 @@ static void srv_reload(struct srv *s)
 			if (n->nsecret == CFG_MAX_ALLOW)
 				break;
 			n->secret[n->nsecret] = s->cmdline.secret[net.secret - 1];
-			strcpy(n->secret_path[n->nsecret], s->cmdline.secret_path[net.secret - 1]);
 			net.secret = ++n->nsecret;
 		}
 		n->allow[n->nallow++] = net;
@@ -1743,7 +1742,6 @@ static void srv_reload(struct srv *s)
 	}
 	/* Secrets read again: a changed one holds for the next connections. */
 	memcpy(s->cfg.secret, n->secret, sizeof(n->secret));
-	memcpy(s->cfg.secret_path, n->secret_path, sizeof(n->secret_path));
 	s->cfg.nsecret = n->nsecret;
 	explicit_bzero(n->secret, sizeof(n->secret));
 	if (allow_changed) {
