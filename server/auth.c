@@ -56,10 +56,17 @@ int auth_nonce(uint8_t *p)
 	return 0;
 }
 
+int auth_private_file(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 077);
+}
+
 int auth_load_secret(const char *path, struct auth_secret *k, char *err, size_t errlen)
 {
 	uint8_t buf[KNET_SECRET_MAX + 2];
-	struct stat st;
 	ssize_t n;
 	int fd;
 
@@ -70,8 +77,7 @@ int auth_load_secret(const char *path, struct auth_secret *k, char *err, size_t 
 			 errno == ELOOP ? " (a symbolic link is refused)" : "");
 		return -1;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
+	if (!auth_private_file(fd)) {
 		snprintf(err, errlen, "secret %s: refused: it must be a file of this user that nobody "
 			 "else may read or write (mode 0600)", path);
 		close(fd);

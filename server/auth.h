@@ -34,6 +34,13 @@ int auth_mac_equal(const uint8_t *a, const uint8_t *b);
 int auth_nonce(uint8_t *p);
 
 /*
+ * Is the open file FD fit to hold a secret: a regular file of this
+ * process's user that nobody else may read or write? (The handle key's
+ * rule too.)
+ */
+int auth_private_file(int fd);
+
+/*
  * Read the secret in PATH into *K: a regular file (not a symbolic link)
  * of this process's user that nobody else may read or write, holding
  * KNET_SECRET_MIN to KNET_SECRET_MAX bytes (one trailing newline is not

@@ -171,8 +171,7 @@ static int load_key(struct srv *s, const char *dir, int make)
 		return -1;
 	}
 	/* Whoever reads the key forges handles; whoever writes it, too. */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
+	if (!auth_private_file(fd)) {
 		srv_log("%s/handle-key: refused: it must be a file of the server's user that "
 			"nobody else may read or write (mode 0600)", dir);
 		close(fd);
