@@ -1334,44 +1334,47 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
  * made as root, which a caller who may write but does not own the file
  * needs too. The data is written either way: a failure here (a server
  * not run as root) leaves the bits, and the answer says the write's.
+ * A, the file's attributes after the write, tells which bits there are.
+ * Returns 1 when the mode changed.
  */
-static int kill_privs(const struct fsvc_req *rq, int fd)
+static int kill_privs(const struct fsvc_req *rq, int fd, const struct orfs_attr *a)
 {
-	struct stat st;
-	mode_t kill = 0;
-	uint32_t i;
+	mode_t mode = le32toh(a->mode), kill = 0;
+	uint32_t i, gid = le32toh(a->gid);
 	int in_group;
 
-	if (!rq->eff.uid || fstat(fd, &st) || !S_ISREG(st.st_mode))
+	if (!rq->eff.uid || !S_ISREG(mode) || !(mode & (S_ISUID | S_ISGID)))
 		return 0;
-	in_group = st.st_gid == rq->eff.gid;
+	in_group = gid == rq->eff.gid;
 	for (i = 0; i < rq->eff.ngroups && !in_group; i++)
-		in_group = st.st_gid == rq->eff.groups[i];
-	if (st.st_mode & S_ISUID)
+		in_group = gid == rq->eff.groups[i];
+	if (mode & S_ISUID)
 		kill |= S_ISUID;
-	if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !in_group))
+	if ((mode & S_ISGID) && ((mode & S_IXGRP) || !in_group))
 		kill |= S_ISGID;
 	if (!kill)
 		return 0;
-	if (!fchmod(fd, st.st_mode & 07777 & ~kill))
-		return 0;
+	if (!fchmod(fd, mode & 07777 & ~kill))
+		return 1;
 	if (errno != EPERM || cred_root())
-		return errno;
-	return fchmod(fd, st.st_mode & 07777 & ~kill) ? errno : 0;
+		return 0;
+	return !fchmod(fd, mode & 07777 & ~kill);
 }
 
 int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body, size_t cap,
 		  uint32_t *body_len)
 {
+	int wrote = rq->op == ORFS_OP_WRITE && count;
 	struct orfs_io_rep rep;
 	int err;
 
 	if (cap < sizeof(rep))
 		return EOVERFLOW;
-	if (rq->op == ORFS_OP_WRITE && count)
-		kill_privs(rq, fd);
 	memset(&rep, 0, sizeof(rep));
-	err = get_attr(rq->chg, fd, &rep.attr, rq->op == ORFS_OP_WRITE && count);
+	err = get_attr(rq->chg, fd, &rep.attr, wrote);
+	/* Set-id bits the write drops: then the attributes they leave. */
+	if (!err && wrote && kill_privs(rq, fd, &rep.attr))
+		err = get_attr(rq->chg, fd, &rep.attr, 1);
 	if (err)
 		return err;
 	rep.count = htole32(count);
