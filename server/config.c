@@ -242,6 +242,10 @@ static int set_option(struct cfg_export *e, const char *opt, char *err, size_t e
 		e->squash = FSVC_SQUASH_NONE;
 	else if (!strcmp(opt, "all_squash") && e->service == KNET_SVC_FILE)
 		e->squash = FSVC_SQUASH_ALL;
+	else if (!strcmp(opt, "subtree_check") && e->service == KNET_SVC_FILE)
+		e->subtree_check = 1;
+	else if (!strcmp(opt, "no_subtree_check") && e->service == KNET_SVC_FILE)
+		e->subtree_check = 0;
 	else if ((!strncmp(opt, "anonuid=", 8) || !strncmp(opt, "anongid=", 8)) &&
 		 e->service == KNET_SVC_FILE) {
 		unsigned int id;

@@ -51,6 +51,7 @@ struct cfg_export {
 	int		read_only;
 	int		squash;		/* file service: FSVC_SQUASH_*, root's by default */
 	uint32_t	anon_uid, anon_gid;	/* whom squashed callers become (65534) */
+	int		subtree_check;	/* file service: check every handle's file */
 	enum fq_class	class;
 	/* Clients that may use it (as well as the server's allow list); 0: all. */
 	struct cfg_net	allow[CFG_EXPORT_MAX_ALLOW];

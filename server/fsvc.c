@@ -42,14 +42,26 @@
 
 #define FH_HANDLE_MAX	48
 
-/* The inside of struct orfs_fh: the kernel's handle and its seal. */
+/*
+ * The inside of struct orfs_fh: the kernel's handle and its seal. On a
+ * subtree_check export the handle of a non-directory is followed by its
+ * directory's, which PARENT describes: its length (bits 0-7) and type
+ * (bits 16-31); 0 when there is none.
+ */
 struct fh_inner {
 	uint16_t	len;		/* little-endian on the wire, opaque to clients */
 	uint16_t	type;
-	uint32_t	reserved;
+	uint32_t	parent;
 	uint8_t		handle[FH_HANDLE_MAX];
 	uint64_t	mac;
 };
+
+#define FH_PARENT_LEN(p)	((p) & 0xffu)
+#define FH_PARENT_TYPE(p)	((p) >> 16)
+#define FH_PARENT_BAD(p)	((p) & 0xff00u)
+
+/* A walk up from a directory to its export's root takes at most this many steps. */
+#define FH_DEPTH_MAX	4096
 
 _Static_assert(sizeof(struct fh_inner) == ORFS_FH_SIZE, "fh_inner layout");
 _Static_assert(offsetof(struct fh_inner, mac) == FSVC_FH_ID, "the sealed part of a handle");
@@ -302,6 +314,32 @@ int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq)
 
 /* ---- handles ---------------------------------------------------------- */
 
+/* Open DIRFD/NAME without following anything and without leaving the export. */
+static int child_open(int dirfd, const char *name, int *fd)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+
+	*fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	return *fd < 0 ? errno : 0;
+}
+
+static void proc_path(int fd, char *path, size_t len)
+{
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+}
+
+static mode_t fd_type(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? 0 : (st.st_mode & S_IFMT);
+}
+
+
 /*
  * The seal covers the export's name and the handle of its root: a handle
  * opens only in the export that issued it, and no longer once the name
@@ -340,19 +378,184 @@ static int fh_inner_of(int dirfd, const char *name, struct fh_inner *in)
 	return 0;
 }
 
-int fsvc_make_fh(const struct fsvc_export *fx, int dirfd, const char *name, struct orfs_fh *fh)
+/*
+ * The handle of FD (a descriptor of the export) into FH; on a
+ * subtree_check export, a non-directory's carries that of PARENTFD too,
+ * its directory (-1: none, and the handle will not open there).
+ */
+static int fh_make(const struct fsvc_export *fx, int fd, int parentfd, struct orfs_fh *fh)
 {
-	struct fh_inner in;
-	int err = fh_inner_of(dirfd, name, &in);
+	struct fh_inner in, p;
+	uint16_t len, plen, ptype;
+	int err = fh_inner_of(fd, "", &in);
 
 	if (err)
 		return err;
+	if (fx->subtree_check && parentfd >= 0 && fd_type(fd) != S_IFDIR) {
+		err = fh_inner_of(parentfd, "", &p);
+		if (err)
+			return err;
+		len = le16toh(in.len);
+		plen = le16toh(p.len);
+		ptype = le16toh(p.type);
+		if (len + plen > FH_HANDLE_MAX)
+			return EOPNOTSUPP;
+		memcpy(in.handle + len, p.handle, plen);
+		in.parent = htole32(plen | (uint32_t)ptype << 16);
+	}
 	in.mac = htole64(fh_seal(fx, &in));
 	memcpy(fh, &in, sizeof(in));
 	return 0;
 }
 
-/* Open FH with FLAGS (as root: open_by_handle_at needs CAP_DAC_READ_SEARCH). */
+int fsvc_make_fh(const struct fsvc_export *fx, int dirfd, const char *name, struct orfs_fh *fh)
+{
+	int fd, err;
+
+	if (!name[0])
+		return fh_make(fx, dirfd, -1, fh);
+	fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	err = fh_make(fx, fd, dirfd, fh);
+	close(fd);
+	return err;
+}
+
+/* Is directory FD the export's root or beneath it? 0 or ESTALE. */
+static int dir_beneath(const struct fsvc_export *fx, int fd)
+{
+	struct stat st, up;
+	int cur = fd, next, depth, err = ESTALE;
+
+	if (fstat(cur, &st))
+		return errno;
+	for (depth = 0; depth < FH_DEPTH_MAX; depth++) {
+		if (st.st_dev == fx->dev && st.st_ino == fx->root_ino) {
+			err = 0;
+			break;
+		}
+		/* Out of a bind mount's subtree, ".." fails: not beneath. */
+		next = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0)
+			break;
+		if (cur != fd)
+			close(cur);
+		cur = next;
+		if (fstat(cur, &up) || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+			break;	/* the top of the file system */
+		st = up;
+	}
+	if (cur != fd)
+		close(cur);
+	return err;
+}
+
+/*
+ * Is the file FD (whose status is ST) beneath the export by the name the
+ * kernel knows it by (if it knows one)? 0 or ESTALE.
+ */
+static int file_named_beneath(const struct fsvc_export *fx, int fd, const struct stat *st)
+{
+	char path[32], root[PATH_MAX], name[PATH_MAX];
+	struct stat s2;
+	ssize_t rn, n;
+	int nfd, err;
+
+	proc_path(fx->root_fd, path, sizeof(path));
+	rn = readlink(path, root, sizeof(root) - 1);
+	proc_path(fd, path, sizeof(path));
+	n = readlink(path, name, sizeof(name) - 1);
+	if (rn <= 0 || n <= 0)
+		return ESTALE;
+	if (rn == 1)
+		rn = 0;		/* the export is "/" */
+	if (n <= rn + 1 || memcmp(name, root, (size_t)rn) || name[rn] != '/')
+		return ESTALE;
+	name[n] = 0;
+	err = child_open(fx->root_fd, name + rn + 1, &nfd);
+	if (err)
+		return ESTALE;
+	err = fstat(nfd, &s2) || s2.st_dev != st->st_dev || s2.st_ino != st->st_ino ? ESTALE : 0;
+	close(nfd);
+	return err;
+}
+
+/*
+ * Is the file FD (whose status is ST) an entry of directory PFD? Every
+ * entry of the directory is looked at. 0 or ESTALE.
+ */
+static int file_in(int pfd, const struct stat *st)
+{
+	struct dirent *de;
+	struct stat s2;
+	DIR *d;
+	int dfd, err = ESTALE;
+
+	dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ESTALE;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return ESTALE;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_ino != st->st_ino)
+			continue;
+		if (!fstatat(dfd, de->d_name, &s2, AT_SYMLINK_NOFOLLOW) &&
+		    s2.st_dev == st->st_dev && s2.st_ino == st->st_ino) {
+			err = 0;
+			break;
+		}
+	}
+	closedir(d);
+	return err;
+}
+
+/*
+ * subtree_check: is what FD (opened from IN) names beneath the export?
+ * A directory walks up to it. A non-directory must have a name beneath
+ * it that the kernel knows (one it was found or renamed by since it was
+ * last in the cache), or else be in the directory its handle carries,
+ * and that directory beneath the export.
+ */
+static int fh_beneath(const struct fsvc_export *fx, const struct fh_inner *in, int fd)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char buf[FH_HANDLE_MAX];
+	} h;
+	uint32_t parent = le32toh(in->parent);
+	struct stat st;
+	int pfd, err;
+
+	if (fstat(fd, &st))
+		return errno;
+	if (S_ISDIR(st.st_mode))
+		return dir_beneath(fx, fd);
+	if (!file_named_beneath(fx, fd, &st))
+		return 0;
+	if (!FH_PARENT_LEN(parent))
+		return ESTALE;
+	h.fh.handle_bytes = FH_PARENT_LEN(parent);
+	h.fh.handle_type = (int)FH_PARENT_TYPE(parent);
+	memcpy(h.fh.f_handle, in->handle + le16toh(in->len), h.fh.handle_bytes);
+	pfd = open_by_handle_at(fx->root_fd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return ESTALE;
+	err = dir_beneath(fx, pfd);
+	if (!err)
+		err = file_in(pfd, &st);
+	close(pfd);
+	return err;
+}
+
+/*
+ * Open FH with FLAGS (as root: open_by_handle_at needs CAP_DAC_READ_SEARCH).
+ * A directory must be beneath the export's root, and on a subtree_check
+ * export anything.
+ */
 static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int flags, int *fd)
 {
 	struct {
@@ -360,11 +563,13 @@ static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int f
 		unsigned char buf[FH_HANDLE_MAX];
 	} h;
 	struct fh_inner in;
+	uint32_t parent;
 	int err;
 
 	memcpy(&in, fh, sizeof(in));
-	if (le64toh(in.mac) != fh_seal(fx, &in) || le16toh(in.len) > FH_HANDLE_MAX ||
-	    in.reserved)
+	parent = le32toh(in.parent);
+	if (le64toh(in.mac) != fh_seal(fx, &in) || FH_PARENT_BAD(parent) ||
+	    le16toh(in.len) + FH_PARENT_LEN(parent) > FH_HANDLE_MAX)
 		return ESTALE;
 	h.fh.handle_bytes = le16toh(in.len);
 	h.fh.handle_type = (int16_t)le16toh(in.type);
@@ -375,6 +580,14 @@ static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int f
 	*fd = open_by_handle_at(fx->root_fd, &h.fh, flags | O_CLOEXEC);
 	if (*fd < 0)
 		return (errno == ENOENT || errno == ESTALE || errno == EINVAL) ? ESTALE : errno;
+	if (fx->subtree_check || fd_type(*fd) == S_IFDIR) {
+		err = fx->subtree_check ? fh_beneath(fx, &in, *fd) : dir_beneath(fx, *fd);
+		if (err) {
+			close(*fd);
+			*fd = -1;
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -408,6 +621,7 @@ int fsvc_export_open(struct fsvc_export *fx, const char *name, const char *path,
 		return err;
 	}
 	fx->dev = st.st_dev;
+	fx->root_ino = st.st_ino;
 	fx->in_memory = !fstatfs(fx->root_fd, &sfs) &&
 			(sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
 	/* The file system must give handles, or nothing will work. */
@@ -812,19 +1026,6 @@ static int get_attr(struct fsvc_chg *chg, int fd, struct orfs_attr *a, int chang
 	return 0;
 }
 
-/* Open DIRFD/NAME without following anything and without leaving the export. */
-static int child_open(int dirfd, const char *name, int *fd)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-			   RESOLVE_NO_XDEV,
-	};
-
-	*fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-	return *fd < 0 ? errno : 0;
-}
-
 /*
  * On a fixed thread (fsvc_cred_fix()), would removing DIRFD/NAME free much
  * data: the last link of a file of more than FSVC_HERE_MAX? Freeing it
@@ -838,11 +1039,6 @@ static int frees_much(int dirfd, const char *name)
 	       S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_blocks > FSVC_HERE_MAX / 512;
 }
 
-static void proc_path(int fd, char *path, size_t len)
-{
-	snprintf(path, len, "/proc/self/fd/%d", fd);
-}
-
 /* Reopen the O_PATH descriptor FD as a real one, with the caller's rights. */
 static int reopen(int fd, int flags, int *out)
 {
@@ -851,13 +1047,6 @@ static int reopen(int fd, int flags, int *out)
 	proc_path(fd, path, sizeof(path));
 	*out = open(path, flags | O_CLOEXEC | O_NONBLOCK);
 	return *out < 0 ? errno : 0;
-}
-
-static mode_t fd_type(int fd)
-{
-	struct stat st;
-
-	return fstat(fd, &st) ? 0 : (st.st_mode & S_IFMT);
 }
 
 struct out {
@@ -885,7 +1074,7 @@ static int entry_reply(const struct fsvc_export *fx, struct fsvc_chg *chg, int d
 	err = child_open(dirfd, name, &fd);
 	if (err)
 		return err;
-	err = fsvc_make_fh(fx, fd, "", &rep.fh);
+	err = fh_make(fx, fd, dirfd, &rep.fh);
 	if (!err)
 		err = get_attr(chg, fd, &rep.attr, 0);
 	close(fd);

@@ -33,11 +33,13 @@ struct fsvc_export {
 	char		name[KNET_NAME_MAX + 1];
 	int		root_fd;	/* the export's directory, O_RDONLY */
 	dev_t		dev;		/* its file system */
+	ino_t		root_ino;	/* the directory's inode */
 	int		in_memory;	/* that is tmpfs or ramfs: file I/O never waits */
 	int		no_nowait;	/* it refuses RWF_NOWAIT: do not ask again */
 	int		read_only;
 	int		squash;		/* FSVC_SQUASH_* */
 	uint32_t	anon_uid, anon_gid;	/* whom squashed callers become */
+	int		subtree_check;	/* every handle's file must be beneath root_fd */
 	uint8_t		key[16];	/* handle MAC key */
 	uint8_t		root_id[FSVC_FH_ID];	/* the root's handle, sealed into every one */
 	uint64_t	boot;		/* server start, for SESSION */

@@ -259,6 +259,7 @@ static int export_add(struct srv *s, const struct cfg_export *cfg)
 			return -1;
 		ex->fx.anon_uid = cfg->anon_uid;
 		ex->fx.anon_gid = cfg->anon_gid;
+		ex->fx.subtree_check = cfg->subtree_check;
 	} else if (volume_open(&ex->vol, cfg->path, cfg->read_only, SRV_MAX_IO)) {
 		return -1;
 	} else if (cfg->has_uuid) {
@@ -1633,6 +1634,7 @@ static int same_export(const struct cfg_export *a, const struct cfg_export *b)
 {
 	return !strcmp(a->path, b->path) && a->read_only == b->read_only &&
 	       a->squash == b->squash && a->anon_uid == b->anon_uid && a->anon_gid == b->anon_gid &&
+	       a->subtree_check == b->subtree_check &&
 	       a->class == b->class && a->has_uuid == b->has_uuid &&
 	       !memcmp(a->uuid, b->uuid, sizeof(a->uuid));
 }
@@ -2427,7 +2429,8 @@ static void usage(FILE *f)
 		"  -e  export directory DIR as file-service name NAME\n"
 		"  -b  export file or block device FILE as volume NAME\n"
 		"      OPT: ro, root_squash (exports: the default), no_root_squash, all_squash,\n"
-		"      anonuid=N, anongid=N, prio=high|normal|low (share of buffers 4:2:1),\n"
+		"      anonuid=N, anongid=N, subtree_check (every handle's file checked to be\n"
+		"      beneath the export), prio=high|normal|low (share of buffers 4:2:1),\n"
 		"      allow=NETWORK (only these clients; up to 16)\n"
 		"  -A  allow clients from NETWORK (ADDRESS[/BITS][,secret=FILE]: they must then\n"
 		"      prove the secret in FILE); without any, only with --insecure\n"

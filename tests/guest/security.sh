@@ -8,7 +8,8 @@
 # state directory or handle key others may change or read is refused;
 # nosuid on the client keeps a set-uid file from raising a user; safe
 # defaults (--insecure, root squash, all_squash); set-id bits dropped at a
-# user's write or truncate as on ext4; one host's connections bounded.
+# user's write or truncate as on ext4; one host's connections bounded;
+# subtree_check keeps working through links and forgotten names.
 # timeout: 400
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }
@@ -105,6 +106,41 @@ sed -i "s|^export data $exp root_squash\$|export data $exp/sub|" $conf
 reload
 says 'error ESTALE' -n data stat-fh "$h"
 says 'ok' -n data stat f
+stop_server
+
+step "subtree_check: handed-out handles work, through links, renames and forgotten names; moved out, stale"
+mkdir -p $exp/st/a $exp/st/b
+echo data > $exp/st/a/f
+start_server -s $state -e st=$exp/st,no_root_squash,subtree_check
+mount_orfs hard "$ORFS_ADDR:/st" /tmp/mnt
+ln /tmp/mnt/a/f /tmp/mnt/b/g
+for d in 1 2 3 4 5 6 7 8; do
+	mkdir -p /tmp/mnt/t/d$d/e
+	for f in 1 2 3 4 5 6 7 8; do echo "$d.$f" > /tmp/mnt/t/d$d/e/f$f; done
+done
+# A server started again on a kernel that forgot every name it is not
+# using: the handles of files open through a walk of their directory.
+sync
+h=$(fs -n st fh t/d3/e/f3 | sed -n 's/^ok //p')
+[ -n "$h" ] || fail "no handle of t/d3/e/f3"
+stop_server
+echo 3 > /proc/sys/vm/drop_caches
+start_server -s $state -e st=$exp/st,no_root_squash,subtree_check
+says 'ok' -n st stat-fh "$h"
+expect_eq "a file through its second link" "$(cat /tmp/mnt/b/g)" data
+expect_eq "a file through its first link" "$(cat /tmp/mnt/a/f)" data
+expect_eq "the files of a tree" "$(cat /tmp/mnt/t/d*/e/f* | sort | md5sum)" \
+	"$(for d in 1 2 3 4 5 6 7 8; do for f in 1 2 3 4 5 6 7 8; do echo "$d.$f"; done; done | sort | md5sum)"
+mv /tmp/mnt/t/d1/e/f1 /tmp/mnt/t/d2/moved
+expect_eq "a file moved to another directory, looked up again" "$(cat /tmp/mnt/t/d2/moved)" 1.1
+umount /tmp/mnt
+h=$(fs -n st fh a/f | sed -n 's/^ok //p')
+[ -n "$h" ] || fail "no handle of a/f"
+says 'ok' -n st stat-fh "$h"
+mv $exp/st/a/f $exp/st/b/f
+says 'ok' -n st stat-fh "$h"
+mv $exp/st/b/f $exp/st/b/g $exp/
+says 'error ESTALE' -n st stat-fh "$h"
 stop_server
 
 step "nosuid on the client: a set-uid file of root does not raise a user"

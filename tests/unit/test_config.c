@@ -86,6 +86,16 @@ static void test_squash(void)
 					    sizeof(err)), 0);
 	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "x=/x,all_squash", err,
 					    sizeof(err)), 0);
+	/* subtree_check: off unless asked, file exports only. */
+	CU_ASSERT_EQUAL(c.ex[0].subtree_check, 0);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "st=/srv/d,subtree_check", err,
+					sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.ex[4].subtree_check, 1);
+	CU_ASSERT_EQUAL(config_add_spec(&c, KNET_SVC_FILE, "nst=/srv/e,subtree_check,no_subtree_check",
+					err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.ex[5].subtree_check, 0);
+	CU_ASSERT_NOT_EQUAL(config_add_spec(&c, KNET_SVC_BLOCK, "x=/x,subtree_check", err,
+					    sizeof(err)), 0);
 }
 
 static void test_allow(void)
@@ -379,7 +389,8 @@ int unit_add_config_suite(void)
 
 	if (!s ||
 	    !CU_add_test(s, "exports and volumes from the command line", test_specs) ||
-	    !CU_add_test(s, "root squashed by default; no_root_squash, all_squash, anonuid", test_squash) ||
+	    !CU_add_test(s, "root squashed by default; no_root_squash, all_squash, anonuid; subtree_check",
+			 test_squash) ||
 	    !CU_add_test(s, "allowed client networks", test_allow) ||
 	    !CU_add_test(s, "IPv6 clients and networks", test_allow_v6) ||
 	    !CU_add_test(s, "several listen addresses", test_listen) ||

@@ -264,6 +264,121 @@ static void test_handles(void)
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &e.fh, "y", 0644, 0, &e2), ESTALE);
 }
 
+static int getattr(const struct fsvc_export *x, const struct orfs_fh *fh)
+{
+	struct orfs_fhop_req q = { .fh = *fh };
+	struct orfs_attr a;
+	struct rb b;
+	uint32_t n;
+
+	rb_start(&b, ORFS_OP_GETATTR, 0, 0);
+	rb_put(&b, &q, sizeof(q));
+	return run(x, &b, &a, &n);
+}
+
+/* "mkdir -p" of ROOT/REL. */
+static void mkdirs(const char *rel)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "mkdir -p '%s/%s'", root, rel);
+	CU_ASSERT_EQUAL_FATAL(system(p), 0);
+}
+
+/*
+ * An attacker who holds the handle key forges handles for files outside
+ * the export, on the export's file system. A directory's handle never
+ * opens outside; on a subtree_check export nothing does: a file's handle
+ * opens only while the file is beneath the export.
+ */
+static void test_subtree_check(void)
+{
+	struct fsvc_export plain = { .root_fd = -1 }, checked = { .root_fd = -1 };
+	struct orfs_entry_rep a, f, b, g, d;
+	struct orfs_fh r, forged_dir, forged_file, bare;
+	char p[300];
+	int out;
+
+	mkdirs("st/in");
+	mkdirs("st/out/d");
+	snprintf(p, sizeof(p), "%s/st/out/secret", root);
+	out = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	CU_ASSERT_FATAL(out >= 0);
+	close(out);
+	snprintf(p, sizeof(p), "%s/st/in", root);
+	CU_ASSERT_EQUAL_FATAL(fsvc_export_open(&plain, "st", p, 0, 0, key, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(fsvc_export_open(&checked, "st", p, 0, 0, key, 1), 0);
+	checked.subtree_check = 1;
+	snprintf(p, sizeof(p), "%s/st/out", root);
+	out = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CU_ASSERT_FATAL(out >= 0);
+
+	/* Without subtree_check: a directory outside is refused, a file is not. */
+	CU_ASSERT_EQUAL(fsvc_make_fh(&plain, out, "d", &forged_dir), 0);
+	CU_ASSERT_EQUAL(fsvc_make_fh(&plain, out, "secret", &forged_file), 0);
+	CU_ASSERT_EQUAL(getattr(&plain, &forged_dir), ESTALE);
+	CU_ASSERT_EQUAL(lookup(&plain, &forged_dir, "x", 0, &a), ESTALE);
+	CU_ASSERT_EQUAL(getattr(&plain, &forged_file), 0);
+
+	/* With it: neither, whatever directory the forged handle names. */
+	CU_ASSERT_EQUAL(fsvc_make_fh(&checked, out, "d", &forged_dir), 0);
+	CU_ASSERT_EQUAL(fsvc_make_fh(&checked, out, "secret", &forged_file), 0);
+	CU_ASSERT_EQUAL(getattr(&checked, &forged_dir), ESTALE);
+	CU_ASSERT_EQUAL(getattr(&checked, &forged_file), ESTALE);
+	CU_ASSERT_EQUAL(fsvc_make_fh(&checked, out, "", &forged_dir), 0);
+	CU_ASSERT_EQUAL(getattr(&checked, &forged_dir), ESTALE);
+	snprintf(p, sizeof(p), "%s/st/out/secret", root);
+	out = open(p, O_RDONLY | O_CLOEXEC);
+	CU_ASSERT_FATAL(out >= 0);
+	CU_ASSERT_EQUAL(fsvc_make_fh(&checked, out, "", &bare), 0);	/* no directory in it */
+	CU_ASSERT_EQUAL(getattr(&checked, &bare), ESTALE);
+	close(out);
+
+	/* What the server hands out works: files, links, directories. */
+	r = rootfh(&checked);
+	CU_ASSERT_EQUAL(getattr(&checked, &r), 0);
+	CU_ASSERT_EQUAL(create(&checked, ORFS_OP_MKDIR, &r, "a", 0755, 0, &a), 0);
+	CU_ASSERT_EQUAL(create(&checked, ORFS_OP_MKDIR, &r, "b", 0755, 0, &b), 0);
+	CU_ASSERT_EQUAL(create(&checked, ORFS_OP_CREATE, &a.fh, "f", 0644, 0, &f), 0);
+	CU_ASSERT_EQUAL(getattr(&checked, &f.fh), 0);
+	CU_ASSERT_EQUAL(lookup(&checked, &a.fh, "f", 0, &d), 0);
+	CU_ASSERT_EQUAL(memcmp(&d.fh, &f.fh, sizeof(d.fh)), 0);
+	CU_ASSERT_EQUAL(create(&checked, ORFS_OP_MKDIR, &a.fh, "sub", 0755, 0, &d), 0);
+	CU_ASSERT_EQUAL(getattr(&checked, &d.fh), 0);
+	/* A second link in b: its handle names b, found by a walk of b. */
+	snprintf(p, sizeof(p), "%s/st/in/a/f", root);
+	{
+		char q[300];
+
+		snprintf(q, sizeof(q), "%s/st/in/b/g", root);
+		CU_ASSERT_EQUAL_FATAL(link(p, q), 0);
+	}
+	CU_ASSERT_EQUAL(lookup(&checked, &b.fh, "g", 0, &g), 0);
+	CU_ASSERT_NOT_EQUAL(memcmp(&g.fh, &f.fh, sizeof(g.fh)), 0);
+	CU_ASSERT_EQUAL(getattr(&checked, &g.fh), 0);
+	CU_ASSERT_EQUAL(getattr(&checked, &f.fh), 0);
+	/* Moved out of the export, by either link: stale, however it is named. */
+	CU_ASSERT_EQUAL(unlink(p), 0);
+	CU_ASSERT_EQUAL(getattr(&checked, &f.fh), 0);	/* b/g is still beneath */
+	snprintf(p, sizeof(p), "%s/st/in/b/g", root);
+	{
+		char q[300];
+
+		snprintf(q, sizeof(q), "%s/st/out/g", root);
+		CU_ASSERT_EQUAL_FATAL(rename(p, q), 0);
+	}
+	CU_ASSERT_EQUAL(getattr(&checked, &f.fh), ESTALE);
+	CU_ASSERT_EQUAL(getattr(&checked, &g.fh), ESTALE);
+	CU_ASSERT_EQUAL(getattr(&plain, &g.fh), 0);	/* the seal is the same: only the check */
+	/* A handle with a bit flipped in the directory part is refused by the seal. */
+	bare = g.fh;
+	bare.data[20] ^= 1;
+	CU_ASSERT_EQUAL(getattr(&checked, &bare), ESTALE);
+
+	fsvc_export_close(&plain);
+	fsvc_export_close(&checked);
+}
+
 static void test_containment(void)
 {
 	struct orfs_fh r = rootfh(&fx);
@@ -1702,6 +1817,8 @@ int unit_add_fsvc_suite(void)
 
 	if (!s ||
 	    !CU_add_test(s, "handles: stable, sealed, per export, stale after removal", test_handles) ||
+	    !CU_add_test(s, "handles outside the export: directories refused, all with subtree_check",
+			 test_subtree_check) ||
 	    !CU_add_test(s, "containment: components only, symlinks never followed", test_containment) ||
 	    !CU_add_test(s, "namespace: create, mkdir, mknod, symlink, link, rename, remove", test_namespace_ops) ||
 	    !CU_add_test(s, "attributes, inline I/O, xattrs", test_attrs_and_io) ||
