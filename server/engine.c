@@ -397,6 +397,7 @@ static void req_job(struct req *r, int kind, void *buf)
 
 	r->inflight++;
 	r->job.owner = r;
+	r->job.peer = c->peer_key;
 	r->job.tag = JOB_TAG_REQ;
 	submit(c->sh, &r->job, kind, &c->ex->vol, buf, r->br.offset, r->br.length,
 	       !!(r->br.flags & MXBD_IO_FUA));
@@ -579,6 +580,7 @@ static void chunk_job(struct chunk *ch, int kind)
 	struct conn *c = r->c;
 
 	ch->job.owner = ch;
+	ch->job.peer = c->peer_key;
 	ch->job.tag = JOB_TAG_CHUNK;
 	if (is_file(c)) {
 		ch->job.run = run_file_io;
@@ -771,6 +773,7 @@ static void file_job(struct req *r, int tag, job_fn fn)
 {
 	r->inflight++;
 	r->job.owner = r;
+	r->job.peer = r->c->peer_key;
 	r->job.tag = tag;
 	r->job.run = fn;
 	r->job.target = &r->c->ex->fx;

@@ -60,27 +60,90 @@ struct job *box_reap(struct done_box *b)
 	return list;
 }
 
+/* Under W->lock: the queue of PEER, made if need be. */
+static struct wq *wq_get(struct workers *w, uint64_t peer)
+{
+	struct wq **pp = &w->hash[(peer * 0x9e3779b97f4a7c15ULL) >> 56];
+	struct wq *q;
+
+	for (q = *pp; q; q = q->hnext)
+		if (q->peer == peer)
+			return q;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return &w->spare;	/* still run, in one shared turn */
+	q->peer = peer;
+	q->tail = &q->todo;
+	q->hnext = *pp;
+	*pp = q;
+	w->nqueues++;
+	return q;
+}
+
+/* Under W->lock: forget Q once it has nothing queued or running. */
+static void wq_put(struct workers *w, struct wq *q)
+{
+	struct wq **pp = &w->hash[(q->peer * 0x9e3779b97f4a7c15ULL) >> 56];
+
+	if (q == &w->spare || q->todo || q->running)
+		return;
+	while (*pp != q)
+		pp = &(*pp)->hnext;
+	*pp = q->hnext;
+	w->nqueues--;
+	free(q);
+}
+
+/* Under W->lock: Q, which has jobs, takes the last place in the turn. */
+static void turn_add(struct workers *w, struct wq *q)
+{
+	q->tnext = NULL;
+	q->in_turn = 1;
+	*w->turn_tail = q;
+	w->turn_tail = &q->tnext;
+}
+
+/* Under W->lock: the next job, of the queue whose turn it is, into *QP. */
+static struct job *turn_next(struct workers *w, struct wq **qp)
+{
+	struct wq *q = w->turn;
+	struct job *j = q->todo;
+
+	w->turn = q->tnext;
+	if (!w->turn)
+		w->turn_tail = &w->turn;
+	q->in_turn = 0;
+	q->todo = j->next;
+	if (!q->todo)
+		q->tail = &q->todo;
+	else
+		turn_add(w, q);
+	q->running++;
+	*qp = q;
+	return j;
+}
+
 static void *worker_main(void *arg)
 {
 	struct workers *w = arg;
 	struct job *j;
+	struct wq *q;
 
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		while (!w->todo && !w->stop)
+		while (!w->turn && !w->stop)
 			pthread_cond_wait(&w->cond, &w->lock);
-		if (!w->todo)
+		if (!w->turn)
 			break;
-		j = w->todo;
-		w->todo = j->next;
-		if (!w->todo)
-			w->todo_tail = &w->todo;
+		j = turn_next(w, &q);
 		pthread_mutex_unlock(&w->lock);
 
 		j->result = j->run(j);
 		box_put(j->box, j);
 
 		pthread_mutex_lock(&w->lock);
+		q->running--;
+		wq_put(w, q);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -91,7 +154,8 @@ int workers_start(struct workers *w, int nthreads)
 	int i, ret;
 
 	memset(w, 0, sizeof(*w));
-	w->todo_tail = &w->todo;
+	w->turn_tail = &w->turn;
+	w->spare.tail = &w->spare.todo;
 	if (box_init(&w->box))
 		return -1;
 	pthread_mutex_init(&w->lock, NULL);
@@ -129,11 +193,16 @@ void workers_stop(struct workers *w)
 
 void workers_submit(struct workers *w, struct job *j, struct done_box *box)
 {
+	struct wq *q;
+
 	j->next = NULL;
 	j->box = box ? box : &w->box;
 	pthread_mutex_lock(&w->lock);
-	*w->todo_tail = j;
-	w->todo_tail = &j->next;
+	q = wq_get(w, j->peer);
+	*q->tail = j;
+	q->tail = &j->next;
+	if (!q->in_turn)
+		turn_add(w, q);
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }

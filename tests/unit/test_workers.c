@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Unit tests of the I/O worker threads (server/workers.c). */
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -132,6 +134,70 @@ static void test_workers_boxes(void)
 	box_destroy(&b);
 }
 
+/* The order jobs ran in (by tag), and a gate the first waits at. */
+static int ran[32];
+static atomic_int nran;
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_open, gate_reached;
+
+static int job_record(struct job *j)
+{
+	if (j->tag == 0) {
+		pthread_mutex_lock(&gate_mu);
+		gate_reached = 1;
+		pthread_cond_broadcast(&gate_cv);
+		while (!gate_open)
+			pthread_cond_wait(&gate_cv, &gate_mu);
+		pthread_mutex_unlock(&gate_mu);
+	}
+	ran[atomic_fetch_add(&nran, 1)] = j->tag;
+	return 0;
+}
+
+/*
+ * One host's backlog does not delay another's job: with one worker busy
+ * on host 1's job and ten more of host 1 queued, host 2's job runs after
+ * one of them, not after all.
+ */
+static void test_workers_fair(void)
+{
+	struct workers w;
+	struct job jobs[12], *j;
+	int i, got = 0, pos = -1;
+
+	CU_ASSERT_EQUAL_FATAL(workers_start(&w, 1), 0);
+	init_jobs(jobs, 12);
+	atomic_store(&nran, 0);
+	gate_open = gate_reached = 0;
+	for (i = 0; i < 12; i++) {
+		jobs[i].run = job_record;
+		jobs[i].peer = i == 11 ? 2 : 1;
+	}
+	workers_submit(&w, &jobs[0], NULL);
+	pthread_mutex_lock(&gate_mu);
+	while (!gate_reached)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+	for (i = 1; i < 12; i++)
+		workers_submit(&w, &jobs[i], NULL);
+	pthread_mutex_lock(&gate_mu);
+	gate_open = 1;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+	while (got < 12 && efd_readable(&w, 5000))
+		for (j = workers_reap(&w); j; j = j->next)
+			got++;
+	CU_ASSERT_EQUAL(got, 12);
+	for (i = 0; i < 12; i++)
+		if (ran[i] == 11)
+			pos = i;
+	CU_ASSERT_EQUAL(ran[0], 0);
+	CU_ASSERT(pos >= 1 && pos <= 2);
+	workers_stop(&w);
+	CU_ASSERT_EQUAL(w.nqueues, 0);	/* every host's queue forgotten once empty */
+}
+
 int unit_add_workers_suite(void)
 {
 	CU_pSuite s = CU_add_suite("worker threads", NULL, NULL);
@@ -140,7 +206,9 @@ int unit_add_workers_suite(void)
 	    !CU_add_test(s, "each job reaped once, eventfd readable while any is done",
 			 test_workers_done) ||
 	    !CU_add_test(s, "stop runs the queued jobs", test_workers_stop) ||
-	    !CU_add_test(s, "jobs go back to the box they name", test_workers_boxes))
+	    !CU_add_test(s, "jobs go back to the box they name", test_workers_boxes) ||
+	    !CU_add_test(s, "hosts take turns: a backlog delays another host by one job",
+			 test_workers_fair))
 		return -1;
 	return 0;
 }
