@@ -43,6 +43,7 @@ struct lk_peer {
 	uint64_t	key;
 	uint32_t	nranges;
 	uint32_t	nclients;	/* client records bound to it */
+	uint32_t	holding;	/* requests of its clients held now */
 	struct lk_peer	*next;
 };
 
@@ -767,7 +768,9 @@ int locks_apply_wait(struct locks *lk, uint64_t dev, uint64_t ino, const struct 
 {
 	struct lk_want ww = *w;
 	struct timespec until, ts;
-	uint64_t gen;
+	struct lk_client *c;
+	struct lk_peer *p;
+	uint64_t gen, peer;
 	int err, timed_out = 0;
 
 	if (!(w->flags & ORFS_LOCK_HOLD) || w->type == ORFS_LOCK_UNLOCK ||
@@ -785,11 +788,22 @@ int locks_apply_wait(struct locks *lk, uint64_t dev, uint64_t ino, const struct 
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&lk->mu);
-	if (lk->holding >= lk->hold_max || !still_waits(lk, dev, ino, &ww)) {
+	c = *client_slot(lk, w->client);
+	peer = c ? c->peer->key : 0;
+	p = c ? c->peer : NULL;
+	if (!still_waits(lk, dev, ino, &ww)) {
+		pthread_mutex_unlock(&lk->mu);
+		return err;
+	}
+	/* Half the holds at most for one host: the others keep theirs. */
+	if (lk->holding >= lk->hold_max || (p && p->holding >= (lk->hold_max + 1) / 2)) {
+		lk->hold_refused++;
 		pthread_mutex_unlock(&lk->mu);
 		return err;
 	}
 	lk->holding++;
+	if (p)
+		p->holding++;
 	for (;;) {
 		while (lk->gen == gen && !timed_out)
 			timed_out = pthread_cond_timedwait(&lk->changed, &lk->mu, &until) != 0;
@@ -802,6 +816,12 @@ int locks_apply_wait(struct locks *lk, uint64_t dev, uint64_t ino, const struct 
 			break;
 	}
 	lk->holding--;
+	/* Found again: a SESSION of its connection may have let it go meanwhile. */
+	if (p) {
+		p = *peer_slot(lk, peer);
+		if (p && p->holding)
+			p->holding--;
+	}
 	pthread_mutex_unlock(&lk->mu);
 	return err;
 }

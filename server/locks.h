@@ -42,7 +42,8 @@ struct locks {
 	pthread_cond_t		changed;	/* on CLOCK_MONOTONIC; @gen moved */
 	uint64_t		gen;		/* counts changes that may free a lock */
 	uint32_t		holding;	/* requests held now (locks_apply_wait()) */
-	uint32_t		hold_max;	/* at most; 0: none held */
+	uint32_t		hold_max;	/* at most; 0: none held; a peer's: half */
+	uint64_t		hold_refused;	/* waiters not held for those bounds */
 	struct lk_file		*files[LOCKS_BUCKETS];
 	struct lk_client	*clients[LOCKS_BUCKETS];
 	struct lk_peer		*peers[LOCKS_BUCKETS];
@@ -102,7 +103,8 @@ int locks_apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_wa
 
 /*
  * At most MAX requests held at once by locks_apply_wait() (0, the default:
- * none). Each holds the thread that called it.
+ * none), and half of MAX (rounded up) for the clients of one peer. Each
+ * holds the thread that called it.
  */
 void locks_hold_max(struct locks *lk, uint32_t max);
 

@@ -411,6 +411,50 @@ static void test_locks_hold(void)
 	locks_destroy(&lk);
 }
 
+/*
+ * One host's clients hold half the held requests at most: with four, a
+ * third waiter of host 1 is answered at once, while host 2's is held.
+ */
+static void test_locks_hold_peer(void)
+{
+	const uint64_t C = 0xc1, D = 0xd1;
+	struct held_call hc[4];
+	struct timespec ts;
+	struct locks lk;
+	pthread_t t[4];
+	time_t now;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec;
+	locks_init(&lk, 60);
+	locks_hold_max(&lk, 4);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A, 1), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, B, 1), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, C, 1), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, D, 2), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, D, 9, 0, END, W, 0, now, NULL), 0);
+	CU_ASSERT_EQUAL(held_start(&t[0], &hc[0], &lk, A, 1, 0, 0, 60000), 0);
+	CU_ASSERT_EQUAL(held_start(&t[1], &hc[1], &lk, B, 1, 1, 1, 60000), 0);
+	CU_ASSERT(holding(&lk, 2));
+	CU_ASSERT_EQUAL(held_start(&t[2], &hc[2], &lk, C, 1, 2, 2, 60000), 0);
+	pthread_join(t[2], NULL);
+	CU_ASSERT_EQUAL(hc[2].err, EAGAIN);
+	CU_ASSERT(hc[2].secs < 30);
+	CU_ASSERT_EQUAL(lk.hold_refused, 1);
+	/* Host 2's own waiter (on a lock host 2 holds under another owner) is held. */
+	CU_ASSERT_EQUAL(held_start(&t[3], &hc[3], &lk, D, 1, 3, 3, 60000), 0);
+	CU_ASSERT(holding(&lk, 3));
+	CU_ASSERT_EQUAL(lk_do(&lk, D, 9, 0, END, U, 0, now, NULL), 0);
+	for (i = 0; i < 4; i++)
+		if (i != 2) {
+			pthread_join(t[i], NULL);
+			CU_ASSERT_EQUAL(hc[i].err, 0);
+		}
+	CU_ASSERT_EQUAL(lk.holding, 0);
+	locks_destroy(&lk);
+}
+
 int unit_add_locks_suite(void)
 {
 	CU_pSuite s = CU_add_suite("byte-range locks", NULL, NULL);
@@ -421,6 +465,7 @@ int unit_add_locks_suite(void)
 	    !CU_add_test(s, "a client whose locks were dropped is told", test_locks_revoked) ||
 	    !CU_add_test(s, "a chain of waiters closing on itself: EDEADLK", test_locks_deadlock) ||
 	    !CU_add_test(s, "a waiter's request held until the lock is free", test_locks_hold) ||
+	    !CU_add_test(s, "one host's waiters hold half the holds at most", test_locks_hold_peer) ||
 	    !CU_add_test(s, "ids bound to their host; a host's ids and ranges bounded", test_locks_peers))
 		return -1;
 	return 0;
