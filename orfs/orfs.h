@@ -85,6 +85,8 @@ struct orfs_stats {
 
 /* Connections of one mount at most (nconnect=). */
 #define ORFS_MAX_CONNECT	8
+/* A connection's keep-alive: half of timeo, and at least this often. */
+#define ORFS_KEEPALIVE_MAX_MS	60000U
 /* Connections without nconnect=: one per online CPU, at most this many. */
 #define ORFS_AUTO_CONNECT	4
 

@@ -260,8 +260,12 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 		.name = sbi->export,
 		.timeout_ms = 5000,
 		.request_timeout_ms = sbi->opts.timeo * 100,
-		/* A dead server is found while the mount is idle too. */
-		.keepalive_ms = sbi->opts.timeo * 50,
+		/*
+		 * A dead server is found while the mount is idle too, and
+		 * the server, which closes connections silent for its
+		 * idle_timeout (300 s by default), hears from us in time.
+		 */
+		.keepalive_ms = min(sbi->opts.timeo * 50, ORFS_KEEPALIVE_MAX_MS),
 		.secret = sbi->secret.len ? &sbi->secret : NULL,
 	};
 	sess->hard = !sbi->opts.soft;
