@@ -28,6 +28,7 @@ void config_init(struct config *c)
 	c->lease = LOCKS_LEASE;
 	c->grace = CFG_GRACE_LEASE;
 	c->peer_conns = CFG_PEER_CONNS;
+	c->idle_timeout = CFG_IDLE_TIMEOUT;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/orfs-server");
 }
 
@@ -387,6 +388,10 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 	if (!strcmp(w[0], "peer_connections") && n == 2)
 		return config_parse_uint(w[1], 1, CFG_PEER_CONNS_MAX, &c->peer_conns) ?
 			fail(err, errlen, "peer_connections: from 1 to %d", CFG_PEER_CONNS_MAX) : 0;
+	if (!strcmp(w[0], "idle_timeout") && n == 2)
+		return config_parse_uint(w[1], 0, CFG_IDLE_TIMEOUT_MAX, &c->idle_timeout) ?
+			fail(err, errlen, "idle_timeout: seconds from 0 (never) to %d",
+			     CFG_IDLE_TIMEOUT_MAX) : 0;
 	if (!strcmp(w[0], "lease") && n == 2)
 		return config_parse_uint(w[1], 1, 3600, &c->lease) ?
 			fail(err, errlen, "lease: seconds from 1 to 3600") : 0;

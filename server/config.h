@@ -25,6 +25,8 @@
 #define CFG_GRACE_LEASE	UINT_MAX	/* grace: as long as the lease */
 #define CFG_PEER_CONNS		64	/* connections of one host, by default */
 #define CFG_PEER_CONNS_MAX	256	/* and at most (the server's own bound) */
+#define CFG_IDLE_TIMEOUT	300	/* seconds a silent connection is kept, by default */
+#define CFG_IDLE_TIMEOUT_MAX	86400
 
 /*
  * A client's address, IPv6 or IPv4 in one form: an IPv4 address is kept
@@ -78,6 +80,7 @@ struct config {
 	unsigned int		lease;		/* seconds a gone client's locks stay */
 	unsigned int		grace;		/* seconds of reclaims after a start */
 	unsigned int		peer_conns;	/* connections of one host at most */
+	unsigned int		idle_timeout;	/* seconds of silence that close one; 0: never */
 	struct cfg_export	ex[CFG_MAX_EXPORTS];
 	int			nex;
 	struct cfg_net		allow[CFG_MAX_ALLOW];

@@ -638,6 +638,7 @@ static void on_connected(struct conn *c)
 
 	c->connected = 1;
 	c->since_us = now_us();
+	c->idle_since_us = c->since_us;
 	conn_shutdown(c);	/* if it closed before the CM said it was connected */
 	if (!fi_getpeer(c->ep, &ss, &len))
 		config_addr_from_sa(&ss, len, &a);
@@ -725,6 +726,48 @@ static void apply_allow(struct shard *sh)
 		else if (removed)
 			conn_close(c, "a reload removed or changed what it uses");
 	}
+}
+
+/*
+ * Shard SH: close the connections that sent nothing for idle_secs and
+ * have nothing in service: a client host gone without a word (crashed,
+ * cut off) or one holding places it does not use. Kernel clients send a
+ * keep-alive more often than that. Looked at four times a timeout; a
+ * connection is closed between one and one and a half timeouts after
+ * its last message. Returns the milliseconds until the next look (-1:
+ * none).
+ */
+static int idle_sweep(struct shard *sh)
+{
+	struct srv *s = sh->s;
+	unsigned int secs = atomic_load(&s->idle_secs);
+	uint64_t now, period;
+	struct conn *c, *next;
+	char why[64];
+
+	if (!secs)
+		return -1;
+	period = (uint64_t)secs * 1000000 / 4;
+	now = now_us();
+	if (now < sh->idle_sweep_us)
+		return (int)((sh->idle_sweep_us - now + 999) / 1000);
+	sh->idle_sweep_us = now + period;
+	for (c = sh->conns; c; c = next) {
+		next = c->next;
+		if (c->closing || !c->connected)
+			continue;
+		if (c->active || c->st.requests != c->idle_mark) {
+			c->idle_mark = c->st.requests;
+			c->idle_since_us = now;
+			continue;
+		}
+		if (now - c->idle_since_us < (uint64_t)secs * 1000000)
+			continue;
+		atomic_fetch_add(&s->idle_closed, 1);
+		snprintf(why, sizeof(why), "silent for %u s", secs);
+		conn_close(c, why);
+	}
+	return (int)((period + 999) / 1000);
 }
 
 /*
@@ -1753,6 +1796,13 @@ static void srv_reload(struct srv *s)
 	}
 	memcpy(s->cfg.ex, n->ex, sizeof(n->ex));
 	s->cfg.nex = n->nex;
+	if (n->idle_timeout != s->cfg.idle_timeout) {
+		s->cfg.idle_timeout = n->idle_timeout;
+		atomic_store(&s->idle_secs, n->idle_timeout);
+		srv_log("reload: idle_timeout %u s", n->idle_timeout);
+		for (i = 0; i < s->nshards; i++)
+			mail_wake(&s->shards[i]);
+	}
 	srv_log("reload: %d added, %d retired, %d allow entries", added, retired, s->cfg.nallow);
 out:
 	free(n);
@@ -1849,7 +1899,7 @@ static void shard_loop(struct shard *s)
 
 	s->eq_ready = 1;
 	while (!s->stop && !s->failed) {
-		int polled = 0, nfids = 0;
+		int polled = 0, nfids = 0, idle_ms;
 
 		if (s->stopping && !draining) {
 			draining = 1;
@@ -1917,7 +1967,8 @@ static void shard_loop(struct shard *s)
 			s->rx_armed = 1;
 			s->tx_armed = s->tx_watched;
 		}
-		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : draining || retire_by ? 100 : -1);
+		idle_ms = idle_sweep(s);
+		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : draining || retire_by ? 100 : idle_ms);
 		if (n < 0 && errno != EINTR) {
 			perror("orfs-server: epoll_wait");
 			s->failed = 1;
@@ -1979,7 +2030,7 @@ static void srv_status(struct srv *s)
 {
 	char gone[48] = "";
 	int i, nex = 0, away = 0, npeers;
-	unsigned long long peer_refused, locks_refused;
+	unsigned long long peer_refused, locks_refused, hold_refused, replay_own;
 
 	pthread_mutex_lock(&s->lock);
 	for (i = 0; i < SRV_MAX_EXPORTS; i++)
@@ -1989,7 +2040,11 @@ static void srv_status(struct srv *s)
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&s->locks.mu);
 	locks_refused = s->locks.refused;
+	hold_refused = s->locks.hold_refused;
 	pthread_mutex_unlock(&s->locks.mu);
+	pthread_mutex_lock(&s->replay.lock);
+	replay_own = s->replay.host_reuses;
+	pthread_mutex_unlock(&s->replay.lock);
 	for (i = 0; i < s->nshards; i++)
 		away += s->shards[i].retiring || s->shards[i].retired;
 	if (away)
@@ -1997,8 +2052,9 @@ static void srv_status(struct srv *s)
 	srv_log("status: %d connections, %d exports and volumes, %d progress threads%s, %u workers%s",
 		atomic_load(&s->nconns), nex, s->nshards, gone, s->nthreads,
 		s->stopping ? ", stopping" : "");
-	srv_log("status: %d hosts connected (at most %u connections each), %llu connections refused by a host's bound, %llu lock or session requests refused by a bound",
-		npeers, s->cfg.peer_conns, peer_refused, locks_refused);
+	srv_log("status: %d hosts connected (at most %u connections each), %llu connections refused by a host's bound, %llu closed after %u s of silence, %llu lock or session requests refused by a bound, %llu lock waiters not held (a host's share of holds), %llu replay answers a host at its share replaced with its own",
+		npeers, s->cfg.peer_conns, peer_refused, atomic_load(&s->idle_closed),
+		atomic_load(&s->idle_secs), locks_refused, hold_refused, replay_own);
 	atomic_fetch_add(&s->status_gen, 1);
 	for (i = 0; i < s->nshards; i++)
 		mail_wake(&s->shards[i]);
@@ -2657,6 +2713,7 @@ int main(int argc, char **argv)
 	}
 	replay_init(&s.replay);
 	locks_init(&s.locks, s.cfg.lease);
+	atomic_store(&s.idle_secs, s.cfg.idle_timeout);
 	/* A waiter's LOCK held takes a worker: half of them at most. */
 	locks_hold_max(&s.locks, (uint32_t)s.nthreads / 2);
 	{

@@ -157,6 +157,8 @@ struct conn {
 	struct dispatch_stats	st;
 	uint64_t		bytes_in, bytes_out;
 	uint64_t		since_us;	/* when it connected (now_us()) */
+	uint64_t		idle_mark;	/* st.requests at the last idle sweep */
+	uint64_t		idle_since_us;	/* the sweep that last saw it busy */
 	struct conn		*next;
 };
 
@@ -207,6 +209,7 @@ struct shard {
 	atomic_int		nconns;
 	unsigned int		allow_seen;	/* the allow list it last applied */
 	unsigned int		status_seen;	/* the last status report it wrote */
+	uint64_t		idle_sweep_us;	/* when it next looks for idle connections */
 	int			eq_ready;	/* the EQ may hold events: read it */
 	int			tx_watched;	/* txcqfd in the epoll set (see tx_watch()) */
 	int			rx_armed, tx_armed; /* a CQ armed, its channel quiet since */
@@ -272,6 +275,8 @@ struct srv {
 	uint64_t		peer_refused;	/* connections a host's bound refused */
 	atomic_uint		allow_gen;	/* moves when a reload changes the allow list */
 	atomic_uint		status_gen;	/* moves at each SIGUSR1: shards report */
+	atomic_uint		idle_secs;	/* cfg.idle_timeout, as a reload leaves it */
+	atomic_ullong		idle_closed;	/* connections closed for their silence */
 	int			epfd, sigfd, eqfd, wakefd;	/* the main thread's */
 	int			stopping;	/* main: a stop signal came */
 	int			stop;		/* main: the listener or epoll failed */

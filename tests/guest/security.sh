@@ -9,7 +9,8 @@
 # nosuid on the client keeps a set-uid file from raising a user; safe
 # defaults (--insecure, root squash, all_squash); set-id bits dropped at a
 # user's write or truncate as on ext4; one host's connections bounded;
-# subtree_check keeps working through links and forgotten names.
+# subtree_check keeps working through links and forgotten names; a silent
+# connection closes after idle_timeout, a mount's keep-alives keep its own.
 # timeout: 400
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }
@@ -254,3 +255,28 @@ umount /tmp/mnt
 # Once the server saw the mount's connections go, the host connects again.
 ok_now() { fs -n data stat victim > /tmp/out 2>&1 && grep -q '^ok' /tmp/out; }
 wait_until 100 ok_now || fail "the host still refused once its mount was gone: $(cat /tmp/out)"
+stop_server
+
+step "a connection silent for idle_timeout closes; a mount's keep-alives keep its own"
+printf 'idle_timeout 3\n' > /tmp/idle.conf
+start_server -s $state -c /tmp/idle.conf -e data=$exp,no_root_squash
+# timeo=20: a keep-alive after 1 s of silence.
+mount_orfs nconnect=1,timeo=20 "$ORFS_ADDR:/data" /tmp/mnt
+expect_eq "a file through the mount" "$(cat /tmp/mnt/victim)" "root's"
+# (knet-fs echoes each command of a script after "> ".)
+{ echo "stat victim"; sleep 6; echo "stat victim"; } | fs -n data -f - 2>&1 |
+	grep -v '^> ' > /tmp/idle.out || true
+expect_eq "the first answer of the silent client" "$(head -1 /tmp/idle.out | cut -c1-2)" ok
+if grep -q '^ok' <(sed -n 2p /tmp/idle.out); then
+	fail "a client silent for twice idle_timeout was still served: $(cat /tmp/idle.out)"
+fi
+expect_grep ': silent for 3 s \(' "$ORFS_SERVER_LOG"
+expect_eq "connections closed for their silence (the mount's not among them)" \
+	"$(grep -c ': silent for 3 s' "$ORFS_SERVER_LOG")" 1
+expect_eq "the mount's connections made" "$(grep -c "connected to export 'data'" "$ORFS_SERVER_LOG")" 2
+expect_eq "a file through the mount after 6 s" "$(cat /tmp/mnt/victim)" "root's"
+kill -USR1 "$ORFS_SERVER_PID"
+wait_until 50 grep -q 'closed after 3 s of silence' "$ORFS_SERVER_LOG" || fail "no status report"
+expect_grep ', 1 closed after 3 s of silence' "$ORFS_SERVER_LOG"
+umount /tmp/mnt
+stop_server

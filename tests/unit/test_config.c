@@ -368,6 +368,15 @@ static void test_file(void)
 	CU_ASSERT_STRING_EQUAL(err, "progress: threads from 1 to 64, or 0 for one a CPU");
 	CU_ASSERT_EQUAL(config_parse_line(&c, "progress 0", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(c.progress, 0);
+	/* Silent connections: closed after 300 s by default, never with 0. */
+	config_init(&c);
+	CU_ASSERT_EQUAL(c.idle_timeout, 300);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "idle_timeout 0", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.idle_timeout, 0);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "idle_timeout 86400", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.idle_timeout, 86400);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "idle_timeout 86401", err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(err, "idle_timeout: seconds from 0 (never) to 86400");
 	/* Locks: the lease and the grace period (which defaults to the lease). */
 	config_init(&c);
 	CU_ASSERT_EQUAL(c.lease, 60);
