@@ -450,6 +450,34 @@ static struct lk_range *in_the_way(struct lk_file *f, const struct lk_want *w)
 }
 
 /*
+ * Room is needed: drop the locks of clients gone for longer than the
+ * lease (of peer P only, if not NULL), at most LOCKS_RECLAIM_BATCH of
+ * them. Returns how many.
+ */
+#define LOCKS_RECLAIM_BATCH	64
+
+static int reclaim_lapsed(struct locks *lk, time_t now, const struct lk_peer *p)
+{
+	uint64_t ids[LOCKS_RECLAIM_BATCH];
+	struct lk_client *c;
+	int n = 0, i;
+	uint32_t b;
+
+	/* Ids first: expiring may forget other clients' records. */
+	for (b = 0; b < LOCKS_BUCKETS && n < LOCKS_RECLAIM_BATCH; b++)
+		for (c = lk->clients[b]; c && n < LOCKS_RECLAIM_BATCH; c = c->next)
+			if (!c->conns && c->nranges && now - c->gone >= (time_t)lk->lease &&
+			    (!p || c->peer == p))
+				ids[n++] = c->id;
+	for (i = 0; i < n; i++) {
+		c = *client_slot(lk, ids[i]);
+		if (c)
+			expire(lk, c);
+	}
+	return n;
+}
+
+/*
  * The first lock of another owner in W's way, dropping on the way the
  * locks of clients gone for longer than the lease.
  */
@@ -662,6 +690,11 @@ static int apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_w
 	} else {
 		answer(held, NULL, w);
 	}
+	/* At a bound of all or of its host: the locks of lapsed clients make room. */
+	if (spare && add && w->type != ORFS_LOCK_UNLOCK &&
+	    (lk->nranges + 2 > LOCKS_MAX || c->peer->nranges + 2 > LOCKS_PEER_MAX) &&
+	    reclaim_lapsed(lk, now, lk->nranges + 2 > LOCKS_MAX ? NULL : c->peer))
+		fp = file_slot(lk, dev, ino);
 	if (!spare || (w->type != ORFS_LOCK_UNLOCK &&
 		       (!add || lk->nranges + 2 > LOCKS_MAX || c->nranges + 2 > LOCKS_CLIENT_MAX ||
 			c->peer->nranges + 2 > LOCKS_PEER_MAX))) {

@@ -11,6 +11,8 @@
  * Bounded: LOCKS_MAX ranges in all, LOCKS_PEER_MAX a peer (the host a
  * client's connections come from), LOCKS_CLIENT_MAX a client (ENOLCK past
  * that); LOCKS_PEER_CLIENTS client ids a peer, each bound to its peer.
+ * At the bound of all or of a peer, the locks of clients (of that peer)
+ * gone for longer than the lease are dropped to make room first.
  */
 #ifndef ORFS_SERVER_LOCKS_H
 #define ORFS_SERVER_LOCKS_H

@@ -224,6 +224,18 @@ static void test_locks_peers(void)
 	/* Host 200's ids that leave with no lock free their places. */
 	locks_detach(&lk, 5000 + LOCKS_PEER_CLIENTS - 1, 4);
 	CU_ASSERT_EQUAL(locks_attach(&lk, 9, 200), 0);
+	/*
+	 * Its other ids all gone: within their lease their locks stay and the
+	 * bound holds; past it, the room a lock needs is taken from theirs.
+	 */
+	for (i = 0; i < LOCKS_PEER_CLIENTS - 1; i++)
+		locks_detach(&lk, 5000 + i, 4);
+	CU_ASSERT_EQUAL(lk_do(&lk, 9, 1, 3, 3, W, 0, 30, NULL), ENOLCK);
+	CU_ASSERT_EQUAL(lk.expired, 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, 9, 1, 3, 3, W, 0, 4 + 60, NULL), 0);
+	CU_ASSERT(lk.expired >= 1);
+	CU_ASSERT(locks_count(&lk, 9) == 1);
+	CU_ASSERT(locks_count(&lk, 0) < LOCKS_PEER_MAX);
 	locks_destroy(&lk);
 }
 
