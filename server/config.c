@@ -388,6 +388,15 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 	if (!strcmp(w[0], "peer_connections") && n == 2)
 		return config_parse_uint(w[1], 1, CFG_PEER_CONNS_MAX, &c->peer_conns) ?
 			fail(err, errlen, "peer_connections: from 1 to %d", CFG_PEER_CONNS_MAX) : 0;
+	if (!strcmp(w[0], "read_sinks") && n == 2) {
+		if (!strcmp(w[1], "auto"))
+			c->read_sinks = CFG_SINKS_AUTO;
+		else if (!strcmp(w[1], "per_read"))
+			c->read_sinks = CFG_SINKS_PER_READ;
+		else
+			return fail(err, errlen, "read_sinks: auto or per_read");
+		return 0;
+	}
 	if (!strcmp(w[0], "idle_timeout") && n == 2)
 		return config_parse_uint(w[1], 0, CFG_IDLE_TIMEOUT_MAX, &c->idle_timeout) ?
 			fail(err, errlen, "idle_timeout: seconds from 0 (never) to %d",

@@ -27,6 +27,8 @@
 #define CFG_PEER_CONNS_MAX	256	/* and at most (the server's own bound) */
 #define CFG_IDLE_TIMEOUT	300	/* seconds a silent connection is kept, by default */
 #define CFG_IDLE_TIMEOUT_MAX	86400
+#define CFG_SINKS_AUTO		0	/* per READ on iWARP, the pool's registration elsewhere */
+#define CFG_SINKS_PER_READ	1	/* per READ on every transport */
 
 /*
  * A client's address, IPv6 or IPv4 in one form: an IPv4 address is kept
@@ -81,6 +83,7 @@ struct config {
 	unsigned int		grace;		/* seconds of reclaims after a start */
 	unsigned int		peer_conns;	/* connections of one host at most */
 	unsigned int		idle_timeout;	/* seconds of silence that close one; 0: never */
+	int			read_sinks;	/* CFG_SINKS_*: how RDMA READ sinks are registered */
 	struct cfg_export	ex[CFG_MAX_EXPORTS];
 	int			nex;
 	struct cfg_net		allow[CFG_MAX_ALLOW];

@@ -415,9 +415,24 @@ static void want_chunk(struct req *r)
 
 struct rdma_post {
 	struct chunk	*ch;
+	void		*desc;		/* of the registration of CH's buffer */
 	int		is_read;
 	int		k;
 };
+
+/* CH's READs are over: their sink's key goes (see shard_init()). */
+static void sink_release(struct chunk *ch)
+{
+	int ret;
+
+	if (!ch->sink_mr)
+		return;
+	ret = fi_close(&ch->sink_mr->fid);
+	if (ret)
+		fab_err("closing a READ sink's registration", ret);
+	ch->sink_mr = NULL;
+	ch->c->sh->sink_live--;
+}
 
 static int post_piece(void *arg, const struct seg_piece *p)
 {
@@ -425,7 +440,7 @@ static int post_piece(void *arg, const struct seg_piece *p)
 	struct chunk *ch = rp->ch;
 	struct conn *c = ch->r->c;
 	struct op *op = &ch->ops[rp->k];
-	void *desc = fi_mr_desc(c->sh->pool_mr);
+	void *desc = rp->desc;
 	ssize_t ret;
 
 	op->kind = OP_RDMA;
@@ -461,11 +476,27 @@ static int post_rdma(struct chunk *ch)
 	struct conn *c = r->c;
 	const char *msg = conn_rx_buf(c, r->slot);
 	struct rdma_post rp = { .ch = ch, .is_read = r->br.opcode == MXBD_OP_WRITE };
+	struct shard *sh = c->sh;
 	int ret;
 
 	/* Count first, so that a chunk is posted whole or not at all. */
 	if (block_map_segments(msg, &r->br, ch->off, ch->len, NULL, NULL) > c->sq_free)
 		return -FI_EAGAIN;
+	rp.desc = fi_mr_desc(sh->pool_mr);
+	if (rp.is_read && sh->sink_per_read && !ch->sink_mr) {
+		/* A key for these READs alone, closed when they complete. */
+		ret = fi_mr_reg(sh->s->dev[sh->dev].domain, ch->buf, ch->len, FI_READ, 0, 0, 0,
+				&ch->sink_mr, NULL);
+		if (ret) {
+			ch->sink_mr = NULL;
+			fab_err("registering a READ sink", ret);
+			return ret == -FI_EAGAIN ? -FI_ENOMEM : ret;
+		}
+		sh->sink_regs++;
+		sh->sink_live++;
+	}
+	if (ch->sink_mr)
+		rp.desc = fi_mr_desc(ch->sink_mr);
 	ret = block_map_segments(msg, &r->br, ch->off, ch->len, post_piece, &rp);
 	if (ret < 0)
 		return ret;
@@ -662,6 +693,7 @@ static void chunk_done(struct chunk *ch, int err)
 	struct req *r = ch->r;
 	struct shard *s = r->c->sh;
 
+	sink_release(ch);	/* its READs, if any, are over */
 	pool_put(&s->pool, ch->buf);
 	ch->r = NULL;
 	ch->buf = NULL;
@@ -1153,6 +1185,7 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 		ch->err = err;
 	if (--ch->pending)
 		return;
+	sink_release(ch);
 	if (r && ch->late) {
 		if (!ch->err && !c->closing) {
 			ch->late_writes++;

@@ -787,10 +787,12 @@ static void report_status(struct shard *sh)
 	sh->status_seen = gen;
 	for (c = sh->conns; c; c = c->next)
 		n++;
-	srv_log("status: progress thread %d on %s: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer",
+	srv_log("status: progress thread %d on %s: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer, READ sinks %s (%llu registered, %llu live)",
 		sh->id, s->dev[sh->dev].info->domain_attr->name, n, atomic_load(&sh->active),
 		sh->pool.nfree, sh->pool.nchunks,
-		(unsigned long long)sh->buffer_waits);
+		(unsigned long long)sh->buffer_waits,
+		sh->sink_per_read ? "registered per READ" : "in the pool's registration",
+		(unsigned long long)sh->sink_regs, (unsigned long long)sh->sink_live);
 	for (c = sh->conns; c; c = c->next)
 		srv_log("status: %s %s '%s' (thread %d): %s %llu s, %d requests in service, %llu requests, %llu malformed, %llu bytes in, %llu out",
 			c->peer[0] ? c->peer : "?",
@@ -1275,13 +1277,20 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 		return -1;
 	}
 	/*
-	 * The pool is the sink of our RDMA READs: on iWARP a READ sink must
-	 * allow remote writes (the protocol writes READ responses into it).
+	 * The pool is the source of our RDMA WRITEs and the sink of our RDMA
+	 * READs. On iWARP a READ sink must allow remote writes (the
+	 * protocol writes READ responses into it; libfabric adds the right
+	 * to FI_READ): a client could then write into any chunk of the pool,
+	 * other clients' data in flight. There, and when read_sinks says
+	 * per_read, each chunk is registered for its READs only, with a key
+	 * closed when they complete (eng: post_rdma()), as the kernel's
+	 * rdma_rw does; the pool is registered for WRITEs only.
 	 */
+	sh->sink_per_read = s->cfg.read_sinks == CFG_SINKS_PER_READ ||
+			    (dev->info->ep_attr && dev->info->ep_attr->protocol == FI_PROTO_IWARP);
 	ret = fi_mr_reg(dev->domain, sh->pool.base, s->chunk_size * nchunks,
-			FI_READ | FI_WRITE |
-			(dev->info->ep_attr && dev->info->ep_attr->protocol == FI_PROTO_IWARP ?
-			 FI_REMOTE_WRITE : 0), 0, 0, 0, &sh->pool_mr, NULL);
+			sh->sink_per_read ? FI_WRITE : FI_READ | FI_WRITE, 0, 0, 0, &sh->pool_mr,
+			NULL);
 	if (ret)
 		return fab_err("registering the buffer pool", ret);
 	sh->chunks = calloc(nchunks, sizeof(*sh->chunks));
@@ -1736,8 +1745,9 @@ static void srv_reload(struct srv *s)
 	}
 	if ((n->nlisten && !config_same_listen(n, &s->cfg)) ||
 	    n->pool_mib != s->cfg.pool_mib || n->chunk_kib != s->cfg.chunk_kib ||
-	    n->threads != s->cfg.threads || n->progress != s->cfg.progress)
-		srv_log("reload: listen, pool, chunk, threads and progress changes take effect at the next start");
+	    n->threads != s->cfg.threads || n->progress != s->cfg.progress ||
+	    n->read_sinks != s->cfg.read_sinks)
+		srv_log("reload: listen, pool, chunk, threads, progress and read_sinks changes take effect at the next start");
 
 	for (i = 0; i < SRV_MAX_EXPORTS; i++) {
 		struct export *ex = &s->ex[i];
@@ -2535,6 +2545,15 @@ int main(int argc, char **argv)
 	 */
 	if (setenv("RDMAV_ALLOW_DISASSOC_DESTROY", "1", 0))
 		perror("orfs-server: setenv RDMAV_ALLOW_DISASSOC_DESTROY");
+	/*
+	 * No registration cache: libfabric's verbs provider registers what
+	 * it caches with every remote access (a client that learns a key
+	 * could write into the server's buffers), and keeps a region
+	 * registered after fi_close(), so a READ sink's key (see
+	 * shard_init()) would outlive its READ.
+	 */
+	if (setenv("FI_MR_CACHE_MAX_COUNT", "0", 1))
+		perror("orfs-server: setenv FI_MR_CACHE_MAX_COUNT");
 	s.prov = "verbs";
 	pthread_mutex_init(&s.lock, NULL);
 	fdc_init(&s.fdc);

@@ -72,6 +72,7 @@ struct chunk {
 	int			late;		/* the "late-write" fault: posted again */
 	uint64_t		late_writes;	/* times its WRITEs completed, for the log */
 	struct job		job;
+	struct fid_mr		*sink_mr;	/* its READs' own registration (sink_per_read) */
 	struct chunk		*wait_next;	/* waiting for send-queue room */
 	struct op		ops[KNET_MAX_SEGS];
 };
@@ -222,6 +223,9 @@ struct shard {
 	int			credits_used;	/* receives posted by all connections */
 	int			rx_budget;	/* its share of SRV_RX_BUDGET */
 	uint64_t		buffer_waits;	/* times a request waited for a buffer */
+	int			sink_per_read;	/* READ sinks registered per chunk (iWARP) */
+	uint64_t		sink_regs;	/* such registrations made */
+	uint64_t		sink_live;	/* and not closed yet */
 	uint64_t		fault_rng;	/* the "fs-random" fault's state */
 };
 

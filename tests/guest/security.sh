@@ -10,7 +10,8 @@
 # defaults (--insecure, root squash, all_squash); set-id bits dropped at a
 # user's write or truncate as on ext4; one host's connections bounded;
 # subtree_check keeps working through links and forgotten names; a silent
-# connection closes after idle_timeout, a mount's keep-alives keep its own.
+# connection closes after idle_timeout, a mount's keep-alives keep its own;
+# READ sinks registered per READ (iWARP's way) keep data whole and no key.
 # timeout: 400
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }
@@ -279,4 +280,34 @@ kill -USR1 "$ORFS_SERVER_PID"
 wait_until 50 grep -q 'closed after 3 s of silence' "$ORFS_SERVER_LOG" || fail "no status report"
 expect_grep ', 1 closed after 3 s of silence' "$ORFS_SERVER_LOG"
 umount /tmp/mnt
+stop_server
+
+step "READ sinks registered per READ, as on iWARP: data whole through ORFS and MXBD, no key left"
+printf 'read_sinks per_read\n' > /tmp/sinks.conf
+truncate -s 32M /tmp/sinkvol.img
+start_server -s $state -c /tmp/sinks.conf -e data=$exp,no_root_squash -b vol=/tmp/sinkvol.img
+# server_mrs: the memory registrations the server holds now
+server_mrs() { rdma resource show mr | grep -c 'comm orfs-server' || true; }
+mrs_idle=$(server_mrs)
+[ "$mrs_idle" -gt 0 ] || fail "rdma resource show mr lists none of the server's registrations"
+head -c 8M /dev/urandom > /tmp/sink.data
+mount_orfs hard "$ORFS_ADDR:/data" /tmp/mnt
+cp /tmp/sink.data /tmp/mnt/pub/sink.data
+dd if=/tmp/sink.data of=/tmp/mnt/pub/sink.direct bs=1M oflag=direct status=none
+sync
+cmp /tmp/sink.data $exp/pub/sink.data || fail "a file written back through per-READ sinks differs"
+cmp /tmp/sink.data $exp/pub/sink.direct || fail "an O_DIRECT file written through per-READ sinks differs"
+umount /tmp/mnt
+dev=$("$ORFS_PROJ/tools/mxbdctl" attach "$ORFS_ADDR" vol)
+dd if=/tmp/sink.data of="$dev" bs=1M oflag=direct status=none
+"$ORFS_PROJ/tools/mxbdctl" detach "${dev#/dev/}"
+cmp -n 8388608 /tmp/sink.data /tmp/sinkvol.img || fail "a volume written through per-READ sinks differs"
+wait_until 100 test "$(server_mrs)" -eq "$mrs_idle" ||
+	fail "the server holds $(server_mrs) registrations once its clients left, $mrs_idle before"
+kill -USR1 "$ORFS_SERVER_PID"
+wait_until 50 grep -q 'READ sinks registered per READ' "$ORFS_SERVER_LOG" || fail "no status report"
+expect_grep 'READ sinks registered per READ \([1-9][0-9]* registered, 0 live\)' "$ORFS_SERVER_LOG"
+if grep -qE 'READ sinks .*registered, [1-9][0-9]* live' "$ORFS_SERVER_LOG"; then
+	fail "a READ sink's registration outlived its READ"
+fi
 stop_server

@@ -368,6 +368,15 @@ static void test_file(void)
 	CU_ASSERT_STRING_EQUAL(err, "progress: threads from 1 to 64, or 0 for one a CPU");
 	CU_ASSERT_EQUAL(config_parse_line(&c, "progress 0", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(c.progress, 0);
+	/* READ sinks: per READ on iWARP only, unless asked everywhere. */
+	config_init(&c);
+	CU_ASSERT_EQUAL(c.read_sinks, CFG_SINKS_AUTO);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "read_sinks per_read", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.read_sinks, CFG_SINKS_PER_READ);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "read_sinks auto", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.read_sinks, CFG_SINKS_AUTO);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "read_sinks pool", err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(err, "read_sinks: auto or per_read");
 	/* Silent connections: closed after 300 s by default, never with 0. */
 	config_init(&c);
 	CU_ASSERT_EQUAL(c.idle_timeout, 300);
