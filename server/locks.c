@@ -27,6 +27,7 @@ struct lk_wait {
 	uint64_t	start, end;
 	uint32_t	type;
 	time_t		asked;		/* its last request */
+	struct lk_peer	*peer;		/* its client's: the client's record outlives it */
 	struct lk_wait	*next;
 };
 
@@ -44,6 +45,7 @@ struct lk_peer {
 	uint32_t	nranges;
 	uint32_t	nclients;	/* client records bound to it */
 	uint32_t	holding;	/* requests of its clients held now */
+	uint32_t	nwaits;		/* waits of its clients recorded */
 	struct lk_peer	*next;
 };
 
@@ -174,7 +176,9 @@ static void ranges_add(struct locks *lk, struct lk_client *c, int n)
 	c->peer->nranges += (uint32_t)n;
 }
 
-/* Forget C's record when nothing holds it: no connection, no lock. */
+static void wait_forget_client(struct locks *lk, uint64_t id);
+
+/* Forget C's record (and waits) when nothing holds it: no connection, no lock. */
 static void client_maybe_free(struct locks *lk, struct lk_client *c)
 {
 	struct lk_client **pp;
@@ -182,6 +186,7 @@ static void client_maybe_free(struct locks *lk, struct lk_client *c)
 
 	if (c->conns || c->nranges || c->revoked)
 		return;
+	wait_forget_client(lk, c->id);
 	pp = client_slot(lk, c->id);
 	*pp = c->next;
 	if (!--c->peer->nclients) {
@@ -325,6 +330,7 @@ static void wait_drop(struct locks *lk, struct lk_wait **pp)
 
 	*pp = wt->next;
 	lk->nwaits--;
+	wt->peer->nwaits--;
 	free(wt);
 	changed(lk);
 }
@@ -566,18 +572,25 @@ static int wait_note(struct locks *lk, const struct lk_want *w, uint64_t dev, ui
 		     time_t now, struct lk_wait **spare)
 {
 	struct lk_wait **pp = wait_slot(lk, w->client, w->owner), *wt = *pp;
+	struct lk_client *c = *client_slot(lk, w->client);
 
 	if (!wt) {
-		/* Unrecorded past the bound: no deadlock is found through it. */
-		if (!*spare || lk->nwaits >= LOCKS_WAITS_MAX)
+		/* Unrecorded past a bound: no deadlock is found through it. */
+		if (!*spare || !c || lk->nwaits >= LOCKS_WAITS_MAX)
 			return 0;
+		if (c->peer->nwaits >= LOCKS_PEER_WAITS) {
+			lk->refused++;
+			return 0;
+		}
 		wt = *spare;
 		*spare = NULL;
 		wt->client = w->client;
 		wt->owner = w->owner;
+		wt->peer = c->peer;
 		wt->next = NULL;
 		*pp = wt;
 		lk->nwaits++;
+		c->peer->nwaits++;
 	} else if (wt->dev != dev || wt->ino != ino || wt->start != w->start ||
 		   wt->end != w->end || wt->type != w->type) {
 		changed(lk);	/* the owner's wait for something else ends */

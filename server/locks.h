@@ -29,6 +29,7 @@
 #define LOCKS_LEASE		60	/* seconds, default */
 #define LOCKS_REVOKED_MAX	4096	/* clients remembered as told nothing yet */
 #define LOCKS_WAITS_MAX		65536	/* owners remembered as waiting */
+#define LOCKS_PEER_WAITS	8192	/* of them, of one peer's clients */
 #define LOCKS_WAIT_FRESH	2	/* seconds a waiter is taken to wait after it asked */
 #define LOCKS_DEADLK_MAX	64	/* owners followed looking for a deadlock */
 

@@ -423,6 +423,31 @@ static void test_locks_hold(void)
 	locks_destroy(&lk);
 }
 
+/* One host's clients have LOCKS_PEER_WAITS waits recorded at most; another's still are. */
+static void test_locks_waits_peer(void)
+{
+	struct locks lk;
+	uint64_t i;
+	int err = EAGAIN;
+
+	locks_init(&lk, 60);
+	locks_grace(&lk, 0, 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, A, 1), 0);
+	CU_ASSERT_EQUAL(locks_attach(&lk, B, 2), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 1, 0, END, W, 0, 1, NULL), 0);
+	for (i = 0; i < LOCKS_PEER_WAITS + 10 && err == EAGAIN; i++)
+		err = lk_do(&lk, A, 100 + i, 5, 5, W, ORFS_LOCK_WAIT, 1, NULL);
+	CU_ASSERT_EQUAL(err, EAGAIN);
+	CU_ASSERT_EQUAL(lk.nwaits, LOCKS_PEER_WAITS);
+	CU_ASSERT(lk.refused >= 10);
+	CU_ASSERT_EQUAL(lk_do(&lk, B, 2, 5, 5, W, ORFS_LOCK_WAIT, 1, NULL), EAGAIN);
+	CU_ASSERT_EQUAL(lk.nwaits, LOCKS_PEER_WAITS + 1);
+	/* A client that leaves with no lock takes its waits along. */
+	locks_detach(&lk, A, 2);
+	CU_ASSERT_EQUAL(lk.nwaits, 1);
+	locks_destroy(&lk);
+}
+
 /*
  * One host's clients hold half the held requests at most: with four, a
  * third waiter of host 1 is answered at once, while host 2's is held.
@@ -478,6 +503,7 @@ int unit_add_locks_suite(void)
 	    !CU_add_test(s, "a chain of waiters closing on itself: EDEADLK", test_locks_deadlock) ||
 	    !CU_add_test(s, "a waiter's request held until the lock is free", test_locks_hold) ||
 	    !CU_add_test(s, "one host's waiters hold half the holds at most", test_locks_hold_peer) ||
+	    !CU_add_test(s, "one host's waits recorded are bounded", test_locks_waits_peer) ||
 	    !CU_add_test(s, "ids bound to their host; a host's ids and ranges bounded", test_locks_peers))
 		return -1;
 	return 0;
