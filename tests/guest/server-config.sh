@@ -80,7 +80,7 @@ wait_until 100 log_grew "status: $ORFS_ADDR volume 'v2' (thread [0-9]*): up " 0 
 grep 'status: ' "$ORFS_SERVER_LOG"
 expect_grep 'status: [1-9][0-9]* connections, 2 exports and volumes, [0-9]+ progress threads, 4 workers$' \
 	"$ORFS_SERVER_LOG"
-expect_grep "status: progress thread 0 on $ORFS_RDMA_DEV: [0-9]+ connections, [0-9]+ requests in service, [0-9]+ of [0-9]+ buffer chunks free, [0-9]+ waits for a buffer\$" \
+expect_grep "status: progress thread 0 on $ORFS_RDMA_DEV: [0-9]+ connections, [0-9]+ requests in service, [0-9]+ of [0-9]+ buffer chunks free, [0-9]+ waits for a buffer, READ sinks in the pool's registration \(0 registered, 0 live\)\$" \
 	"$ORFS_SERVER_LOG"
 expect_grep "status: $ORFS_ADDR volume 'v2' \(thread [0-9]+\): up [0-9]+ s, [0-9]+ requests in service, [0-9]+ requests, 0 malformed, [0-9]+ bytes in, [0-9]+ out$" \
 	"$ORFS_SERVER_LOG"
