@@ -63,7 +63,8 @@ modules-all:
 	done
 
 userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load $(BIN)/knet-fs \
-	$(BIN)/knet-test $(BIN)/regcache-test $(BIN)/orfs-fstest $(BIN)/orfs-fsx $(BIN)/folio-count
+	$(BIN)/knet-test $(BIN)/regcache-test $(BIN)/orfs-fstest $(BIN)/orfs-fsx $(BIN)/folio-count \
+	$(BIN)/log-replay
 
 SERVER_SRC := server/main.c server/engine.c server/workers.c
 
@@ -92,6 +93,10 @@ $(BIN)/orfs-fsx: tools/orfs-fsx.c
 $(BIN)/folio-count: tools/folio-count.c
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tools/folio-count.c
+
+$(BIN)/log-replay: tools/log-replay.c
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tools/log-replay.c
 
 $(BIN)/orfs-fstest: tools/orfs-fstest.c
 	@mkdir -p $(BIN)
