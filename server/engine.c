@@ -331,7 +331,7 @@ static void reply(struct req *r)
 }
 
 /* Block jobs: one backend call on a volume. */
-enum { JOB_READ, JOB_WRITE, JOB_FLUSH, JOB_DISCARD, JOB_WRITE_ZEROES };
+enum { JOB_READ, JOB_WRITE, JOB_FLUSH, JOB_DISCARD, JOB_WRITE_ZEROES, JOB_NOTHING };
 
 static int run_block_job(struct job *j)
 {
@@ -346,6 +346,8 @@ static int run_block_job(struct job *j)
 		return block_flush(v);
 	case JOB_DISCARD:
 		return block_discard(v, j->off, j->len);
+	case JOB_NOTHING:
+		return 0;
 	default:
 		return block_write_zeroes(v, j->off, j->len);
 	}
@@ -379,6 +381,12 @@ static void dispatch_job(struct shard *s, struct job *j, int try_now)
 static void submit(struct shard *s, struct job *j, int kind, struct volume *v,
 		   void *buf, uint64_t off, uint32_t len, int fua)
 {
+	if (s->s->fault == FAULT_NO_SYNC) {
+		/* The store's cache is left as it is: a power cut loses it. */
+		fua = 0;
+		if (kind == JOB_FLUSH)
+			kind = JOB_NOTHING;
+	}
 	j->run = run_block_job;
 	j->kind = kind;
 	j->target = v;

@@ -2706,6 +2706,7 @@ int main(int argc, char **argv)
 			[FAULT_BLOCK_RANDOM] = "block-random",
 			[FAULT_BLOCK_INFO] = "block-info", [FAULT_LATE_WRITE] = "late-write",
 			[FAULT_FS_MODE] = "fs-mode", [FAULT_FS_OWNER] = "fs-owner",
+			[FAULT_NO_SYNC] = "no-sync",
 		};
 		const char *seed = getenv("ORFS_SERVER_FAULT_SEED");
 
