@@ -1,0 +1,185 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Power cuts of the server's host, simulated. The volume the server
+# serves is a device-mapper log-writes target, which logs every write,
+# FLUSH and FUA that reaches it in the order they became durable. A
+# "power cut" is the server killed, a mark in the log, and the log
+# replayed (tools/log-replay.c) onto a fresh copy of the device up to the
+# mark, keeping only what a FLUSH or FUA made durable: what a real power
+# cut leaves. The server then serves the replayed copy.
+#
+# MXBD: ext4 on /dev/mxbdN, a program that appends numbered records with
+# fsync() after each; after the cut the file system checks clean and
+# every record the program was told is durable is there; so it does at
+# flush points spread over a run. A server that
+# does not flush (the no-sync fault) loses them, and the check says so.
+# timeout: 600
+. "$(dirname "$0")/lib.sh"
+
+dir=/tmp/crash
+replay=$ORFS_BIN/log-replay
+mkdir -p $dir /tmp/cm
+modprobe dm_log_writes
+modprobe loop
+load_suite
+
+# lw_create NAME BASE LOG: a log-writes target NAME logging BASE's writes
+# to LOG; prints its node, as the kernel names it (no udev here to make
+# /dev/mapper's)
+lw_create() {
+	dmsetup create "$1" --noudevsync --table "0 $(blockdev --getsz "$2") log-writes $2 $3"
+	local node
+	node=/dev/$(dmsetup info -c --noheadings -o blkdevname "$1")
+	[ -b "$node" ] || fail "no block device $node for $1"
+	echo "$node"
+}
+
+# acked_past N: the writer was told more than N records are durable
+acked_past() { [ "$(cat $dir/acked)" -gt "$1" ]; }
+
+# cut_run NAME [FAULT]: one run: a fresh volume logged, ext4 made on it
+# through MXBD, records appended until the power cut. Leaves the replayed
+# volume in $dir/NAME.img and the last record acknowledged in $dir/acked.
+cut_run() {
+	local name=$1 fault=${2:-} dev base log lw i
+	rm -f $dir/*.img $dir/acked
+	truncate -s 64M $dir/dev.img
+	truncate -s 256M $dir/log.img
+	base=$(losetup -f --show $dir/dev.img)
+	log=$(losetup -f --show $dir/log.img)
+	# The log starts from a device of zeros: so does its replay.
+	lw=$(lw_create crashlw "$base" "$log")
+	on_exit "dmsetup remove --noudevsync crashlw 2>/dev/null || true"
+	if [ -n "$fault" ]; then
+		ORFS_SERVER_FAULT=$fault start_server -F -b vol="$lw"
+	else
+		start_server -b vol="$lw"
+	fi
+	dev=$("$ORFS_PROJ/tools/mxbdctl" attach "$ORFS_ADDR" vol io_timeout=2 loss_timeout=2)
+	on_exit "umount -l /tmp/cm 2>/dev/null; $ORFS_PROJ/tools/mxbdctl detach ${dev#/dev/} force 2>/dev/null || true"
+	mkfs.ext4 -q -F "$dev"
+	mount "$dev" /tmp/cm
+	# From here on, every flush point holds a file system (points_check).
+	dmsetup message crashlw 0 mark made
+	echo 0 > $dir/acked
+	# Records, each made durable by dd's fsync() before the next.
+	(
+		for ((i = 1; ; i++)); do
+			printf 'record %08d\n' $i |
+				dd of=/tmp/cm/records oflag=append conv=notrunc,fsync status=none ||
+				exit 0
+			echo $i > $dir/acked
+		done
+	) 2> /dev/null &
+	local writer=$!
+	wait_until 300 acked_past $((20 + RANDOM % 100)) || fail "the records did not start: $(cat $dir/acked)"
+	sleep 0.$((RANDOM % 10))
+	# The cut: the server's host stops; the log is marked where it was.
+	kill_server
+	dmsetup message crashlw 0 mark cut
+	wait "$writer" 2> /dev/null || true
+	echo "$name: cut after record $(cat $dir/acked)"
+	umount -l /tmp/cm 2> /dev/null || true
+	"$ORFS_PROJ/tools/mxbdctl" detach "${dev#/dev/}" force 2> /dev/null || true
+	dmsetup remove --noudevsync crashlw
+	"$replay" -n "$log" > $dir/points
+	echo "$name: the log has $(cat $dir/points) flush points"
+	truncate -s 64M $dir/$name.img
+	"$replay" -m cut "$log" $dir/$name.img
+	losetup -d "$log" "$base"
+}
+
+# check NAME: serve the replayed volume; ext4 recovers and checks clean,
+# and every acknowledged record is there. Returns 1 if not.
+check() {
+	local name=$1 dev acked got ok=0
+	acked=$(cat $dir/acked)
+	start_server -b vol=$dir/$name.img
+	dev=$("$ORFS_PROJ/tools/mxbdctl" attach "$ORFS_ADDR" vol)
+	if mount "$dev" /tmp/cm 2> $dir/mount.err; then
+		got=$(grep -c '^record ' /tmp/cm/records 2> /dev/null || true)
+		echo "$name: $acked records acknowledged, ${got:-0} there"
+		for ((i = 1; i <= acked; i++)); do printf 'record %08d\n' $i; done > $dir/want
+		head -n "$acked" /tmp/cm/records > $dir/have 2> /dev/null || true
+		cmp -s $dir/want $dir/have || ok=1
+		umount /tmp/cm
+		fsck.ext4 -fn "$dev" > $dir/fsck.out 2>&1 || { cat $dir/fsck.out; ok=1; }
+	else
+		echo "$name: the replayed file system does not mount: $(cat $dir/mount.err)"
+		ok=1
+	fi
+	"$ORFS_PROJ/tools/mxbdctl" detach "${dev#/dev/}"
+	stop_server
+	return $ok
+}
+
+step "log-replay reads a log-writes log as the kernel writes it"
+truncate -s 8M $dir/t.img
+truncate -s 64M $dir/tlog.img
+tb=$(losetup -f --show $dir/t.img)
+tl=$(losetup -f --show $dir/tlog.img)
+tw=$(lw_create crashlw "$tb" "$tl")
+# block CHAR: 4096 bytes of CHAR
+block() { printf "$1%.0s" $(seq 4096); }
+block A | dd of="$tw" bs=4096 seek=3 oflag=direct status=none
+sync "$tw"
+block B | dd of="$tw" bs=4096 seek=5 oflag=direct,dsync status=none
+block C | dd of="$tw" bs=4096 seek=7 oflag=direct status=none
+dmsetup message crashlw 0 mark end
+dmsetup remove --noudevsync crashlw
+"$replay" -l "$tl" > $dir/list
+cat $dir/list
+truncate -s 8M $dir/r.img
+"$replay" -m end "$tl" $dir/r.img
+# A was flushed, B was written through (a flush or FUA), C never was.
+expect_eq "block 3 after the replay" "$(dd if=$dir/r.img bs=4096 skip=3 count=1 status=none | tr -d A | wc -c)" 0
+expect_eq "block 5 after the replay" "$(dd if=$dir/r.img bs=4096 skip=5 count=1 status=none | tr -d B | wc -c)" 0
+expect_eq "block 7 after the replay" "$(dd if=$dir/r.img bs=4096 skip=7 count=1 status=none | tr -d '\0' | wc -c)" 0
+# Replayed whole (C's write included as the log has it): -m is what cuts.
+truncate -s 8M $dir/all.img
+"$replay" -a "$tl" $dir/all.img
+expect_eq "block 7 of a replay of every entry" "$(dd if=$dir/all.img bs=4096 skip=7 count=1 status=none | tr -d C | wc -c)" 0
+losetup -d "$tl" "$tb"
+
+# points_check: the log of the last run, replayed to flush points after
+# the file system was made (a dozen, spread, and the last): at each, ext4
+# mounts (its journal recovers) and checks clean, as fstests' generic/482.
+points_check() {
+	local first last k step n=0
+	first=$("$replay" -l $dir/log.img | awk '/ mark made$/ { print p + 1; exit } / (flush|fua)/ { p++ }')
+	last=$(cat $dir/points)
+	[ -n "$first" ] && [ "$first" -le "$last" ] || fail "no flush point after the mark: $first of $last"
+	step=$(((last - first) / 12 + 1))
+	for ((k = first; k <= last; k += step)); do
+		points_one "$k"
+		n=$((n + 1))
+	done
+	[ $(((last - first) % step)) -eq 0 ] || { points_one "$last"; n=$((n + 1)); }
+	echo "flush points $first to $last: $n replayed, each clean"
+}
+
+# points_one K: replay to flush point K and check the file system there
+points_one() {
+	local loop
+	rm -f $dir/p.img
+	truncate -s 64M $dir/p.img
+	"$replay" -p "$1" $dir/log.img $dir/p.img
+	loop=$(losetup -f --show $dir/p.img)
+	mount "$loop" /tmp/cm || fail "flush point $1: ext4 does not mount"
+	umount /tmp/cm
+	fsck.ext4 -fn "$loop" > $dir/fsck.out 2>&1 || { cat $dir/fsck.out; fail "flush point $1: fsck"; }
+	losetup -d "$loop"
+}
+
+step "MXBD: ext4 and fsync'd records across power cuts"
+for run in 1 2 3; do
+	cut_run "cut$run"
+	check "cut$run" || fail "run $run: an acknowledged record was lost or ext4 is damaged"
+	[ $run -ne 1 ] || points_check
+done
+
+step "a server that does not flush loses acknowledged records, and the check says so"
+cut_run nosync no-sync
+if check nosync; then
+	fail "the check found nothing lost from a server that never flushed"
+fi
