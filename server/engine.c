@@ -1013,6 +1013,13 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		if (c->revoked)
 			fr->session_flags |= ORFS_SESSION_LOCKS_REVOKED;
 	}
+	if (fr->op == ORFS_OP_FSYNC && c->s->fault == FAULT_NO_SYNC) {
+		/* Answered as done, and nothing done: a power cut loses the data. */
+		r->f.status = 0;
+		r->fbody_len = 0;
+		reply(r);
+		return;
+	}
 	if (fr->op == ORFS_OP_SESSION && c->s->locks.hold_max)
 		fr->session_flags |= ORFS_SESSION_LOCK_HOLD;
 	/* The client's word that it saw it, on whatever connection (locks_apply()). */

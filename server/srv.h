@@ -323,7 +323,7 @@ enum srv_fault {
 	FAULT_LATE_WRITE,
 	FAULT_FS_MODE,		/* "fs-mode": attributes with mode bits no file has */
 	FAULT_FS_OWNER,		/* "fs-owner": attributes of owner (uid_t)-1 */
-	FAULT_NO_SYNC,		/* "no-sync": a volume's FLUSH and FUA promise what they did not do */
+	FAULT_NO_SYNC,		/* "no-sync": FLUSH, FUA and FSYNC promise what they did not do */
 };
 
 /* main.c */
