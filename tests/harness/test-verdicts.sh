@@ -48,7 +48,10 @@ for line in "WARNING: CPU: 1 PID: 9 at mm/x.c:1 f+0x1" "BUG: kernel NULL pointer
 	"Oops: 0000 [#1] PREEMPT SMP" "list_del corruption. prev->next should be" \
 	"WARNING: possible circular locking dependency detected" \
 	"INFO: task insmod:149 blocked for more than 30 seconds." \
-	"watchdog: BUG: soft lockup - CPU#0 stuck for 22s!" "refcount_t: underflow; use-after-free."; do
+	"watchdog: BUG: soft lockup - CPU#0 stuck for 22s!" "refcount_t: underflow; use-after-free." \
+	"BUG kmalloc-64 (Not tainted): Redzone overwritten" \
+	"BUG knet_req (Tainted: G           O      ): Poison overwritten" \
+	"BUG: KFENCE: use-after-free read in knet_ep_fail+0x1c/0x200"; do
 	mkcase badlog 0 "[2.0] $line"
 	expect badlog '^FAIL k badlog: kernel log has bad lines' "0 1 0"
 done
