@@ -422,14 +422,30 @@ int fsvc_make_fh(const struct fsvc_export *fx, int dirfd, const char *name, stru
 	return err;
 }
 
-/* Is directory FD the export's root or beneath it? 0 or ESTALE. */
-static int dir_beneath(const struct fsvc_export *fx, int fd)
+/*
+ * Open the file system's handle of LEN bytes at BYTES, of TYPE, in FX's
+ * file system, with FLAGS (as root: it needs CAP_DAC_READ_SEARCH).
+ */
+static int handle_open(const struct fsvc_export *fx, const uint8_t *bytes, unsigned int len,
+		       uint16_t type, int flags)
 {
-	struct stat st, up;
+	struct {
+		struct file_handle fh;
+		unsigned char buf[FH_HANDLE_MAX];
+	} h;
+
+	h.fh.handle_bytes = len;
+	h.fh.handle_type = (int16_t)type;
+	memcpy(h.fh.f_handle, bytes, len);
+	return open_by_handle_at(fx->root_fd, &h.fh, flags | O_CLOEXEC);
+}
+
+/* Is directory FD (whose status is ST0) the export's root or beneath it? 0 or ESTALE. */
+static int dir_beneath(const struct fsvc_export *fx, int fd, const struct stat *st0)
+{
+	struct stat st = *st0, up;
 	int cur = fd, next, depth, err = ESTALE;
 
-	if (fstat(cur, &st))
-		return errno;
 	for (depth = 0; depth < FH_DEPTH_MAX; depth++) {
 		if (st.st_dev == fx->dev && st.st_ino == fx->root_ino) {
 			err = 0;
@@ -514,39 +530,30 @@ static int file_in(int pfd, const struct stat *st)
 }
 
 /*
- * subtree_check: is what FD (opened from IN) names beneath the export?
- * A directory walks up to it. A non-directory must have a name beneath
- * it that the kernel knows (one it was found or renamed by since it was
- * last in the cache), or else be in the directory its handle carries,
- * and that directory beneath the export.
+ * subtree_check: is the non-directory FD (opened from IN, whose status is
+ * ST) beneath the export? It must have a name beneath it that the kernel
+ * knows (one it was found or renamed by since it was last in the cache),
+ * or else be in the directory its handle carries, and that directory
+ * beneath the export.
  */
-static int fh_beneath(const struct fsvc_export *fx, const struct fh_inner *in, int fd)
+static int file_beneath(const struct fsvc_export *fx, const struct fh_inner *in, int fd,
+			const struct stat *st)
 {
-	struct {
-		struct file_handle fh;
-		unsigned char buf[FH_HANDLE_MAX];
-	} h;
 	uint32_t parent = le32toh(in->parent);
-	struct stat st;
+	struct stat pst;
 	int pfd, err;
 
-	if (fstat(fd, &st))
-		return errno;
-	if (S_ISDIR(st.st_mode))
-		return dir_beneath(fx, fd);
-	if (!file_named_beneath(fx, fd, &st))
+	if (!file_named_beneath(fx, fd, st))
 		return 0;
 	if (!FH_PARENT_LEN(parent))
 		return ESTALE;
-	h.fh.handle_bytes = FH_PARENT_LEN(parent);
-	h.fh.handle_type = (int)FH_PARENT_TYPE(parent);
-	memcpy(h.fh.f_handle, in->handle + le16toh(in->len), h.fh.handle_bytes);
-	pfd = open_by_handle_at(fx->root_fd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pfd = handle_open(fx, in->handle + le16toh(in->len), FH_PARENT_LEN(parent),
+			  (uint16_t)FH_PARENT_TYPE(parent), O_RDONLY | O_DIRECTORY);
 	if (pfd < 0)
 		return ESTALE;
-	err = dir_beneath(fx, pfd);
+	err = fstat(pfd, &pst) ? ESTALE : dir_beneath(fx, pfd, &pst);
 	if (!err)
-		err = file_in(pfd, &st);
+		err = file_in(pfd, st);
 	close(pfd);
 	return err;
 }
@@ -558,11 +565,8 @@ static int fh_beneath(const struct fsvc_export *fx, const struct fh_inner *in, i
  */
 static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int flags, int *fd)
 {
-	struct {
-		struct file_handle fh;
-		unsigned char buf[FH_HANDLE_MAX];
-	} h;
 	struct fh_inner in;
+	struct stat st;
 	uint32_t parent;
 	int err;
 
@@ -571,24 +575,23 @@ static int fh_open(const struct fsvc_export *fx, const struct orfs_fh *fh, int f
 	if (le64toh(in.mac) != fh_seal(fx, &in) || FH_PARENT_BAD(parent) ||
 	    le16toh(in.len) + FH_PARENT_LEN(parent) > FH_HANDLE_MAX)
 		return ESTALE;
-	h.fh.handle_bytes = le16toh(in.len);
-	h.fh.handle_type = (int16_t)le16toh(in.type);
-	memcpy(h.fh.f_handle, in.handle, h.fh.handle_bytes);
 	err = cred_root();
 	if (err)
 		return err;
-	*fd = open_by_handle_at(fx->root_fd, &h.fh, flags | O_CLOEXEC);
+	*fd = handle_open(fx, in.handle, le16toh(in.len), le16toh(in.type), flags);
 	if (*fd < 0)
 		return (errno == ENOENT || errno == ESTALE || errno == EINVAL) ? ESTALE : errno;
-	if (fx->subtree_check || fd_type(*fd) == S_IFDIR) {
-		err = fx->subtree_check ? fh_beneath(fx, &in, *fd) : dir_beneath(fx, *fd);
-		if (err) {
-			close(*fd);
-			*fd = -1;
-			return err;
-		}
+	if (fstat(*fd, &st))
+		err = errno;
+	else if (S_ISDIR(st.st_mode))
+		err = dir_beneath(fx, *fd, &st);
+	else if (fx->subtree_check)
+		err = file_beneath(fx, &in, *fd, &st);
+	if (err) {
+		close(*fd);
+		*fd = -1;
 	}
-	return 0;
+	return err;
 }
 
 /* ---- export ----------------------------------------------------------- */
