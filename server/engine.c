@@ -1017,6 +1017,12 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		/* Answered as done, and nothing done: a power cut loses the data. */
 		r->f.status = 0;
 		r->fbody_len = 0;
+		if (le32toh(fr->u.fhop.flags) & ORFS_FSYNC_VERF) {
+			struct orfs_verf_rep v = { htole64(fsvc_verf(&c->s->verf)) };
+
+			memcpy(r->fbody, &v, sizeof(v));
+			r->fbody_len = sizeof(v);
+		}
 		reply(r);
 		return;
 	}
@@ -1027,6 +1033,7 @@ static void file_start(struct req *r, char *msg, uint32_t len)
 		c->revoked = 0;
 	fr->locks = &c->s->locks;
 	fr->chg = &c->s->chg;
+	fr->verf = &c->s->verf;
 	fr->client_id = c->client_id;
 	fr->revoked = c->revoked;
 	if (c->client_id && fsvc_op_nonidempotent(fr->op)) {

@@ -801,7 +801,8 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 	case ORFS_OP_FSYNC:
 		err = take(&c, &rq->u.fhop, sizeof(rq->u.fhop));
 		rq->fh = rq->u.fhop.fh;
-		if (!err && rq->op == ORFS_OP_FSYNC && le32toh(rq->u.fhop.flags) > 1)
+		if (!err && rq->op == ORFS_OP_FSYNC &&
+		    (le32toh(rq->u.fhop.flags) & ~(uint32_t)(ORFS_FSYNC_DATA | ORFS_FSYNC_VERF)))
 			err = EINVAL;
 		break;
 	case ORFS_OP_GETXATTR:
@@ -943,7 +944,7 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 		rq->fh = rq->u.io.fh;
 		length = le32toh(rq->u.io.length);
 		flags = le32toh(rq->u.io.flags);
-		if (flags & ~(uint32_t)(ORFS_WRITE_SYNC | ORFS_WRITE_DSYNC) ||
+		if (flags & ~(uint32_t)(ORFS_WRITE_SYNC | ORFS_WRITE_DSYNC | ORFS_WRITE_VERF) ||
 		    (flags && rq->op == ORFS_OP_READ) || length > (1U << 20) ||
 		    le64toh(rq->u.io.offset) > (uint64_t)INT64_MAX - length) {
 			err = EINVAL;
@@ -1065,6 +1066,37 @@ static int put(struct out *o, const void *src, size_t n)
 	memcpy(o->p + o->len, src, n);
 	o->len += (uint32_t)n;
 	return 0;
+}
+
+void fsvc_verf_init(_Atomic uint64_t *verf, uint64_t seed)
+{
+	atomic_store(verf, seed ? seed : 1);
+}
+
+uint64_t fsvc_verf(_Atomic uint64_t *verf)
+{
+	return verf ? atomic_load(verf) : 1;
+}
+
+void fsvc_verf_lost(_Atomic uint64_t *verf)
+{
+	uint64_t old, next;
+
+	if (!verf)
+		return;
+	old = atomic_load(verf);
+	do {
+		next = old * 6364136223846793005ULL + 1442695040888963407ULL;
+		if (!next)
+			next = 1;
+	} while (!atomic_compare_exchange_weak(verf, &old, next));
+}
+
+static int put_verf(struct out *o, _Atomic uint64_t *verf)
+{
+	struct orfs_verf_rep v = { htole64(fsvc_verf(verf)) };
+
+	return put(o, &v, sizeof(v));
 }
 
 /* The reply of an operation that made or found DIRFD/NAME. */
@@ -1575,6 +1607,14 @@ int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body,
 			  le64toh(rq->u.io.offset) + count >= le64toh(rep.attr.size));
 	memcpy(body, &rep, sizeof(rep));
 	*body_len = sizeof(rep);
+	if (rq->op == ORFS_OP_WRITE && (le32toh(rq->u.io.flags) & ORFS_WRITE_VERF)) {
+		struct orfs_verf_rep v = { htole64(fsvc_verf(rq->verf)) };
+
+		if (cap < sizeof(rep) + sizeof(v))
+			return EOVERFLOW;
+		memcpy((uint8_t *)body + sizeof(rep), &v, sizeof(v));
+		*body_len += sizeof(v);
+	}
 	return 0;
 }
 
@@ -1600,7 +1640,8 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	switch (rq->op) {
 	case ORFS_OP_SESSION: {
 		struct orfs_session_rep rep = { htole64(fx->boot), htole32(1U << 20),
-						htole32(1U << 20), htole32(rq->session_flags), 0 };
+						htole32(1U << 20),
+						htole32(rq->session_flags | ORFS_SESSION_VERF), 0 };
 
 		err = put(&o, &rep, sizeof(rep));
 		goto done;
@@ -1802,8 +1843,18 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		}
 		err = reopen(fd, O_RDONLY, &rfd);
 		if (!err) {
-			err = (le32toh(rq->u.fhop.flags) ? fdatasync(rfd) : fsync(rfd)) ? errno : 0;
+			uint32_t fl = le32toh(rq->u.fhop.flags);
+
+			err = ((fl & ORFS_FSYNC_DATA) ? fdatasync(rfd) : fsync(rfd)) ? errno : 0;
 			close(rfd);
+			/*
+			 * A failed sync may have dropped what any client wrote
+			 * unstable (the error is told once): all send it again.
+			 */
+			if (err)
+				fsvc_verf_lost(rq->verf);
+			else if (fl & ORFS_FSYNC_VERF)
+				err = put_verf(&o, rq->verf);
 		}
 		break;
 	case ORFS_OP_GETXATTR:

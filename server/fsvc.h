@@ -120,7 +120,18 @@ struct fsvc_req {
 	struct fsvc_chg		*chg;
 	/* And for SESSION: ORFS_SESSION_* flags for the reply. */
 	uint32_t		session_flags;
+	/* The write verifier (fsvc_verf()); NULL: a fixed one. */
+	_Atomic uint64_t	*verf;
 };
+
+/*
+ * The server's write verifier (ORFS_WRITE_VERF): set at each start, never
+ * 0, and changed by fsvc_verf_lost() when a sync of the store failed, so
+ * that every client sends again what it wrote unstable.
+ */
+void fsvc_verf_init(_Atomic uint64_t *verf, uint64_t seed);
+uint64_t fsvc_verf(_Atomic uint64_t *verf);
+void fsvc_verf_lost(_Atomic uint64_t *verf);
 
 /*
  * Open the export at PATH with handle key KEY (16 bytes). Returns 0 or

@@ -2741,6 +2741,7 @@ int main(int argc, char **argv)
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		s.boot = ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40);
+		fsvc_verf_init(&s.verf, s.boot);
 	}
 	/* The key seals file handles and names volumes (volume_uuid()). */
 	if (s.cfg.nex && load_key(&s, s.cfg.state_dir, 1)) {

@@ -286,6 +286,7 @@ struct srv {
 	int			stop;		/* main: the listener or epoll failed */
 	uint8_t			key[16];	/* file handle MAC key, kept in state_dir */
 	uint64_t		boot;		/* this start's identity */
+	_Atomic uint64_t	verf;		/* the write verifier (fsvc_verf()) */
 	struct replay		replay;		/* answers to non-idempotent file operations */
 	struct locks		locks;		/* byte-range locks of the file service */
 	struct fsvc_chg		chg;		/* changes made through the file service */

@@ -126,6 +126,8 @@ struct orfs_session_rep {
 #define ORFS_SESSION_LOCKS_REVOKED	1U
 /* The server takes ORFS_LOCK_HOLD (its replies to a waiter's LOCK may wait). */
 #define ORFS_SESSION_LOCK_HOLD		2U
+/* The server takes ORFS_WRITE_VERF and ORFS_FSYNC_VERF (write verifiers). */
+#define ORFS_SESSION_VERF		4U
 
 /* LOOKUP, UNLINK, RMDIR: dir, then a name. */
 struct orfs_dirop_req {
@@ -136,8 +138,17 @@ struct orfs_dirop_req {
 struct orfs_fhop_req {
 	struct orfs_fh	fh;
 	__le32		size;	/* xattr calls: buffer size, 0 to ask the size */
-	__le32		flags;	/* SETXATTR: XATTR_CREATE/REPLACE; FSYNC: 1 = data only */
+	__le32		flags;	/* SETXATTR: XATTR_CREATE/REPLACE; FSYNC: ORFS_FSYNC_* */
 };
+
+/*
+ * FSYNC of a regular file or a directory: fsync(2), or fdatasync(2) with
+ * ORFS_FSYNC_DATA. With ORFS_FSYNC_VERF it is a COMMIT: the reply is
+ * struct orfs_verf_rep, the server's write verifier after the sync; every
+ * WRITE of the file answered with that verifier is durable.
+ */
+#define ORFS_FSYNC_DATA		0x1
+#define ORFS_FSYNC_VERF		0x2
 
 #define ORFS_SET_MODE		0x01
 #define ORFS_SET_UID		0x02
@@ -214,6 +225,16 @@ struct orfs_dirent {
 /* READ and WRITE; data in the segments or inline as for MXBD. */
 #define ORFS_WRITE_SYNC		0x1	/* data and metadata durable before the reply */
 #define ORFS_WRITE_DSYNC	0x2	/* data durable before the reply */
+/*
+ * Reply to the WRITE with struct orfs_write_rep: the server's write
+ * verifier, which changes whenever the server may have lost a WRITE
+ * answered before without SYNC or DSYNC (it starts again; its store
+ * failed a sync). A client keeps the data of such an unstable WRITE
+ * until an FSYNC with ORFS_FSYNC_VERF answers the same verifier, and
+ * sends it again when the verifier differs. Only from a server whose
+ * SESSION reply says ORFS_SESSION_VERF.
+ */
+#define ORFS_WRITE_VERF		0x4
 
 struct orfs_io_req {
 	struct orfs_fh	fh;
@@ -227,6 +248,17 @@ struct orfs_io_rep {
 	__le32			count;
 	__le32			eof;
 	struct orfs_attr	attr;	/* after the operation */
+};
+
+/* The write verifier: never 0. */
+struct orfs_verf_rep {
+	__le64	verf;
+};
+
+/* Reply of a WRITE with ORFS_WRITE_VERF. */
+struct orfs_write_rep {
+	struct orfs_io_rep	io;
+	struct orfs_verf_rep	v;
 };
 
 struct orfs_statfs_rep {

@@ -97,6 +97,8 @@ static void rb_inline(struct rb *b, const void *p, uint32_t n)
  */
 /* The change counts the requests see (NULL: none, the ctime alone). */
 static struct fsvc_chg *test_chg;
+/* The write verifier the requests see. */
+static _Atomic uint64_t test_verf;
 
 static int exec_fd(const struct fsvc_export *x, struct rb *b, int *fd, void *out,
 		   uint32_t *out_len)
@@ -114,6 +116,7 @@ static int exec_fd(const struct fsvc_export *x, struct rb *b, int *fd, void *out
 	if (err)
 		return err;
 	rq.chg = test_chg;
+	rq.verf = &test_verf;
 	return fsvc_execute(x, &rq, fd, out ? out : scratch, 4352, out_len ? out_len : &n);
 }
 
@@ -1259,6 +1262,80 @@ static int body_op(const struct fsvc_export *x, uint16_t op, uint32_t uid, const
 	return err;
 }
 
+/*
+ * Write verifiers: a WRITE with ORFS_WRITE_VERF and an FSYNC with
+ * ORFS_FSYNC_VERF answer the verifier; a lost sync changes it, never to 0;
+ * unknown flags are refused.
+ */
+static void test_write_verifier(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_write_rep *wrep;
+	struct orfs_fhop_req fo;
+	struct orfs_entry_rep f;
+	struct orfs_verf_rep v;
+	struct orfs_io_req io;
+	uint8_t out[4352];
+	uint64_t before;
+	struct rb b;
+	uint32_t n;
+	int i;
+
+	fsvc_verf_init(&test_verf, 0x1234);
+	CU_ASSERT_EQUAL(fsvc_verf(&test_verf), 0x1234);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_CREATE, &r, "verf", 0644, 0, &f), 0);
+	memset(&io, 0, sizeof(io));
+	io.fh = f.fh;
+	io.length = htole32(4);
+	io.flags = htole32(ORFS_WRITE_VERF);
+	rb_start(&b, ORFS_OP_WRITE, 0, 0);
+	rb_put(&b, &io, sizeof(io));
+	rb_inline(&b, "abcd", 4);
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	wrep = (struct orfs_write_rep *)out;
+	CU_ASSERT_EQUAL(n, sizeof(*wrep));
+	CU_ASSERT_EQUAL(le32toh(wrep->io.count), 4);
+	CU_ASSERT_EQUAL(le64toh(wrep->v.verf), 0x1234);
+	/* Without the flag, the reply is as it always was. */
+	io.flags = 0;
+	rb_start(&b, ORFS_OP_WRITE, 0, 0);
+	rb_put(&b, &io, sizeof(io));
+	rb_inline(&b, "abcd", 4);
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	CU_ASSERT_EQUAL(n, sizeof(struct orfs_io_rep));
+	/* No verifier for a READ, and no unknown write flag. */
+	io.flags = htole32(ORFS_WRITE_VERF);
+	rb_start(&b, ORFS_OP_READ, 0, 0);
+	rb_put(&b, &io, sizeof(io));
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), EINVAL);
+	io.flags = htole32(0x8);
+	rb_start(&b, ORFS_OP_WRITE, 0, 0);
+	rb_put(&b, &io, sizeof(io));
+	rb_inline(&b, "abcd", 4);
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), EINVAL);
+
+	memset(&fo, 0, sizeof(fo));
+	fo.fh = f.fh;
+	fo.flags = htole32(ORFS_FSYNC_VERF | ORFS_FSYNC_DATA);
+	CU_ASSERT_EQUAL(body_op(&fx, ORFS_OP_FSYNC, 0, &fo, sizeof(fo), &v, sizeof(v)), 0);
+	CU_ASSERT_EQUAL(le64toh(v.verf), 0x1234);
+	fo.flags = 0;
+	CU_ASSERT_EQUAL(body_op(&fx, ORFS_OP_FSYNC, 0, &fo, sizeof(fo), NULL, 0), 0);
+	fo.flags = htole32(0x4);
+	CU_ASSERT_EQUAL(body_op(&fx, ORFS_OP_FSYNC, 0, &fo, sizeof(fo), NULL, 0), EINVAL);
+
+	/* A lost sync moves it; a verifier is never 0. */
+	for (i = 0; i < 1000; i++) {
+		before = fsvc_verf(&test_verf);
+		fsvc_verf_lost(&test_verf);
+		CU_ASSERT_NOT_EQUAL(fsvc_verf(&test_verf), before);
+		CU_ASSERT_NOT_EQUAL(fsvc_verf(&test_verf), 0);
+	}
+	fsvc_verf_init(&test_verf, 0);
+	CU_ASSERT_EQUAL(fsvc_verf(&test_verf), 1);
+	CU_ASSERT_EQUAL(fsvc_verf(NULL), 1);
+}
+
 /* FALLOCATE of FH as UID on export X; the attributes after it into *A. */
 static int falloc_op(const struct fsvc_export *x, const struct orfs_fh *fh, uint32_t uid,
 		     uint32_t mode, uint64_t off, uint64_t len, uint32_t reserved,
@@ -1841,6 +1918,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "a fixed thread runs only its own credentials' requests, here",
 			 test_fixed_thread) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache) ||
+	    !CU_add_test(s, "write verifiers: WRITE and FSYNC answer it, a lost sync moves it",
+			 test_write_verifier) ||
 	    !CU_add_test(s, "LOCK: decoding, permissions, two clients, no FIFO",
 			 test_locks_service))
 		return -1;
