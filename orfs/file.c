@@ -54,27 +54,44 @@ struct orfs_span {
 	unsigned int	end;
 };
 
+/*
+ * A folio's record, its private data. Besides the dirty spans, it keeps
+ * what write-back sent unstable (ORFS_WRITE_VERF) until a COMMIT answers
+ * the verifier the WRITEs were answered with; while it does, the folio
+ * is on its inode's @unstable list and cannot be released, and a COMMIT
+ * that finds another verifier marks those spans dirty again, so that
+ * write-back sends them again (orfs_commit()). The unstable fields are
+ * under the inode's i_lock.
+ */
 struct orfs_folio {
 	spinlock_t	lock;		/* dirtying without the folio lock (pins) */
 	unsigned int	n;		/* spans; none: a dirty folio goes back whole */
 	struct orfs_span span[ORFS_SPANS];	/* in order, apart */
 	atomic_t	wb_left;	/* spans under write-back not yet over, when several */
+	struct folio	*folio;
+	struct list_head ulink;		/* in the inode's @unstable list while @un */
+	unsigned int	un;		/* unstable spans */
+	bool		resend;		/* taken off @unstable by a COMMIT, to send again */
+	struct orfs_span uspan[ORFS_SPANS];
+	u64		verf;		/* of the unstable WRITEs; 0: not all the same */
+	u64		useq;		/* the inode's @useq at the last one */
 };
 
-/* Add bytes [FIRST, END) to OF's spans; under of->lock. */
-static void orfs_span_add(struct orfs_folio *of, unsigned int first, unsigned int end)
+/* Add bytes [FIRST, END) to the *NP spans of SPAN (ORFS_SPANS at most). */
+static void orfs_spans_add(struct orfs_span *span, unsigned int *np, unsigned int first,
+			   unsigned int end)
 {
 	struct orfs_span s[ORFS_SPANS + 1];
 	unsigned int i, j, n = 0;
 
 	/* The spans it overlaps or touches join it; the others stay. */
-	for (i = 0; i < of->n; i++) {
-		if (of->span[i].end < first || of->span[i].first > end) {
-			s[n++] = of->span[i];
+	for (i = 0; i < *np; i++) {
+		if (span[i].end < first || span[i].first > end) {
+			s[n++] = span[i];
 			continue;
 		}
-		first = min(first, of->span[i].first);
-		end = max(end, of->span[i].end);
+		first = min(first, span[i].first);
+		end = max(end, span[i].end);
 	}
 	for (i = n; i > 0 && s[i - 1].first > first; i--)
 		s[i] = s[i - 1];
@@ -91,8 +108,14 @@ static void orfs_span_add(struct orfs_folio *of, unsigned int first, unsigned in
 			s[i] = s[i + 1];
 		n--;
 	}
-	memcpy(of->span, s, n * sizeof(s[0]));
-	of->n = n;
+	memcpy(span, s, n * sizeof(s[0]));
+	*np = n;
+}
+
+/* Add bytes [FIRST, END) to OF's dirty spans; under of->lock. */
+static void orfs_span_add(struct orfs_folio *of, unsigned int first, unsigned int end)
+{
+	orfs_spans_add(of->span, &of->n, first, end);
 }
 
 /* OF records the whole of FOLIO; under of->lock. */
@@ -121,6 +144,20 @@ void orfs_set_folio_size(struct inode *inode)
 #endif
 }
 
+/* A new record for FOLIO (locked), or NULL without memory. */
+static struct orfs_folio *orfs_folio_record(struct folio *folio)
+{
+	struct orfs_folio *of = kzalloc(sizeof(*of), GFP_NOFS);
+
+	if (!of)
+		return NULL;
+	spin_lock_init(&of->lock);
+	INIT_LIST_HEAD(&of->ulink);
+	of->folio = folio;
+	folio_attach_private(folio, of);
+	return of;
+}
+
 /* A write() or a mapped store dirtied LEN bytes of FOLIO (locked) from OFF. */
 static void orfs_folio_dirtied(struct address_space *mapping, struct folio *folio, size_t off,
 			       size_t len)
@@ -129,14 +166,9 @@ static void orfs_folio_dirtied(struct address_space *mapping, struct folio *foli
 	unsigned int first = off, end = off + len;
 	unsigned long flags;
 
-	if (!of && !folio_test_dirty(folio)) {
-		/* Without a record (no memory), the folio goes back whole. */
-		of = kzalloc(sizeof(*of), GFP_NOFS);
-		if (of) {
-			spin_lock_init(&of->lock);
-			folio_attach_private(folio, of);
-		}
-	}
+	/* Without a record (no memory), the folio goes back whole. */
+	if (!of && !folio_test_dirty(folio))
+		of = orfs_folio_record(folio);
 	if (of) {
 		spin_lock_irqsave(&of->lock, flags);
 		if (!folio_test_dirty(folio))
@@ -233,10 +265,71 @@ static void orfs_folio_end_wb(struct folio *folio)
 		folio_end_writeback(folio);
 }
 
+/* OF leaves its inode's unstable list (or a COMMIT's resend list); under i_lock. */
+static void orfs_unstable_del(struct inode *inode, struct orfs_folio *of)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+
+	if (!of->un)
+		return;
+	list_del_init(&of->ulink);
+	of->un = 0;
+	of->resend = false;
+	ci->unstable_bytes -= folio_size(of->folio);
+	atomic_long_sub(folio_size(of->folio), &ORFS_SB(inode->i_sb)->unstable);
+}
+
+/*
+ * Bytes [FIRST, END) of FOLIO (under write-back) went back unstable, the
+ * server answering VERF: they are kept until a COMMIT answers VERF. The
+ * inode is marked dirty so that the flusher commits them (write_inode).
+ */
+static void orfs_folio_unstable(struct inode *inode, struct folio *folio, unsigned int first,
+				unsigned int end, u64 verf)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+	struct orfs_inode *ci = ORFS_I(inode);
+
+	if (WARN_ON_ONCE(!of))
+		return;
+	orfs_stats_wb(ORFS_SB(inode->i_sb), 0, end - first);
+	spin_lock(&inode->i_lock);
+	if (!of->un) {
+		of->verf = verf;
+		list_add_tail(&of->ulink, &ci->unstable);
+		ci->unstable_bytes += folio_size(folio);
+		atomic_long_add(folio_size(folio), &ORFS_SB(inode->i_sb)->unstable);
+	} else if (of->verf != verf) {
+		of->verf = 0;
+	}
+	orfs_spans_add(of->uspan, &of->un, first, end);
+	of->useq = ++ci->useq;
+	spin_unlock(&inode->i_lock);
+	__mark_inode_dirty(inode, I_DIRTY_DATASYNC);
+}
+
+/* Does FOLIO (locked) hold bytes written unstable and not yet committed? */
+static bool orfs_folio_is_unstable(struct folio *folio)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+	struct inode *inode = folio->mapping->host;
+	bool un;
+
+	if (!of)
+		return false;
+	spin_lock(&inode->i_lock);
+	un = of->un;
+	spin_unlock(&inode->i_lock);
+	return un;
+}
+
 static bool orfs_release_folio(struct folio *folio, gfp_t gfp)
 {
-	/* A dirty folio's record says what to send: keep it, and the folio whole. */
-	if (folio_test_dirty(folio))
+	/*
+	 * A dirty folio's record says what to send, an unstable one's what
+	 * to send again: keep it, and the folio whole.
+	 */
+	if (folio_test_dirty(folio) || orfs_folio_is_unstable(folio))
 		return false;
 	kfree(folio_detach_private(folio));
 	return true;
@@ -244,9 +337,20 @@ static bool orfs_release_folio(struct folio *folio, gfp_t gfp)
 
 static void orfs_invalidate_folio(struct folio *folio, size_t offset, size_t len)
 {
-	/* Part of a folio (truncate): write-back stops at the end of the file anyway. */
-	if (!offset && len == folio_size(folio))
-		kfree(folio_detach_private(folio));
+	struct orfs_folio *of = folio_get_private(folio);
+	struct inode *inode = folio->mapping->host;
+
+	/*
+	 * Part of a folio (truncate, a hole punched): write-back stops at the
+	 * end of the file anyway, and the part that went reads as zeroes now,
+	 * as the server has it, if it is sent again.
+	 */
+	if (!of || offset || len != folio_size(folio))
+		return;
+	spin_lock(&inode->i_lock);
+	orfs_unstable_del(inode, of);
+	spin_unlock(&inode->i_lock);
+	kfree(folio_detach_private(folio));
 }
 
 /* Do FOLIO's (locked) dirty bytes touch bytes [START, END] of the file? */
@@ -269,6 +373,29 @@ static bool orfs_folio_dirty_in(struct folio *folio, loff_t start, loff_t end)
 	}
 	/* No record: the whole folio is dirty. */
 	return n ? in : pos <= end && pos + folio_size(folio) > start;
+}
+
+/*
+ * Forget the unstable bytes of FOLIO (locked) when some are in bytes
+ * [START, END] of the file: they are not sent again. True if it did.
+ */
+static bool orfs_folio_forget_in(struct folio *folio, loff_t start, loff_t end)
+{
+	struct orfs_folio *of = folio_get_private(folio);
+	struct inode *inode = folio->mapping->host;
+	loff_t pos = folio_pos(folio);
+	bool in = false;
+	unsigned int i;
+
+	if (!of)
+		return false;
+	spin_lock(&inode->i_lock);
+	for (i = 0; i < of->un && !in; i++)
+		in = pos + of->uspan[i].first <= end && pos + of->uspan[i].end > start;
+	if (in)
+		orfs_unstable_del(inode, of);
+	spin_unlock(&inode->i_lock);
+	return in;
 }
 
 /**
@@ -307,6 +434,9 @@ unsigned int orfs_drop_dirty(struct inode *inode, loff_t start, loff_t end)
 				folio_cancel_dirty(folio);
 				dropped++;
 			}
+			/* Nor is what went unstable under the lock sent again. */
+			if (folio->mapping == mapping && orfs_folio_forget_in(folio, start, end))
+				dropped++;
 			folio_unlock(folio);
 		}
 		folio_batch_release(&fbatch);
@@ -354,12 +484,13 @@ static int orfs_read_one(struct inode *inode, struct folio *folio, bool unlock)
 	struct knet_mem mem = { .type = KNET_MEM_BVEC, .nr = 1, .len = folio_size(folio) };
 	struct bio_vec bv;
 	u32 count = 0;
+	u64 verf;
 	int ret = 0;
 
 	if (folio_pos(folio) < i_size_read(inode)) {
 		orfs_bvec_folio(&bv, folio, 0, mem.len);
 		mem.bvec = &bv;
-		ret = orfs_io(inode, ORFS_OP_READ, folio_pos(folio), &mem, 0, &count);
+		ret = orfs_io(inode, ORFS_OP_READ, folio_pos(folio), &mem, 0, &count, &verf);
 	}
 	orfs_read_end(&folio, 1, ret, count, unlock);
 	return ret;
@@ -404,6 +535,7 @@ static const struct cred *orfs_wb_cred(struct inode *inode)
  */
 struct orfs_batch {
 	struct orfs_areq	a;
+	bool			stable;	/* a folio without a record: write it stable */
 	unsigned int		n;
 	size_t			len;
 	struct folio		**folios;
@@ -437,6 +569,20 @@ static void orfs_batch_add(struct orfs_batch *b, struct folio *folio, size_t off
 	b->len += len;
 }
 
+/*
+ * The flags of a write-back WRITE: unstable, unless the mount says
+ * writeback=stable, the server has no verifiers, or a folio has no record
+ * to keep what it sent (STABLE).
+ */
+static u32 orfs_wb_flags(struct inode *inode, bool stable)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+
+	if (stable || sbi->opts.stable_wb || !READ_ONCE(sbi->verf_ok))
+		return ORFS_WRITE_DSYNC;
+	return ORFS_WRITE_VERF;
+}
+
 static void orfs_batch_start(struct orfs_batch *b, void (*end)(struct orfs_areq *, int, u32))
 {
 	b->a.mem.type = KNET_MEM_BVEC;
@@ -444,7 +590,7 @@ static void orfs_batch_start(struct orfs_batch *b, void (*end)(struct orfs_areq 
 	b->a.mem.len = b->len;
 	b->a.mem.bvec = b->bv;
 	b->a.end = end;
-	orfs_io_start(&b->a, 0);
+	orfs_io_start(&b->a, b->a.op == ORFS_OP_WRITE ? orfs_wb_flags(b->a.inode, b->stable) : 0);
 }
 
 static void orfs_ra_end(struct orfs_areq *a, int err, u32 count)
@@ -500,13 +646,18 @@ static int orfs_write_span(struct folio *folio, const struct orfs_span *sp)
 	u32 count = 0;
 	int ret;
 
+	u64 verf = 0;
+
 	orfs_bvec_folio(&bv, folio, sp->first, len);
 	mem.bvec = &bv;
-	ret = orfs_io(mapping->host, ORFS_OP_WRITE, folio_pos(folio) + sp->first, &mem, 0, &count);
+	ret = orfs_io(mapping->host, ORFS_OP_WRITE, folio_pos(folio) + sp->first, &mem,
+		      orfs_wb_flags(mapping->host, !folio_get_private(folio)), &count, &verf);
 	if (!ret && count != mem.len)
 		ret = -EIO;
 	if (ret)
 		mapping_set_error(mapping, ret);
+	else if (verf)
+		orfs_folio_unstable(mapping->host, folio, sp->first, sp->end, verf);
 	orfs_folio_end_wb(folio);
 	return ret;
 }
@@ -519,6 +670,8 @@ static int orfs_write_sync(struct folio *folio, const struct orfs_span *spans, u
 	int ret = 0, err;
 
 	cred = orfs_wb_cred(folio->mapping->host);
+	if (!folio_get_private(folio))
+		orfs_folio_record(folio);
 	orfs_folio_start_wb(folio, n);
 	old = override_creds(cred);
 	for (i = 0; i < n; i++) {
@@ -557,12 +710,23 @@ static void orfs_wb_end(struct orfs_areq *a, int err, u32 count)
 	struct orfs_batch *b = a->priv;
 	unsigned int i;
 
+	loff_t pos = a->pos;
+
 	if (!err && count != b->len)
 		err = -EIO;
 	if (err)
 		mapping_set_error(a->inode->i_mapping, err);
-	for (i = 0; i < b->n; i++)
-		orfs_folio_end_wb(b->folios[i]);
+	for (i = 0; i < b->n; i++) {
+		struct folio *folio = b->folios[i];
+		unsigned int first = pos - folio_pos(folio);
+
+		/* Each folio's part of it: a span of its own. */
+		if (!err && a->verf)
+			orfs_folio_unstable(a->inode, folio, first, first + b->bv[i].bv_len,
+					    a->verf);
+		pos += b->bv[i].bv_len;
+		orfs_folio_end_wb(folio);
+	}
 	kfree(b);
 }
 
@@ -583,6 +747,9 @@ static int orfs_wb_add(struct folio *folio, struct writeback_control *wbc, void 
 	n = orfs_folio_wb_spans(folio, spans);
 	if (!n)
 		return 0;
+	/* What goes unstable is kept in the record until a COMMIT. */
+	if (!folio_get_private(folio))
+		orfs_folio_record(folio);
 	orfs_folio_start_wb(folio, n);
 	for (i = 0; i < n; i++) {
 		size_t off = spans[i].first, len = spans[i].end - spans[i].first;
@@ -606,6 +773,8 @@ static int orfs_wb_add(struct folio *folio, struct writeback_control *wbc, void 
 			}
 		}
 		orfs_batch_add(wb->b, folio, off, len);
+		if (!folio_get_private(folio))
+			wb->b->stable = true;
 	}
 	return ret;
 }
@@ -622,6 +791,9 @@ static int orfs_wb_add_cb(struct page *page, struct writeback_control *wbc, void
 }
 #endif
 
+/* Bytes of one file kept for a COMMIT past which background write-back commits. */
+#define ORFS_UNSTABLE_COMMIT	(64UL << 20)
+
 static int orfs_writepages(struct address_space *mapping, struct writeback_control *wbc)
 {
 	struct orfs_wb wb = { .inode = mapping->host };
@@ -636,6 +808,16 @@ static int orfs_writepages(struct address_space *mapping, struct writeback_contr
 	orfs_wb_send(&wb);
 	revert_creds(old);
 	put_cred(cred);
+	/*
+	 * Folios kept for a COMMIT cannot be reclaimed: past a bound, the
+	 * flusher commits them now rather than at its next write_inode().
+	 */
+	if (!ret && wbc->sync_mode == WB_SYNC_NONE &&
+	    READ_ONCE(ORFS_I(mapping->host)->unstable_bytes) >= ORFS_UNSTABLE_COMMIT) {
+		ret = filemap_fdatawait(mapping);
+		if (!ret)
+			ret = orfs_commit(mapping->host, true, false);
+	}
 	return ret;
 }
 
@@ -649,12 +831,13 @@ static int orfs_read_pages(struct inode *inode, struct folio *folio, size_t off,
 	loff_t pos = folio_pos(folio) + off;
 	struct bio_vec bv;
 	u32 count = 0;
+	u64 verf;
 	int ret;
 
 	if (pos < i_size_read(inode)) {
 		orfs_bvec_folio(&bv, folio, off, len);
 		mem.bvec = &bv;
-		ret = orfs_io(inode, ORFS_OP_READ, pos, &mem, 0, &count);
+		ret = orfs_io(inode, ORFS_OP_READ, pos, &mem, 0, &count, &verf);
 		if (ret)
 			return ret;
 	}
@@ -797,12 +980,35 @@ static void orfs_dio_put(struct orfs_dio *dio)
 	kfree(dio);
 }
 
+/*
+ * Direct I/O went to the server unstable, answered VERF: the next COMMIT
+ * must answer the same, or fsync() fails (the data is not here to send
+ * again).
+ */
+static void orfs_dio_unstable(struct inode *inode, u64 verf)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+
+	spin_lock(&inode->i_lock);
+	if (!ci->dio_un) {
+		ci->dio_un = true;
+		ci->dio_verf = verf;
+	} else if (ci->dio_verf != verf) {
+		ci->dio_verf = 0;
+	}
+	ci->dio_seq++;
+	spin_unlock(&inode->i_lock);
+	__mark_inode_dirty(inode, I_DIRTY_DATASYNC);
+}
+
 static void orfs_dio_end(struct orfs_areq *a, int err, u32 count)
 {
 	struct orfs_dio_piece *p = a->priv;
 	struct orfs_dio *dio = p->dio;
 	size_t off = a->pos - dio->start;
 
+	if (!err && a->verf)
+		orfs_dio_unstable(a->inode, a->verf);
 	spin_lock_bh(&dio->lock);
 	if (err && off <= dio->limit) {
 		dio->limit = off;
@@ -910,10 +1116,13 @@ static ssize_t orfs_direct_IO(struct kiocb *iocb, struct iov_iter *iter)
 	loff_t pos = iocb->ki_pos;
 	ssize_t total = 0;
 	u32 flags = 0;
+	u64 verf;
 	int ret = 0;
 
 	if (write && (iocb->ki_flags & IOCB_DSYNC))
 		flags = iocb->ki_flags & IOCB_SYNC ? ORFS_WRITE_SYNC : ORFS_WRITE_DSYNC;
+	else if (write && READ_ONCE(sbi->verf_ok))
+		flags = ORFS_WRITE_VERF;
 	if (!is_sync_kiocb(iocb))
 		return orfs_direct_async(iocb, iter, write, flags);
 	while (iov_iter_count(iter)) {
@@ -925,9 +1134,11 @@ static ssize_t orfs_direct_IO(struct kiocb *iocb, struct iov_iter *iter)
 		if (ret)
 			break;
 		ret = orfs_io(inode, write ? ORFS_OP_WRITE : ORFS_OP_READ, pos, &mem, flags,
-			      &count);
+			      &count, &verf);
 		if (ret)
 			break;
+		if (verf)
+			orfs_dio_unstable(inode, verf);
 		iov_iter_advance(iter, count);
 		pos += count;
 		total += count;
@@ -957,9 +1168,13 @@ static int orfs_file_open(struct inode *inode, struct file *file)
 
 static int orfs_file_flush(struct file *file, fl_owner_t id)
 {
+	int ret;
+
 	if (!(file->f_mode & FMODE_WRITE))
 		return 0;
-	return filemap_write_and_wait(file->f_mapping);
+	/* Close-to-open: written back, and committed, as NFS does at close. */
+	ret = filemap_write_and_wait(file->f_mapping);
+	return ret ?: orfs_commit(file_inode(file), true, false);
 }
 
 static int orfs_file_release(struct inode *inode, struct file *file)
@@ -1067,20 +1282,175 @@ static ssize_t orfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	return ret;
 }
 
+/* COMMITs of one file that find the verifier changed, before it fails. */
+#define ORFS_COMMIT_TRIES	8
+
+/*
+ * FSYNC of INODE; with a server that has verifiers, a COMMIT whose
+ * verifier goes to *VERF (0 without).
+ */
+static int orfs_fsync_call(struct inode *inode, bool datasync, u64 *verf)
+{
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	bool want = READ_ONCE(sbi->verf_ok);
+	u32 flags = (datasync ? ORFS_FSYNC_DATA : 0) | (want ? ORFS_FSYNC_VERF : 0);
+	struct orfs_fhop_req r = { .fh = ORFS_I(inode)->fh, .flags = cpu_to_le32(flags) };
+	struct orfs_verf_rep rep = {};
+	int ret;
+
+	ret = orfs_call(sbi, ORFS_OP_FSYNC, &r, sizeof(r), want ? &rep : NULL,
+			want ? sizeof(rep) : 0);
+	*verf = le64_to_cpu(rep.verf);
+	if (!ret && want && !*verf)
+		ret = -EIO;
+	if (!ret && want)
+		orfs_stats_wb(sbi, 1, 1);
+	return ret;
+}
+
+/*
+ * The folios of RESEND (a COMMIT found their verifier changed) are dirty
+ * again, for write-back to send again what they sent unstable. Returns
+ * the bytes.
+ */
+static u64 orfs_redirty(struct inode *inode, struct list_head *resend)
+{
+	struct address_space *mapping = inode->i_mapping;
+	struct orfs_span spans[ORFS_SPANS];
+	struct orfs_folio *of;
+	struct folio *folio;
+	unsigned int i, n;
+	u64 bytes = 0;
+
+	for (;;) {
+		spin_lock(&inode->i_lock);
+		of = list_first_entry_or_null(resend, struct orfs_folio, ulink);
+		if (!of) {
+			spin_unlock(&inode->i_lock);
+			break;
+		}
+		/* The record holds a reference to the folio: it lives while listed. */
+		folio = of->folio;
+		folio_get(folio);
+		spin_unlock(&inode->i_lock);
+
+		folio_lock(folio);
+		n = 0;
+		spin_lock(&inode->i_lock);
+		/* Not released or invalidated meanwhile (that takes it off the list). */
+		if (folio_get_private(folio) == of && of->resend) {
+			n = of->un;
+			memcpy(spans, of->uspan, n * sizeof(spans[0]));
+			orfs_unstable_del(inode, of);
+		}
+		spin_unlock(&inode->i_lock);
+		for (i = 0; i < n && folio->mapping == mapping; i++) {
+			orfs_folio_dirtied(mapping, folio, spans[i].first,
+					   spans[i].end - spans[i].first);
+			bytes += spans[i].end - spans[i].first;
+		}
+		folio_unlock(folio);
+		folio_put(folio);
+	}
+	return bytes;
+}
+
+/**
+ * orfs_commit() - make what INODE wrote back unstable durable
+ * @inode: a regular file
+ * @datasync: its data only (and what reading it needs), as fdatasync()
+ * @always: send the FSYNC even with nothing unstable (fsync())
+ *
+ * Sends a COMMIT (FSYNC with ORFS_FSYNC_VERF). The folios whose unstable
+ * WRITEs ended before it and were answered with the verifier it answers
+ * are durable and leave the unstable list; those answered with another
+ * (the server restarted, or its store failed a sync, in between) are
+ * marked dirty again, written back, and committed again, up to
+ * ORFS_COMMIT_TRIES times. Direct I/O written unstable under another
+ * verifier cannot be sent again: -EIO, once.
+ *
+ * Context: process context, no folio of the file locked; may sleep.
+ * Return: 0 once all is durable, or a negative errno.
+ */
+int orfs_commit(struct inode *inode, bool datasync, bool always)
+{
+	struct orfs_inode *ci = ORFS_I(inode);
+	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
+	struct orfs_folio *of, *tmp;
+	unsigned int tries;
+	int ret, err = 0;
+
+	if (!S_ISREG(inode->i_mode))
+		return 0;
+	if (mutex_lock_killable(&ci->commit_mutex))
+		return -EINTR;
+	for (tries = 0;; tries++) {
+		LIST_HEAD(resend);
+		u64 seq, dseq, verf;
+		bool any, lost = false;
+
+		spin_lock(&inode->i_lock);
+		seq = ci->useq;
+		dseq = ci->dio_seq;
+		any = !list_empty(&ci->unstable) || ci->dio_un;
+		spin_unlock(&inode->i_lock);
+		ret = 0;
+		if (!any && !always)
+			break;
+		ret = orfs_fsync_call(inode, datasync, &verf);
+		if (ret)
+			break;
+		spin_lock(&inode->i_lock);
+		list_for_each_entry_safe(of, tmp, &ci->unstable, ulink) {
+			/* Ended after the COMMIT was sent: the next one covers it. */
+			if (of->useq > seq)
+				continue;
+			if (verf && of->verf == verf) {
+				orfs_unstable_del(inode, of);
+			} else {
+				list_move_tail(&of->ulink, &resend);
+				of->resend = true;
+			}
+		}
+		/* Told once; direct I/O written after the COMMIT was sent is for the next. */
+		if (ci->dio_un) {
+			lost = !verf || ci->dio_verf != verf;
+			if (lost || ci->dio_seq == dseq)
+				ci->dio_un = false;
+		}
+		spin_unlock(&inode->i_lock);
+		if (lost) {
+			pr_warn_ratelimited("%pISc restarted and lost direct I/O written to a file (ino %lu) since its last fsync\n",
+					    &sbi->addr, inode->i_ino);
+			orfs_stats_wb(sbi, 3, 1);
+			err = -EIO;
+		}
+		if (list_empty(&resend))
+			break;
+		orfs_stats_wb(sbi, 2, orfs_redirty(inode, &resend));
+		if (tries + 1 >= ORFS_COMMIT_TRIES) {
+			ret = -EIO;
+			break;
+		}
+		/* Sent again, then committed: the loop's next COMMIT. */
+		ret = filemap_write_and_wait(inode->i_mapping);
+		if (ret)
+			break;
+		always = true;
+	}
+	mutex_unlock(&ci->commit_mutex);
+	return ret ?: err;
+}
+
 static int orfs_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
 	struct inode *inode = file_inode(file);
-	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
-	struct orfs_fhop_req r = {
-		.fh = ORFS_I(inode)->fh,
-		.flags = cpu_to_le32(datasync ? 1 : 0),
-	};
 	int ret;
 
 	ret = file_write_and_wait_range(file, start, end);
 	if (ret)
 		return ret;
-	return orfs_call(sbi, ORFS_OP_FSYNC, &r, sizeof(r), NULL, 0);
+	return orfs_commit(inode, datasync, true);
 }
 
 /*

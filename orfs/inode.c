@@ -116,8 +116,10 @@ static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool 
 	orfs_set_times(inode, a);
 	inode->i_blocks = le64_to_cpu(a->blocks);
 	/* Our own dirty pages not yet written make the file longer than the server says. */
+	/* Nor those kept for a COMMIT, which a server restarting may have lost. */
 	if (!S_ISREG(inode->i_mode) || size >= i_size_read(inode) ||
-	    !mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY))
+	    (!mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY) &&
+	     list_empty(&ci->unstable)))
 		i_size_write(inode, size);
 	moved = ci->change != change;
 	ci->change = change;
@@ -298,7 +300,10 @@ static int orfs_revalidate_mapping(struct inode *inode)
 	ret = 0;
 	if (gen == ci->dropped_gen)
 		goto out;
+	/* Our unstable pages are committed (sent again if lost) before the drop. */
 	ret = filemap_write_and_wait(inode->i_mapping);
+	if (!ret)
+		ret = orfs_commit(inode, true, false);
 	if (ret)
 		goto out;
 	/* -EBUSY: a page dirtied again, which stays (above). */

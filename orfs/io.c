@@ -36,12 +36,21 @@ static int orfs_io_msg(struct orfs_msg *m, struct inode *inode, loff_t pos, u32 
 	return 0;
 }
 
-/* Check the server's answer to an I/O of LEN bytes at POS and take its attributes. */
-static int orfs_io_result(struct inode *inode, u16 op, loff_t pos, u32 len,
-			  const struct orfs_io_rep *rep, u32 *count)
+/*
+ * Check the server's answer (REP, REP_LEN bytes) to an I/O of LEN bytes at
+ * POS sent with FLAGS, and take its attributes; a WRITE asked unstable
+ * (ORFS_WRITE_VERF) gives the verifier in *VERF, any other I/O 0.
+ */
+static int orfs_io_result(struct inode *inode, u16 op, loff_t pos, u32 len, u32 flags,
+			  const struct orfs_write_rep *w, u32 rep_len, u32 *count, u64 *verf)
 {
+	const struct orfs_io_rep *rep = &w->io;
+	bool want = op == ORFS_OP_WRITE && (flags & ORFS_WRITE_VERF);
+
 	*count = le32_to_cpu(rep->count);
-	if (*count > len || orfs_check_attr(&rep->attr) || !S_ISREG(le32_to_cpu(rep->attr.mode))) {
+	*verf = want && rep_len >= sizeof(*w) ? le64_to_cpu(w->v.verf) : 0;
+	if (*count > len || orfs_check_attr(&rep->attr) || !S_ISREG(le32_to_cpu(rep->attr.mode)) ||
+	    (want && !*verf)) {
 		pr_warn_ratelimited("the server's answer to an I/O did not add up\n");
 		return -EIO;
 	}
@@ -70,24 +79,26 @@ static enum knet_dir orfs_io_dir(u16 op)
  * @mem: the data
  * @flags: ORFS_WRITE_*
  * @count: out: bytes the server moved
+ * @verf: out: the write verifier of a WRITE with ORFS_WRITE_VERF, else 0
  *
  * Context: process context (the owner's, for user memory); may sleep.
  * Return: 0 or a negative errno.
  */
 int orfs_io(struct inode *inode, u16 op, loff_t pos, const struct knet_mem *mem, u32 flags,
-	    u32 *count)
+	    u32 *count, u64 *verf)
 {
-	struct orfs_io_rep rep;
+	struct orfs_write_rep rep;
 	struct orfs_msg m;
+	u32 rep_len = 0;
 	int ret;
 
 	ret = orfs_io_msg(&m, inode, pos, mem->len, flags);
 	if (ret)
 		return ret;
-	ret = orfs_rpc(ORFS_SB(inode->i_sb), op, &m, &rep, sizeof(rep), sizeof(rep), NULL, mem,
-		       orfs_io_dir(op));
+	ret = orfs_rpc(ORFS_SB(inode->i_sb), op, &m, &rep, sizeof(rep.io), sizeof(rep), &rep_len,
+		       mem, orfs_io_dir(op));
 	orfs_msg_free(&m);
-	return ret ?: orfs_io_result(inode, op, pos, mem->len, &rep, count);
+	return ret ?: orfs_io_result(inode, op, pos, mem->len, flags, &rep, rep_len, count, verf);
 }
 
 static void orfs_areq_done(struct knet_srq *srq)
@@ -103,14 +114,15 @@ static void orfs_areq_done(struct knet_srq *srq)
 	/* READ and WRITE are not replayed: EINPROGRESS cannot come back. */
 	if (!err && rq->status) {
 		err = orfs_status_errno(rq->status);
-	} else if (!err && rq->reply_len < sizeof(a->rep)) {
+	} else if (!err && rq->reply_len < sizeof(a->rep.io)) {
 		err = -EIO;
 		answered = false;
 	}
 	orfs_stats_call(sbi, a->op, a->start, err, answered, a->msg.len,
 			rq->error ? 0 : rq->reply_len);
 	if (!err)
-		err = orfs_io_result(a->inode, a->op, a->pos, a->mem.len, &a->rep, &count);
+		err = orfs_io_result(a->inode, a->op, a->pos, a->mem.len, a->flags, &a->rep,
+				     rq->reply_len, &count, &a->verf);
 	orfs_msg_free(&a->msg);
 	a->end(a, err, count);
 }
@@ -138,6 +150,8 @@ void orfs_io_start(struct orfs_areq *a, u32 flags)
 	a->srq.done = orfs_areq_done;
 	/* A READ's answer takes no lock of the inode: it can end in softirq. */
 	a->srq.softirq_done = a->end_softirq && a->op == ORFS_OP_READ;
+	a->flags = flags;
+	a->verf = 0;
 	ret = orfs_io_msg(&a->msg, a->inode, a->pos, a->mem.len, flags);
 	if (ret) {
 		a->msg.buf = NULL;

@@ -48,6 +48,7 @@ struct orfs_opts {
 	unsigned int	nconnect;	/* connections, 1 to ORFS_MAX_CONNECT */
 	bool		largefolio;	/* page cache in folios of up to rsize/wsize */
 	bool		local_locks;	/* locks=local: locks seen by this client only */
+	bool		stable_wb;	/* writeback=stable: no unstable WRITEs, no COMMITs */
 	char		key[KNET_NAME_MAX + 1];	/* key=: the logon key "knet:key"; "": none */
 };
 
@@ -79,8 +80,22 @@ struct orfs_op_stats {
 	u64	usecs;
 };
 
+/*
+ * Write stability on one CPU (stats.c): bytes written back unstable,
+ * COMMITs sent, bytes sent again after a COMMIT found the verifier
+ * changed, and fsync()s that failed because direct I/O written unstable
+ * was lost (it cannot be sent again).
+ */
+struct orfs_wb_stats {
+	u64	unstable;
+	u64	commits;
+	u64	resent;
+	u64	lost;
+};
+
 struct orfs_stats {
 	struct orfs_op_stats	op[ORFS_NR_OPS];
+	struct orfs_wb_stats	wb;
 };
 
 /* Connections of one mount at most (nconnect=). */
@@ -104,6 +119,9 @@ struct orfs_stats {
  * @client_id: names this mount to the server's replay cache
  * @xid: transaction ids
  * @server_boot: the server's boot id, from SESSION
+ * @verf_ok: the server answers write verifiers (ORFS_SESSION_VERF): write-back
+ *	sends WRITEs unstable; else with ORFS_WRITE_DSYNC
+ * @unstable: bytes of folios the mount keeps until a COMMIT
  * @rsize: bytes of one READ
  * @wsize: bytes of one WRITE
  * @inline_max: the connection's inline limit
@@ -147,6 +165,8 @@ struct orfs_sb {
 	u64			client_id;
 	atomic64_t		xid;
 	u64			server_boot;
+	bool			verf_ok;
+	atomic_long_t		unstable;
 	u32			rsize;
 	u32			wsize;
 	u32			inline_max;
@@ -180,6 +200,15 @@ struct orfs_sb {
  * @silly_name: that hidden name, or empty
  * @wb_cred: credentials of the last writer, for write-back (under i_lock)
  * @lock_link: in the mount's @locked list, or empty
+ * @unstable: folios written back unstable, not yet committed (file.c;
+ *	under i_lock, as @useq, @unstable_bytes and the @dio_* fields)
+ * @useq: counts the unstable write-backs that ended: a COMMIT covers those
+ *	that ended before it was sent
+ * @unstable_bytes: the bytes of the folios on @unstable
+ * @dio_un: direct I/O was written unstable since the last COMMIT
+ * @dio_verf: its verifier (0: more than one)
+ * @dio_seq: counts those writes
+ * @commit_mutex: one COMMIT of the file at a time
  * @vfs_inode: the VFS inode
  */
 struct orfs_inode {
@@ -201,6 +230,13 @@ struct orfs_inode {
 	atomic_t		stale_gen;
 	int			dropped_gen;
 	struct mutex		drop_mutex;	/* serialises the drop */
+	struct list_head	unstable;
+	u64			useq;
+	unsigned long		unstable_bytes;
+	bool			dio_un;
+	u64			dio_verf;
+	u64			dio_seq;
+	struct mutex		commit_mutex;	/* one COMMIT of the file at a time */
 	struct inode		vfs_inode;
 };
 
@@ -306,6 +342,8 @@ void orfs_silly_unlink(struct inode *inode);
  * @rep: the reply body
  * @inode: the file
  * @pos: where in the file
+ * @flags: the ORFS_WRITE_* it was sent with
+ * @verf: at @end, the write verifier of a WRITE sent with ORFS_WRITE_VERF
  * @op: ORFS_OP_READ or ORFS_OP_WRITE
  * @start: when it was sent, for the statistics
  * @end_softirq: @end may run in softirq context (honoured for READ)
@@ -317,9 +355,11 @@ struct orfs_areq {
 	struct knet_srq		srq;
 	struct knet_mem		mem;
 	struct orfs_msg		msg;
-	struct orfs_io_rep	rep;
+	struct orfs_write_rep	rep;
 	struct inode		*inode;
 	loff_t			pos;
+	u32			flags;
+	u64			verf;
 	u16			op;
 	ktime_t			start;
 	bool			end_softirq;
@@ -329,11 +369,13 @@ struct orfs_areq {
 
 /* io.c */
 int orfs_io(struct inode *inode, u16 op, loff_t pos, const struct knet_mem *mem, u32 flags,
-	    u32 *count);
+	    u32 *count, u64 *verf);
 void orfs_io_start(struct orfs_areq *a, u32 flags);
 
 /* file.c */
 extern const struct file_operations orfs_file_fops;
+int orfs_commit(struct inode *inode, bool datasync, bool always);
+void orfs_stats_wb(struct orfs_sb *sbi, unsigned int what, u64 n);
 
 /* lock.c */
 int orfs_lock(struct file *file, int cmd, struct file_lock *fl);

@@ -190,6 +190,7 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	}
 	spin_unlock(&sbi->reclaim_lock);
 	WRITE_ONCE(sbi->lock_hold, !!(le32_to_cpu(rep.flags) & ORFS_SESSION_LOCK_HOLD));
+	WRITE_ONCE(sbi->verf_ok, !!(le32_to_cpu(rep.flags) & ORFS_SESSION_VERF));
 	if (restarted)
 		pr_info("server %pISc restarted\n", &sbi->addr);
 	if (revoked)

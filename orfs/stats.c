@@ -118,6 +118,35 @@ void orfs_stats_data(struct orfs_sb *sbi, u16 op, u32 bytes)
 }
 
 /**
+ * orfs_stats_wb() - count write stability events
+ * @sbi: the mount
+ * @what: 0, bytes written back unstable; 1, COMMITs; 2, bytes sent again;
+ *	3, fsync()s failed for lost direct I/O
+ * @n: how many
+ *
+ * Context: any.
+ */
+void orfs_stats_wb(struct orfs_sb *sbi, unsigned int what, u64 n)
+{
+	struct orfs_wb_stats __percpu *w = &sbi->stats->wb;
+
+	switch (what) {
+	case 0:
+		this_cpu_add(w->unstable, n);
+		break;
+	case 1:
+		this_cpu_add(w->commits, n);
+		break;
+	case 2:
+		this_cpu_add(w->resent, n);
+		break;
+	default:
+		this_cpu_add(w->lost, n);
+		break;
+	}
+}
+
+/**
  * orfs_show_stats() - the mount's statistics, for /proc/<pid>/mountstats
  * @m: the file, after "device ... with fstype orfs "
  * @root: the mount's root
@@ -126,13 +155,17 @@ void orfs_stats_data(struct orfs_sb *sbi, u16 op, u32 bytes)
  * reconnections, requests sent again), then a line per operation: calls,
  * server errors, failures (no answer: a soft mount's time-out, a fatal
  * signal, a forced unmount), request and reply bytes, file data moved,
- * and the microseconds the calls took from send to end, summed.
+ * and the microseconds the calls took from send to end, summed. Then the
+ * write stability line: bytes written back unstable, COMMITs, bytes sent
+ * again after a COMMIT found the verifier changed, fsync()s failed for
+ * lost direct I/O, and the bytes of the folios held for a COMMIT now.
  *
  * Return: 0.
  */
 int orfs_show_stats(struct seq_file *m, struct dentry *root)
 {
 	struct orfs_sb *sbi = ORFS_SB(root->d_sb);
+	struct orfs_wb_stats wb = {};
 	struct orfs_op_stats sum;
 	unsigned int i, op;
 	int cpu;
@@ -166,5 +199,15 @@ int orfs_show_stats(struct seq_file *m, struct dentry *root)
 			   sum.calls, sum.errors, sum.failures, sum.sent, sum.received, sum.data,
 			   sum.usecs);
 	}
+	for_each_possible_cpu(cpu) {
+		const struct orfs_wb_stats *w = per_cpu_ptr(&sbi->stats->wb, cpu);
+
+		wb.unstable += READ_ONCE(w->unstable);
+		wb.commits += READ_ONCE(w->commits);
+		wb.resent += READ_ONCE(w->resent);
+		wb.lost += READ_ONCE(w->lost);
+	}
+	seq_printf(m, "\twriteback unstable %llu commits %llu resent %llu lost %llu held %ld\n",
+		   wb.unstable, wb.commits, wb.resent, wb.lost, atomic_long_read(&sbi->unstable));
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <linux/fs_parser.h>
 #include <linux/in6.h>
 #include <linux/module.h>
+#include <linux/pagemap.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -44,12 +45,18 @@ enum {
 	ORFS_OPT_ACTIMEO, ORFS_OPT_AC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
 	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO, ORFS_OPT_LOCKS,
-	ORFS_OPT_SRCADDR, ORFS_OPT_KEY,
+	ORFS_OPT_SRCADDR, ORFS_OPT_KEY, ORFS_OPT_WRITEBACK,
 };
 
 static const struct constant_table orfs_onoff[] = {
 	{ "on",		1 },
 	{ "off",	0 },
+	{}
+};
+
+static const struct constant_table orfs_writeback[] = {
+	{ "unstable",	0 },
+	{ "stable",	1 },
 	{}
 };
 
@@ -80,6 +87,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_enum("locks",		ORFS_OPT_LOCKS, orfs_locks),
 	fsparam_string("srcaddr",	ORFS_OPT_SRCADDR),
 	fsparam_string("key",		ORFS_OPT_KEY),
+	fsparam_enum("writeback",	ORFS_OPT_WRITEBACK, orfs_writeback),
 	{}
 };
 
@@ -182,6 +190,9 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	case ORFS_OPT_LOCKS:
 		o->local_locks = r.uint_32;
 		break;
+	case ORFS_OPT_WRITEBACK:
+		o->stable_wb = r.uint_32;
+		break;
 	}
 	return 0;
 }
@@ -242,12 +253,37 @@ static struct inode *orfs_alloc_inode(struct super_block *sb)
 	ci->wb_cred = NULL;
 	atomic_set(&ci->stale_gen, 0);
 	ci->dropped_gen = 0;
+	ci->useq = 0;
+	ci->unstable_bytes = 0;
+	ci->dio_un = false;
+	ci->dio_verf = 0;
+	ci->dio_seq = 0;
 	return &ci->vfs_inode;
 }
 
 static void orfs_free_inode(struct inode *inode)
 {
 	kmem_cache_free(orfs_inode_cachep, ORFS_I(inode));
+}
+
+/*
+ * The flusher, sync(2) and syncfs(2) write the inode once its pages are
+ * written back: what went back unstable is committed here (write-back
+ * marks the inode dirty when it leaves unstable pages). A sync first
+ * waits for the write-back it started, so that its COMMIT covers it.
+ */
+static int orfs_write_inode(struct inode *inode, struct writeback_control *wbc)
+{
+	int ret = 0;
+
+	if (wbc->sync_mode == WB_SYNC_ALL)
+		ret = filemap_fdatawait(inode->i_mapping);
+	if (!ret)
+		ret = orfs_commit(inode, true, false);
+	/* Not committed (a soft mount's time-out): the flusher tries again. */
+	if (ret && !list_empty_careful(&ORFS_I(inode)->unstable))
+		__mark_inode_dirty(inode, I_DIRTY_DATASYNC);
+	return ret;
 }
 
 static void orfs_evict_inode(struct inode *inode)
@@ -316,6 +352,7 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s,nconnect=%u,largefolio=%s,locks=%s",
 		   o->soft ? "soft" : "hard", o->timeo, o->retrans, o->regcache ? "on" : "off",
 		   sbi->nsess, o->largefolio ? "on" : "off", o->local_locks ? "local" : "remote");
+	seq_printf(m, ",writeback=%s", o->stable_wb ? "stable" : "unstable");
 	return 0;
 }
 
@@ -339,6 +376,7 @@ static const struct super_operations orfs_sops = {
 	.alloc_inode	= orfs_alloc_inode,
 	.free_inode	= orfs_free_inode,
 	.evict_inode	= orfs_evict_inode,
+	.write_inode	= orfs_write_inode,
 	.statfs		= orfs_statfs,
 	.show_options	= orfs_show_options,
 	.show_stats	= orfs_show_stats,
@@ -535,6 +573,8 @@ static int orfs_reconfigure(struct fs_context *fc)
 	WRITE_ONCE(o->acdirmax, n->acdirmax);
 	WRITE_ONCE(o->noac, n->noac);
 	WRITE_ONCE(o->regcache, n->regcache);
+	/* Folios already kept for a COMMIT still get one. */
+	WRITE_ONCE(o->stable_wb, n->stable_wb);
 	WRITE_ONCE(o->soft, n->soft);
 	WRITE_ONCE(o->retrans, n->retrans);
 	for (i = 0; i < sbi->nsess; i++) {
@@ -626,6 +666,8 @@ static void orfs_inode_init_once(void *p)
 
 	inode_init_once(&ci->vfs_inode);
 	mutex_init(&ci->drop_mutex);
+	mutex_init(&ci->commit_mutex);
+	INIT_LIST_HEAD(&ci->unstable);
 	INIT_LIST_HEAD(&ci->lock_link);
 	INIT_LIST_HEAD(&ci->lost);
 }
