@@ -15,7 +15,9 @@
 #
 # ORFS: the export is ext4 on the logged device; records fsync'd one by
 # one and files made durable (fsync of the file and of its directory)
-# are all there after the cut. A server that
+# are all there after the cut. Data written back unstable when the cut
+# comes is sent again at the program's fsync() (the server's write
+# verifier changed), and is there after a second cut. A server that
 # does not flush (the no-sync fault) loses them, and the check says so.
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
@@ -282,6 +284,117 @@ step "ORFS: fsync'd records and files across power cuts of an ext4 export"
 mkdir -p /tmp/mnt $dir/fs
 orfs_cut orfs1
 orfs_cut orfs2
+
+# wb_stat FIELD: the mount's write-back count FIELD (unstable, commits,
+# resent, lost, held), from mountstats
+wb_stat() {
+	awk -v f="$1" '$1 == "writeback" { for (i = 2; i < NF; i += 2) if ($i == f) print $(i + 1) }' \
+		/proc/self/mountstats
+}
+
+# The program of the unstable run: a durable empty file, 1 MiB written
+# back (sync_file_range) but not committed; READY made; then, once GO
+# exists, fsync() and its result.
+cat > $dir/unstable.py <<'PY'
+import ctypes, os, sys, time
+path, ready, go = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+d = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+f = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+os.fsync(f)
+os.fsync(d)
+os.write(f, bytes((i * 7 + 3) & 0xff for i in range(1 << 20)))
+# SYNC_FILE_RANGE_WAIT_BEFORE | _WRITE | _WAIT_AFTER: written back, no fsync.
+if libc.sync_file_range(f, ctypes.c_longlong(0), ctypes.c_longlong(0), ctypes.c_uint(7)):
+    sys.exit("sync_file_range: " + os.strerror(ctypes.get_errno()))
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.1)
+try:
+    os.fsync(f)
+    print("fsync ok")
+except OSError as e:
+    print("fsync failed:", e)
+PY
+
+# pattern_ok FILE: FILE holds the program's 1 MiB
+pattern_ok() {
+	python3 -c 'import sys
+want = bytes((i * 7 + 3) & 0xff for i in range(1 << 20))
+sys.exit(0 if open(sys.argv[1], "rb").read() == want else 1)' "$1" 2> /dev/null
+}
+
+# resend_cut: data written back unstable, the cut before any COMMIT: the
+# client stays mounted, the server comes back on what the cut left, and
+# the program's fsync() sends the data again (the verifier changed) and
+# returns once it is durable: a second cut right after finds it there.
+resend_cut() {
+	local base log lw loop log2 r0 r1
+	rm -f $dir/*.img $dir/ready $dir/go
+	truncate -s 64M $dir/dev.img
+	truncate -s 256M $dir/log.img
+	base=$(losetup -f --show $dir/dev.img)
+	log=$(losetup -f --show $dir/log.img)
+	lw=$(lw_create crashlw "$base" "$log")
+	mkfs.ext4 -q -F "$lw"
+	mount -o commit=60 "$lw" $dir/fs
+	chmod 0777 $dir/fs
+	sync -f $dir/fs
+	start_server -e data=$dir/fs,no_root_squash
+	mount_orfs hard,timeo=10 "$ORFS_ADDR:/data" /tmp/mnt
+	# No periodic flush: the client's flusher would commit, the server's write.
+	sysctl -q vm.dirty_writeback_centisecs=0
+	on_exit "sysctl -q vm.dirty_writeback_centisecs=500"
+	python3 $dir/unstable.py /tmp/mnt/u $dir/ready $dir/go > $dir/u.out 2>&1 &
+	local prog=$!
+	wait_until 300 test -e $dir/ready || fail "the program did not write: $(cat $dir/u.out)"
+	[ "$(wb_stat held)" -ge 1048576 ] || fail "1 MiB written back unstable is not held: $(wb_stat held)"
+	r0=$(wb_stat resent)
+	kill_server
+	dmsetup message crashlw 0 mark cut
+	umount $dir/fs
+	dmsetup remove --noudevsync crashlw
+	truncate -s 64M $dir/orfs.img
+	"$replay" -m cut "$log" $dir/orfs.img
+	losetup -d "$log" "$base"
+	loop=$(losetup -f --show $dir/orfs.img)
+	# What the cut left: the file, durable, but not the data never committed.
+	mount "$loop" $dir/fs
+	[ -e $dir/fs/u ] || fail "the file made durable is not there after the cut"
+	! pattern_ok $dir/fs/u || fail "the data was durable before any COMMIT: nothing to send again"
+	umount $dir/fs
+	cp $dir/orfs.img $dir/orfs2.img
+	truncate -s 256M $dir/log2.img
+	log2=$(losetup -f --show $dir/log2.img)
+	lw=$(lw_create crashlw "$loop" "$log2")
+	mount -o commit=60 "$lw" $dir/fs
+	start_server -e data=$dir/fs,no_root_squash
+	touch $dir/go
+	wait "$prog" || true
+	grep -qx "fsync ok" $dir/u.out || fail "fsync after the restart: $(cat $dir/u.out)"
+	r1=$(wb_stat resent)
+	echo "resend: $((r1 - r0)) bytes sent again after the restart"
+	[ $((r1 - r0)) -ge 1048576 ] || fail "fsync sent again $((r1 - r0)) bytes, not the 1 MiB lost"
+	[ "$(wb_stat held)" -eq 0 ] || fail "$(wb_stat held) bytes still held after fsync"
+	# The second cut, right after fsync() returned: the data is there.
+	kill_server
+	dmsetup message crashlw 0 mark cut2
+	umount -f /tmp/mnt 2> /dev/null || umount -l /tmp/mnt
+	sysctl -q vm.dirty_writeback_centisecs=500
+	umount $dir/fs
+	dmsetup remove --noudevsync crashlw
+	"$replay" -m cut2 "$log2" $dir/orfs2.img
+	losetup -d "$log2" "$loop"
+	loop=$(losetup -f --show $dir/orfs2.img)
+	fsck.ext4 -fn "$loop" > $dir/fsck.out 2>&1 || { cat $dir/fsck.out; fail "resend: fsck"; }
+	mount "$loop" $dir/fs
+	pattern_ok $dir/fs/u || fail "the data fsync() said durable is not there after the second cut"
+	umount $dir/fs
+	losetup -d "$loop"
+}
+
+step "ORFS: data written back unstable is sent again when the server lost it"
+resend_cut
 
 step "a file server that does not fsync loses acknowledged records, and the check says so"
 if orfs_cut orfs-nosync no-sync; then

@@ -74,7 +74,7 @@ grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
 # Without nconnect=, a connection per CPU, four at most.
 ncpu=$(nproc)
 auto=$((ncpu < 4 ? ncpu : 4))
-expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf,locks=remote " /tmp/out
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf,locks=remote,writeback=unstable " /tmp/out
 expect_eq "knet endpoints of a mount on $ncpu CPUs" "$(ep_count)" $auto
 umnt
 mnt -o nconnect=1
@@ -555,6 +555,65 @@ rm -r /tmp/mnt/st /tmp/st.data
 umnt
 mnt
 expect_eq "CREATE calls of a new mount" "$(ms CREATE 2)" 0
+umnt
+
+step "write stability: write-back is held until a COMMIT; fsync, close and syncfs commit; writeback=stable"
+# wb FIELD: the mount's write stability count FIELD (mountstats)
+wb() {
+	awk -v f="$1" '$1 == "device" { on = $5 == "/tmp/mnt" && $8 == "orfs" }
+		on && $1 == "writeback" { for (i = 2; i < NF; i += 2) if ($i == f) print $(i + 1) }' \
+		/proc/self/mountstats
+}
+# A program: 4 MiB written back (sync_file_range) and held; then HOW
+# (fsync, syncfs, close) and the held bytes before and after it.
+cat > /tmp/ws.py <<'PY'
+import ctypes, os, sys
+def held():
+    on = False
+    for line in open("/proc/self/mountstats"):
+        f = line.split()
+        if f and f[0] == "device":
+            on = f[4] == "/tmp/mnt" and f[7] == "orfs"
+        elif on and f and f[0] == "writeback":
+            return int(f[f.index("held") + 1])
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"w" * (4 << 20))
+if libc.sync_file_range(fd, ctypes.c_longlong(0), ctypes.c_longlong(0), ctypes.c_uint(7)):
+    sys.exit("sync_file_range: " + os.strerror(ctypes.get_errno()))
+before = held()
+if sys.argv[2] == "fsync":
+    os.fsync(fd)
+elif sys.argv[2] == "syncfs":
+    if libc.syncfs(fd):
+        sys.exit("syncfs: " + os.strerror(ctypes.get_errno()))
+os.close(fd)
+print(before, held())
+PY
+expect_fail mnt -o writeback=maybe
+mnt
+for how in fsync syncfs close; do
+	c0=$(wb commits) u0=$(wb unstable)
+	read -r before after < <(python3 /tmp/ws.py /tmp/mnt/ws-$how $how) || fail "$how: the program failed"
+	echo "$how: held $before bytes before, $after after"
+	[ "$before" -ge 4194304 ] || fail "$how: 4 MiB written back is not held ($before)"
+	expect_eq "held after $how" "$after" 0
+	[ $(($(wb commits) - c0)) -ge 1 ] || fail "$how sent no COMMIT"
+	[ $(($(wb unstable) - u0)) -ge 4194304 ] || fail "$how: the write-back was not unstable"
+	cmp <(head -c 4M /dev/zero | tr '\0' w) $exp/ws-$how || fail "$how: the server's copy differs"
+done
+expect_eq "resent with the server up" "$(wb resent)" 0
+expect_eq "lost with the server up" "$(wb lost)" 0
+# writeback=stable: WRITEs synced one by one, nothing held, no COMMIT needed.
+mount -o remount,writeback=stable /tmp/mnt
+expect_grep ",writeback=stable" <(grep ' /tmp/mnt ' /proc/mounts)
+u0=$(wb unstable)
+read -r before after < <(python3 /tmp/ws.py /tmp/mnt/ws-stable close) || fail "stable: the program failed"
+expect_eq "held with writeback=stable" "$before" 0
+expect_eq "unstable bytes with writeback=stable" "$(($(wb unstable) - u0))" 0
+"$ORFS_PROJ/tools/orfsstat" /tmp/mnt | tee /tmp/out
+expect_grep "^  write-back: [0-9.]+ MB unstable, [0-9]+ commits, 0.00 MB resent, 0 lost, 0.00 MB held$" /tmp/out
+rm /tmp/mnt/ws-*
 umnt
 
 step "fio with crc32c verification: through the page cache, and O_DIRECT with libaio"
