@@ -8,10 +8,10 @@
 # mark, keeping only what a FLUSH or FUA made durable: what a real power
 # cut leaves. The server then serves the replayed copy.
 #
-# MXBD: ext4 on /dev/mxbdN, a program that appends numbered records with
-# fsync() after each; after the cut the file system checks clean and
-# every record the program was told is durable is there; so it does at
-# flush points spread over a run.
+# MXBD: ext4 (two runs) and XFS (one) on /dev/mxbdN, a program that
+# appends numbered records with fsync() after each; after the cut the file
+# system checks clean and every record the program was told is durable is
+# there; so ext4 does at flush points spread over a run.
 #
 # ORFS: the export is ext4 on the logged device; records fsync'd one by
 # one and files made durable (fsync of the file and of its directory)
@@ -27,6 +27,7 @@ replay=$ORFS_BIN/log-replay
 mkdir -p $dir /tmp/cm
 modprobe dm_log_writes
 modprobe loop
+modprobe xfs
 load_suite
 
 # lw_create NAME BASE LOG: a log-writes target NAME logging BASE's writes
@@ -43,13 +44,21 @@ lw_create() {
 # acked_past N: the writer was told more than N records are durable
 acked_past() { [ "$(cat $dir/acked)" -gt "$1" ]; }
 
-# cut_run NAME [FAULT]: one run: a fresh volume logged, ext4 made on it
+# The file system of the MXBD runs ($fs: ext4 or xfs) and its volume's size.
+fs=ext4
+vol_size() { if [ $fs = xfs ]; then echo 320M; else echo 64M; fi; }
+# fs_check DEV: the file system's own check, read-only
+fs_check() {
+	if [ $fs = xfs ]; then xfs_repair -n "$1"; else fsck.ext4 -fn "$1"; fi
+}
+
+# cut_run NAME [FAULT]: one run: a fresh volume logged, $fs made on it
 # through MXBD, records appended until the power cut. Leaves the replayed
 # volume in $dir/NAME.img and the last record acknowledged in $dir/acked.
 cut_run() {
 	local name=$1 fault=${2:-} dev base log lw i
 	rm -f $dir/*.img $dir/acked
-	truncate -s 64M $dir/dev.img
+	truncate -s "$(vol_size)" $dir/dev.img
 	truncate -s 256M $dir/log.img
 	base=$(losetup -f --show $dir/dev.img)
 	log=$(losetup -f --show $dir/log.img)
@@ -63,7 +72,7 @@ cut_run() {
 	fi
 	dev=$("$ORFS_PROJ/tools/mxbdctl" attach "$ORFS_ADDR" vol io_timeout=2 loss_timeout=2)
 	on_exit "umount -l /tmp/cm 2>/dev/null; $ORFS_PROJ/tools/mxbdctl detach ${dev#/dev/} force 2>/dev/null || true"
-	mkfs.ext4 -q -F "$dev"
+	if [ $fs = xfs ]; then mkfs.xfs -q -f -K "$dev"; else mkfs.ext4 -q -F "$dev"; fi
 	mount "$dev" /tmp/cm
 	# From here on, every flush point holds a file system (points_check).
 	dmsetup message crashlw 0 mark made
@@ -84,18 +93,18 @@ cut_run() {
 	kill_server
 	dmsetup message crashlw 0 mark cut
 	wait "$writer" 2> /dev/null || true
-	echo "$name: cut after record $(cat $dir/acked)"
+	echo "$name ($fs): cut after record $(cat $dir/acked)"
 	umount -l /tmp/cm 2> /dev/null || true
 	"$ORFS_PROJ/tools/mxbdctl" detach "${dev#/dev/}" force 2> /dev/null || true
 	dmsetup remove --noudevsync crashlw
 	"$replay" -n "$log" > $dir/points
 	echo "$name: the log has $(cat $dir/points) flush points"
-	truncate -s 64M $dir/$name.img
+	truncate -s "$(vol_size)" $dir/$name.img
 	"$replay" -m cut "$log" $dir/$name.img
 	losetup -d "$log" "$base"
 }
 
-# check NAME: serve the replayed volume; ext4 recovers and checks clean,
+# check NAME: serve the replayed volume; $fs recovers and checks clean,
 # and every acknowledged record is there. Returns 1 if not.
 check() {
 	local name=$1 dev acked got ok=0
@@ -109,7 +118,7 @@ check() {
 		head -n "$acked" /tmp/cm/records > $dir/have 2> /dev/null || true
 		cmp -s $dir/want $dir/have || ok=1
 		umount /tmp/cm
-		fsck.ext4 -fn "$dev" > $dir/fsck.out 2>&1 || { cat $dir/fsck.out; ok=1; }
+		fs_check "$dev" > $dir/fsck.out 2>&1 || { cat $dir/fsck.out; ok=1; }
 	else
 		echo "$name: the replayed file system does not mount: $(cat $dir/mount.err)"
 		ok=1
@@ -177,12 +186,14 @@ points_one() {
 	losetup -d "$loop"
 }
 
-step "MXBD: ext4 and fsync'd records across power cuts"
+step "MXBD: ext4, then XFS, and fsync'd records across power cuts"
 for run in 1 2 3; do
+	[ $run -lt 3 ] || fs=xfs
 	cut_run "cut$run"
-	check "cut$run" || fail "run $run: an acknowledged record was lost or ext4 is damaged"
+	check "cut$run" || fail "run $run: an acknowledged record was lost or $fs is damaged"
 	[ $run -ne 1 ] || points_check
 done
+fs=ext4
 
 step "a server that does not flush loses acknowledged records, and the check says so"
 cut_run nosync no-sync
@@ -191,8 +202,8 @@ if check nosync; then
 fi
 
 # A program's durable work on ORFS: records appended with fsync(), and
-# every tenth a new file made durable by fsync() of it and of its
-# directory, as POSIX asks. Prints nothing; $dir/acked and $dir/made hold
+# every tenth a new file made durable by fsync() of it under a temporary
+# name, a rename to its own and fsync() of its directory, as POSIX asks. Prints nothing; $dir/acked and $dir/made hold
 # what it was told is durable.
 orfs_writer() {
 	local i
@@ -200,10 +211,13 @@ orfs_writer() {
 		printf 'record %08d\n' $i |
 			dd of=/tmp/mnt/records oflag=append conv=notrunc,fsync status=none || return 0
 		if [ $((i % 10)) -eq 0 ]; then
+			# The durable replace: a temporary name written and
+			# fsync'd, renamed over, the directory fsync'd.
 			python3 -c 'import os, sys
 d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
-f = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+f = os.open(sys.argv[2] + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 os.write(f, sys.argv[3].encode()); os.fsync(f); os.close(f)
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 os.fsync(d); os.close(d)' /tmp/mnt/made "/tmp/mnt/made/f$i" "file $i" || return 0
 			echo $i > $dir/made
 		fi
