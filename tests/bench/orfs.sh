@@ -4,6 +4,9 @@
 # both exporting a tmpfs directory over rxe0: O_DIRECT 1 MiB sequential
 # read and write at depth 16, 4 KiB random read and write at depth 1
 # (mean and p99 latency), a buffered sequential write then read of a large file,
+# on an ext4 disk export a 64 MiB write + fsync and 4 KiB records each
+# fsync'd (ORFS with unstable write-back, its default, and with
+# writeback=stable),
 # create/stat/unlink of 1000 files (time per operation; as root, then as
 # a user), ORFS's time from an unlock to another client's waiting
 # process's lock (against a server that holds no waiter's request, whose
@@ -21,12 +24,31 @@ rounds=${BENCH_ROUNDS:-4}
 bufmb=${BENCH_BUF_MB:-512}
 row() { bench_row "$out" "$@"; }
 
+# A disk for the durability jobs: ext4 on a loop device (its file in the
+# guest's memory), a directory of it exported by each system.
+modprobe loop
+truncate -s 384M /tmp/disk.img
+disk=$(losetup -f --show /tmp/disk.img)
+on_exit "losetup -d $disk"
+mkfs.ext4 -q -F "$disk"
+mkdir -p /tmp/dexp
+mount "$disk" /tmp/dexp
+on_exit "umount /tmp/dexp"
+mkdir -p /tmp/dexp/o /tmp/dexp/n
+
 # ORFS.
-mkdir -p /tmp/oexp /tmp/omnt
-start_server -e data=/tmp/oexp,no_root_squash
+mkdir -p /tmp/oexp /tmp/omnt /tmp/odisk /tmp/odiskst
+start_server -e data=/tmp/oexp,no_root_squash -e disk=/tmp/dexp/o,no_root_squash
 load_suite
 mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt
 on_exit "umount /tmp/omnt"
+# The disk export at the default (unstable write-back) and with writeback=stable.
+mount -t orfs "$ORFS_ADDR:/disk" /tmp/odisk
+on_exit "umount /tmp/odisk"
+mount -t orfs -o writeback=stable "$ORFS_ADDR:/disk" /tmp/odiskst
+on_exit "umount /tmp/odiskst"
+grep -q ' /tmp/odiskst .*writeback=stable' /proc/mounts || fail "no writeback=stable mount"
+mkdir -p /tmp/odisk/u /tmp/odisk/s
 
 # NFSv3 over RDMA, server and client in this guest.
 mkdir -p /tmp/nexp /tmp/nmnt /var/lib/nfs/rpc_pipefs /run/rpcbind
@@ -36,6 +58,7 @@ mountpoint -q /var/lib/nfs/rpc_pipefs || mount -t rpc_pipefs sunrpc /var/lib/nfs
 mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
 rpcbind -w
 exportfs -o rw,no_root_squash,fsid=1,insecure,no_subtree_check "$ORFS_ADDR:/tmp/nexp"
+exportfs -o rw,no_root_squash,fsid=2,insecure,no_subtree_check "$ORFS_ADDR:/tmp/dexp/n"
 rpc.mountd --no-nfs-version 4
 rpc.nfsd -N 4 8
 on_exit "rpc.nfsd 0; exportfs -ua; pkill rpc.mountd; pkill rpcbind"
@@ -43,6 +66,9 @@ echo "rdma 20049" > /proc/fs/nfsd/portlist
 nfsmnt() { mount -t nfs -o "vers=3,nolock,proto=rdma,port=20049$1" "$ORFS_ADDR:/tmp/nexp" /tmp/nmnt; }
 nfsmnt ""
 on_exit "umount /tmp/nmnt"
+# The disk export's NFS mount is made for its jobs only: a second mount of
+# the server would share its transports with /tmp/nmnt's (nconnect=).
+mkdir -p /tmp/ndisk
 # For the lock hand-off: a second ORFS client; and, as its peer, two
 # clients of a second server with one worker, which holds no waiter's
 # request (half its workers may), so they poll as clients did before.
@@ -107,6 +133,31 @@ buffered() {
 	echo 3 > /proc/sys/vm/drop_caches
 	r=$(dd if="$1/big" of=/dev/null bs=1M 2>&1 | awk '/copied/ { print $(NF-1) }')
 	rm -f "$1/big"
+	echo "$w $r"
+}
+
+# durable DIR: on the disk export, a 64 MiB buffered write then fsync()
+# (MB/s), and 300 records of 4 KiB appended each with fsync() (us per
+# record); prints "write_MBps record_us".
+durable() {
+	local w r
+	w=$(dd if=/dev/zero of="$1/w" bs=1M count=64 conv=fsync 2>&1 |
+	    awk '/copied/ { print $(NF-1) }')
+	rm -f "$1/w"
+	r=$(python3 - "$1/r" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+rec = b"r" * 4096
+t0 = time.perf_counter()
+for _ in range(300):
+    os.write(fd, rec)
+    os.fsync(fd)
+t1 = time.perf_counter()
+os.close(fd)
+os.unlink(sys.argv[1])
+print("%.1f" % ((t1 - t0) * 1e6 / 300))
+PY
+)
 	echo "$w $r"
 }
 
@@ -179,6 +230,22 @@ for ((round = 1; round <= rounds; round++)); do
 			keep o "buf_seqread_largefolio_${m}_MBps" "$r"
 		done
 	fi
+	# Durability: ORFS's unstable write-back (COMMIT, verifier) and its
+	# stable one (each WRITE synced), NFS's default, on the disk export.
+	three=(o s n)
+	k=$((round % 3))
+	for x in "${three[@]:k}" "${three[@]:0:k}"; do
+		case $x in
+		o) d=/tmp/odisk/u ;;
+		s) d=/tmp/odiskst/s ;;
+		n) d=/tmp/ndisk
+		   mount -t nfs -o vers=3,nolock,proto=rdma,port=20049 "$ORFS_ADDR:/tmp/dexp/n" $d ;;
+		esac
+		read -r w r < <(durable $d)
+		[ $x != n ] || umount $d
+		keep $x disk_write_fsync_MBps "$w"
+		keep $x disk_fsync_4k_us "$r"
+	done
 	for x in $systems; do
 		read -r c st u < <(meta /tmp/${x}mnt)
 		keep $x create_us "$c"
@@ -233,6 +300,12 @@ if [ "$lf" = on ]; then
 		    "$(median ${fig[o-${m}_largefolio_off_MBps]})" MBps
 	done
 fi
+# Unstable write-back against stable, each beside NFS's figure.
+for m in disk_write_fsync_MBps disk_fsync_4k_us; do
+	row $m "$(median ${fig[o-$m]})" "$(median ${fig[n-$m]})" "$(sed 's/.*_//' <<< "$m")"
+	row "${m%_*}_stable_${m##*_}" "$(median ${fig[s-$m]})" "$(median ${fig[n-$m]})" \
+	    "$(sed 's/.*_//' <<< "$m")"
+done
 row lock_handoff_ms "$(median ${fig[o-lock_handoff_ms]})" "$(median ${fig[p-lock_handoff_ms]})" ms
 row dio_64k_regcache_on_MBps "$(median ${fig[o-dio_64k_regcache_on_MBps]})" \
     "$(median ${fig[o-dio_64k_regcache_off_MBps]})" MBps
