@@ -513,9 +513,20 @@ out:
 	return ret;
 }
 
+/*
+ * fsync() of a directory: the server syncs it, so that the entries made,
+ * renamed or removed in it are durable, as POSIX and ext4 ask before a
+ * program counts on a new or renamed file after a crash.
+ */
 static int orfs_dir_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
-	return 0;
+	struct inode *inode = file_inode(file);
+	struct orfs_fhop_req r = {
+		.fh = ORFS_I(inode)->fh,
+		.flags = cpu_to_le32(datasync ? ORFS_FSYNC_DATA : 0),
+	};
+
+	return orfs_call(ORFS_SB(inode->i_sb), ORFS_OP_FSYNC, &r, sizeof(r), NULL, 0);
 }
 
 const struct inode_operations orfs_dir_iops = {
