@@ -13,8 +13,8 @@
 # system checks clean and every record the program was told is durable is
 # there; so ext4 does at flush points spread over a run.
 #
-# ORFS: the export is ext4 on the logged device; records fsync'd one by
-# one and files made durable (fsync of the file and of its directory)
+# ORFS: the export is ext4 on the logged device; records made durable one
+# by one (fsync, fdatasync, O_DSYNC, msync) and files made durable
 # are all there after the cut; so is what fio wrote with verification
 # headers and fsync() before the cut. Data written back unstable when the cut
 # comes is sent again at the program's fsync() (the server's write
@@ -202,46 +202,95 @@ if check nosync; then
 	fail "the check found nothing lost from a server that never flushed"
 fi
 
-# A program's durable work on ORFS: records appended with fsync(), and
-# every tenth a new file made durable by fsync() of it under a temporary
-# name, a rename to its own and fsync() of its directory, as POSIX asks. Prints nothing; $dir/acked and $dir/made hold
-# what it was told is durable.
-orfs_writer() {
-	local i
-	for ((i = 1; ; i++)); do
-		printf 'record %08d\n' $i |
-			dd of=/tmp/mnt/records oflag=append conv=notrunc,fsync status=none || return 0
-		if [ $((i % 10)) -eq 0 ]; then
-			# The durable replace: a temporary name written and
-			# fsync'd, renamed over, the directory fsync'd.
-			python3 -c 'import os, sys
-d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
-f = os.open(sys.argv[2] + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-os.write(f, sys.argv[3].encode()); os.fsync(f); os.close(f)
-os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-os.fsync(d); os.close(d)' /tmp/mnt/made "/tmp/mnt/made/f$i" "file $i" || return 0
-			echo $i > $dir/made
-		fi
-		echo $i > $dir/acked
-	done
+# A program's durable work on ORFS: numbered records appended, each made
+# durable in turn by fsync(), fdatasync(), an O_DSYNC write and
+# msync(MS_SYNC) of a shared mapping (the file grown first); every tenth
+# record, a new file made durable by fsync() of it under a temporary
+# name, a rename to its own and fsync() of its directory, as POSIX asks.
+# It writes the last record and file it was told are durable to
+# $dir/acked and $dir/made, and ends at its first error.
+cat > $dir/writer.py <<'PY'
+import mmap, os, sys
+top, acked, made = sys.argv[1:4]
+rec_path = os.path.join(top, "records")
+def tell(path, i):
+    with open(path + ".new", "w") as f:
+        f.write("%d\n" % i)
+    os.rename(path + ".new", path)
+try:
+    for i in range(1, 1 << 30):
+        rec = b"record %08d\n" % i
+        how = i % 4
+        if how == 2:
+            fd = os.open(rec_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_DSYNC, 0o644)
+            os.write(fd, rec)
+        elif how == 3:
+            fd = os.open(rec_path, os.O_RDWR | os.O_CREAT, 0o644)
+            end = os.fstat(fd).st_size
+            os.ftruncate(fd, end + len(rec))
+            m = mmap.mmap(fd, end + len(rec))
+            m[end:] = rec
+            m.flush()       # msync(MS_SYNC)
+            m.close()
+        else:
+            fd = os.open(rec_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.write(fd, rec)
+            os.fsync(fd) if how == 0 else os.fdatasync(fd)
+        os.close(fd)
+        if i % 10 == 0:
+            d = os.open(os.path.join(top, "made"), os.O_RDONLY | os.O_DIRECTORY)
+            name = os.path.join(top, "made", "f%d" % i)
+            f = os.open(name + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(f, b"file %d" % i)
+            os.fsync(f)
+            os.close(f)
+            os.rename(name + ".tmp", name)
+            os.fsync(d)
+            os.close(d)
+            tell(made, i)
+        tell(acked, i)
+except OSError:
+    pass
+PY
+orfs_writer() { python3 $dir/writer.py /tmp/mnt $dir/acked $dir/made; }
+
+# store_up: a fresh export store, ext4 on a log-writes target (crashlw)
+# over 64 MiB of zeros, mounted on $dir/fs with journal commits once a
+# minute (what is durable is what fsync made so), open to all; its loop
+# devices in $st_base and $st_log.
+store_up() {
+	local lw
+	rm -f $dir/*.img
+	truncate -s 64M $dir/dev.img
+	truncate -s 256M $dir/log.img
+	st_base=$(losetup -f --show $dir/dev.img)
+	st_log=$(losetup -f --show $dir/log.img)
+	lw=$(lw_create crashlw "$st_base" "$st_log")
+	mkfs.ext4 -q -F "$lw"
+	mount -o commit=60 "$lw" $dir/fs
+	chmod 0777 $dir/fs
+	sync -f $dir/fs
+}
+
+# store_cut MARK IMG: the server killed and the log marked MARK, the
+# store goes, and its log is replayed to MARK onto IMG (64 MiB of zeros):
+# what the power cut left.
+store_cut() {
+	umount $dir/fs
+	dmsetup remove --noudevsync crashlw
+	truncate -s 64M "$2"
+	"$replay" -m "$1" "$st_log" "$2"
+	losetup -d "$st_log" "$st_base"
 }
 
 # orfs_cut NAME [FAULT]: one ORFS run to a power cut and back; fails the
 # test if the server comes back without all it was told is durable,
 # unless FAULT is given: then returns 1 if something is missing.
 orfs_cut() {
-	local name=$1 fault=${2:-} base log lw loop acked made i lost=0
-	rm -f $dir/*.img $dir/acked $dir/made
-	truncate -s 64M $dir/dev.img
-	truncate -s 256M $dir/log.img
-	base=$(losetup -f --show $dir/dev.img)
-	log=$(losetup -f --show $dir/log.img)
-	lw=$(lw_create crashlw "$base" "$log")
-	mkfs.ext4 -q -F "$lw"
-	# Journal commits once a minute: what is durable is what fsync made so.
-	mount -o commit=60 "$lw" $dir/fs
+	local name=$1 fault=${2:-} loop acked made i lost=0
+	rm -f $dir/acked $dir/made
+	store_up
 	mkdir $dir/fs/made
-	chmod 0777 $dir/fs
 	sync -f $dir/fs
 	if [ -n "$fault" ]; then
 		ORFS_SERVER_FAULT=$fault start_server -F -e data=$dir/fs,no_root_squash
@@ -261,11 +310,7 @@ orfs_cut() {
 	made=$(cat $dir/made)
 	echo "$name: cut after record $acked, file $made"
 	umount -f /tmp/mnt 2> /dev/null || umount -l /tmp/mnt
-	umount $dir/fs
-	dmsetup remove --noudevsync crashlw
-	truncate -s 64M $dir/orfs.img
-	"$replay" -m cut "$log" $dir/orfs.img
-	losetup -d "$log" "$base"
+	store_cut cut $dir/orfs.img
 	# The server's host comes back: its file system recovers and checks clean.
 	loop=$(losetup -f --show $dir/orfs.img)
 	mount "$loop" $dir/fs || fail "$name: the export's ext4 does not mount after the cut"
@@ -314,21 +359,20 @@ fio_job() {
 # power is cut. After the server's host comes back, fio verifies every
 # block it was told is durable.
 fio_cut() {
-	local base log lw loop noise
-	rm -f $dir/*.img
-	truncate -s 64M $dir/dev.img
-	truncate -s 256M $dir/log.img
-	base=$(losetup -f --show $dir/dev.img)
-	log=$(losetup -f --show $dir/log.img)
-	lw=$(lw_create crashlw "$base" "$log")
-	mkfs.ext4 -q -F "$lw"
-	mount -o commit=60 "$lw" $dir/fs
-	chmod 0777 $dir/fs
-	sync -f $dir/fs
+	local loop noise
+	store_up
 	start_server -e data=$dir/fs,no_root_squash
 	mount_orfs soft,timeo=10,retrans=1 "$ORFS_ADDR:/data" /tmp/mnt
 	fio_job /tmp/mnt/fio.dat --fsync=8 --end_fsync=1 --do_verify=0 ||
 		{ cat $dir/fio.out; fail "fio's write pass"; }
+	# The last durable step before the cut: a file replaced by a rename,
+	# made durable by fsync() of its directory alone.
+	python3 -c 'import os
+f = os.open("/tmp/mnt/kept.tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+os.write(f, b"kept"); os.fsync(f); os.close(f)
+os.rename("/tmp/mnt/kept.tmp", "/tmp/mnt/kept")
+d = os.open("/tmp/mnt", os.O_RDONLY | os.O_DIRECTORY); os.fsync(d); os.close(d)' ||
+		fail "the durable rename failed"
 	# Written, never synced, when the cut comes: not checked.
 	dd if=/dev/urandom of=/tmp/mnt/noise bs=64k count=400 status=none 2> /dev/null &
 	noise=$!
@@ -337,11 +381,7 @@ fio_cut() {
 	dmsetup message crashlw 0 mark cut
 	wait "$noise" 2> /dev/null || true
 	umount -f /tmp/mnt 2> /dev/null || umount -l /tmp/mnt
-	umount $dir/fs
-	dmsetup remove --noudevsync crashlw
-	truncate -s 64M $dir/orfs.img
-	"$replay" -m cut "$log" $dir/orfs.img
-	losetup -d "$log" "$base"
+	store_cut cut $dir/orfs.img
 	loop=$(losetup -f --show $dir/orfs.img)
 	fsck.ext4 -fn "$loop" > $dir/fsck.out 2>&1 || { cat $dir/fsck.out; fail "fio: fsck"; }
 	mount "$loop" $dir/fs
@@ -352,13 +392,15 @@ fio_cut() {
 	grep -q 'err= 0' $dir/fio.out && grep -q 'READ:.* io=8192KiB' $dir/fio.out ||
 		{ cat $dir/fio.out; fail "fio's verification after the cut"; }
 	echo "fio: 8 MiB fsync'd before the cut, verified after it"
+	expect_eq "the file renamed into place, its directory fsync'd, after the cut" \
+		"$(cat /tmp/mnt/kept 2> /dev/null)" kept
 	umount /tmp/mnt
 	stop_server
 	umount $dir/fs
 	losetup -d "$loop"
 }
 
-step "ORFS: fio's verified writes, acknowledged before a power cut, verify after it"
+step "ORFS: fio's verified writes and a durable rename, before a power cut, are there after it"
 fio_cut
 
 # wb_stat FIELD: the mount's write-back count FIELD (unstable, commits,
@@ -405,17 +447,9 @@ sys.exit(0 if open(sys.argv[1], "rb").read() == want else 1)' "$1" 2> /dev/null
 # the program's fsync() sends the data again (the verifier changed) and
 # returns once it is durable: a second cut right after finds it there.
 resend_cut() {
-	local base log lw loop log2 r0 r1
-	rm -f $dir/*.img $dir/ready $dir/go
-	truncate -s 64M $dir/dev.img
-	truncate -s 256M $dir/log.img
-	base=$(losetup -f --show $dir/dev.img)
-	log=$(losetup -f --show $dir/log.img)
-	lw=$(lw_create crashlw "$base" "$log")
-	mkfs.ext4 -q -F "$lw"
-	mount -o commit=60 "$lw" $dir/fs
-	chmod 0777 $dir/fs
-	sync -f $dir/fs
+	local lw loop log2 r0 r1
+	rm -f $dir/ready $dir/go
+	store_up
 	start_server -e data=$dir/fs,no_root_squash
 	mount_orfs hard,timeo=10 "$ORFS_ADDR:/data" /tmp/mnt
 	# No periodic flush: the client's flusher would commit, the server's write.
@@ -428,11 +462,7 @@ resend_cut() {
 	r0=$(wb_stat resent)
 	kill_server
 	dmsetup message crashlw 0 mark cut
-	umount $dir/fs
-	dmsetup remove --noudevsync crashlw
-	truncate -s 64M $dir/orfs.img
-	"$replay" -m cut "$log" $dir/orfs.img
-	losetup -d "$log" "$base"
+	store_cut cut $dir/orfs.img
 	loop=$(losetup -f --show $dir/orfs.img)
 	# What the cut left: the file, durable, but not the data never committed.
 	mount "$loop" $dir/fs
