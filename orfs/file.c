@@ -292,7 +292,7 @@ static void orfs_folio_unstable(struct inode *inode, struct folio *folio, unsign
 
 	if (WARN_ON_ONCE(!of))
 		return;
-	orfs_stats_wb(ORFS_SB(inode->i_sb), 0, end - first);
+	orfs_stats_wb(ORFS_SB(inode->i_sb), ORFS_WB_UNSTABLE, end - first);
 	spin_lock(&inode->i_lock);
 	if (!of->un) {
 		of->verf = verf;
@@ -1304,7 +1304,7 @@ static int orfs_fsync_call(struct inode *inode, bool datasync, u64 *verf)
 	if (!ret && want && !*verf)
 		ret = -EIO;
 	if (!ret && want)
-		orfs_stats_wb(sbi, 1, 1);
+		orfs_stats_wb(sbi, ORFS_WB_COMMITS, 1);
 	return ret;
 }
 
@@ -1422,12 +1422,12 @@ int orfs_commit(struct inode *inode, bool datasync, bool always)
 		if (lost) {
 			pr_warn_ratelimited("%pISc restarted and lost direct I/O written to a file (ino %lu) since its last fsync\n",
 					    &sbi->addr, inode->i_ino);
-			orfs_stats_wb(sbi, 3, 1);
+			orfs_stats_wb(sbi, ORFS_WB_LOST, 1);
 			err = -EIO;
 		}
 		if (list_empty(&resend))
 			break;
-		orfs_stats_wb(sbi, 2, orfs_redirty(inode, &resend));
+		orfs_stats_wb(sbi, ORFS_WB_RESENT, orfs_redirty(inode, &resend));
 		if (tries + 1 >= ORFS_COMMIT_TRIES) {
 			ret = -EIO;
 			break;

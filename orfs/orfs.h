@@ -86,6 +86,8 @@ struct orfs_op_stats {
  * changed, and fsync()s that failed because direct I/O written unstable
  * was lost (it cannot be sent again).
  */
+enum orfs_wb_stat { ORFS_WB_UNSTABLE, ORFS_WB_COMMITS, ORFS_WB_RESENT, ORFS_WB_LOST };
+
 struct orfs_wb_stats {
 	u64	unstable;
 	u64	commits;
@@ -375,7 +377,7 @@ void orfs_io_start(struct orfs_areq *a, u32 flags);
 /* file.c */
 extern const struct file_operations orfs_file_fops;
 int orfs_commit(struct inode *inode, bool datasync, bool always);
-void orfs_stats_wb(struct orfs_sb *sbi, unsigned int what, u64 n);
+void orfs_stats_wb(struct orfs_sb *sbi, enum orfs_wb_stat what, u64 n);
 
 /* lock.c */
 int orfs_lock(struct file *file, int cmd, struct file_lock *fl);

@@ -120,27 +120,28 @@ void orfs_stats_data(struct orfs_sb *sbi, u16 op, u32 bytes)
 /**
  * orfs_stats_wb() - count write stability events
  * @sbi: the mount
- * @what: 0, bytes written back unstable; 1, COMMITs; 2, bytes sent again;
- *	3, fsync()s failed for lost direct I/O
+ * @what: ORFS_WB_UNSTABLE, bytes written back unstable; ORFS_WB_COMMITS;
+ *	ORFS_WB_RESENT, bytes sent again; ORFS_WB_LOST, fsync()s failed for
+ *	lost direct I/O
  * @n: how many
  *
  * Context: any.
  */
-void orfs_stats_wb(struct orfs_sb *sbi, unsigned int what, u64 n)
+void orfs_stats_wb(struct orfs_sb *sbi, enum orfs_wb_stat what, u64 n)
 {
 	struct orfs_wb_stats __percpu *w = &sbi->stats->wb;
 
 	switch (what) {
-	case 0:
+	case ORFS_WB_UNSTABLE:
 		this_cpu_add(w->unstable, n);
 		break;
-	case 1:
+	case ORFS_WB_COMMITS:
 		this_cpu_add(w->commits, n);
 		break;
-	case 2:
+	case ORFS_WB_RESENT:
 		this_cpu_add(w->resent, n);
 		break;
-	default:
+	case ORFS_WB_LOST:
 		this_cpu_add(w->lost, n);
 		break;
 	}
