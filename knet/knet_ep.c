@@ -849,6 +849,16 @@ static int knet_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		data = rdma_consumer_reject_data(id, ev, &len);
+		/*
+		 * iWARP carries a reject's private data only in the peer's MPA
+		 * reply, so any there is the server's; but siw reports that
+		 * reply as -ECONNRESET, which the helper above counts as no
+		 * consumer's reject on iWARP (it expects -ECONNREFUSED).
+		 */
+		if (!data && rdma_protocol_iwarp(id->device, id->port_num)) {
+			data = ev->param.conn.private_data;
+			len = ev->param.conn.private_data_len;
+		}
 		ep->reject_reason = 0;
 		if (data && len >= 1 + sizeof(struct knet_cm_rej)) {
 			struct knet_cm_rej rej;
