@@ -248,6 +248,48 @@ static int fault_lies(const struct conn *c, const struct req *r)
 }
 
 /*
+ * The flags of an operation C posts after its RDMA READs. Verbs complete a
+ * send queue's work in the order it was posted, and libfabric's verbs
+ * provider relies on it (it pairs each completion with the oldest
+ * operation of the queue pair). siw, the kernel's soft-iWARP, does not:
+ * it completes a SEND or WRITE once sent, before an earlier READ whose
+ * response has not come, and libfabric then corrupts its lists. On iWARP
+ * an operation posted while READs are out carries a fence: the device
+ * starts it once they are over, so it completes after them. Nothing else
+ * is held back, and neither RoCE nor InfiniBand pays for it.
+ */
+static uint64_t conn_fence(const struct conn *c)
+{
+	return FI_COMPLETION | (c->sh->fence_reads && c->reads_out ? FI_FENCE : 0);
+}
+
+/* Send N bytes of C's reply buffer BUF. */
+static ssize_t conn_send(struct conn *c, void *buf, size_t n, struct fi_context *ctx)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = n };
+	void *desc = fi_mr_desc(c->mr);
+	struct fi_msg msg = {
+		.msg_iov = &iov, .desc = &desc, .iov_count = 1, .context = ctx,
+	};
+
+	return fi_sendmsg(c->ep, &msg, conn_fence(c));
+}
+
+/* RDMA WRITE N bytes of BUF (registered as DESC) to the client's RADDR, RKEY. */
+static ssize_t conn_write(struct conn *c, void *buf, size_t n, void *desc, uint64_t raddr,
+			  uint64_t rkey, struct fi_context *ctx)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = n };
+	struct fi_rma_iov rma = { .addr = raddr, .len = n, .key = rkey };
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov, .desc = &desc, .iov_count = 1,
+		.rma_iov = &rma, .rma_iov_count = 1, .context = ctx,
+	};
+
+	return fi_writemsg(c->ep, &msg, conn_fence(c));
+}
+
+/*
  * Send R's reply, built from its state; parks R if no reply buffer is free.
  * Closing the connection finishes R with every other request that is not
  * in flight (eng_conn_closing()), so a failure here must not finish it again.
@@ -319,7 +361,7 @@ static void reply(struct req *r)
 		conn_close(c, "cannot post a receive");
 		return;
 	}
-	ret = fi_send(c->ep, conn_tx_buf(c, t), n, fi_mr_desc(c->mr), 0, &c->tx[t].ctx);
+	ret = conn_send(c, conn_tx_buf(c, t), n, &c->tx[t].ctx);
 	if (ret) {
 		fab_err("fi_send", (int)ret);
 		conn_close(c, "cannot send a reply");
@@ -454,12 +496,13 @@ static int post_piece(void *arg, const struct seg_piece *p)
 	op->kind = OP_RDMA;
 	op->owner = ch;
 	op->idx = rp->k;
+	op->read = rp->is_read;
 	if (rp->is_read)
 		ret = fi_read(c->ep, ch->buf + p->local, p->len, desc, 0, p->raddr, p->rkey,
 			      &op->ctx);
 	else
-		ret = fi_write(c->ep, ch->buf + p->local, p->len, desc, 0, p->raddr, p->rkey,
-			       &op->ctx);
+		ret = conn_write(c, ch->buf + p->local, p->len, desc, p->raddr, p->rkey,
+				 &op->ctx);
 	if (ret) {
 		/* Earlier ones complete (or flush) and are counted. */
 		fab_err(rp->is_read ? "fi_read" : "fi_write", (int)ret);
@@ -468,6 +511,7 @@ static int post_piece(void *arg, const struct seg_piece *p)
 	ch->pending++;
 	c->pending++;
 	c->sq_free--;
+	c->reads_out += rp->is_read;
 	rp->k++;
 	return 0;
 }

@@ -1132,7 +1132,8 @@ static void on_completion(struct op *op, size_t len, int err)
 	switch (op->kind) {
 	case OP_RECV:
 		if (err)
-			conn_close(c, "receive failed");
+			/* Flushed: the queue pair went to error before the CM said why. */
+			conn_close(c, err == FI_ECANCELED ? "disconnected" : "receive failed");
 		else if (c->sh->stopping)
 			c->sh->left++;	/* the client sends it again to the next server */
 		else if (!c->closing)
@@ -1144,6 +1145,8 @@ static void on_completion(struct op *op, size_t len, int err)
 			conn_close(c, "send failed");
 		break;
 	case OP_RDMA:
+		if (op->read)
+			c->reads_out--;
 		if (err)
 			conn_close(c, "RDMA to the client's memory failed");
 		eng_on_rdma_done(ch, err ? EIO : 0);
@@ -1253,7 +1256,7 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 		.size = SRV_RX_BUDGET * 2 + SRV_MAX_CONNS * (2 * SRV_MIN_CREDITS + SRV_RDMA_SQ),
 		.wait_obj = FI_WAIT_FD,
 	};
-	int ret;
+	int iwarp, ret;
 
 	sh->epfd = sh->mailfd = sh->box.efd = -1;
 	pthread_mutex_init(&sh->mail_lock, NULL);
@@ -1286,8 +1289,10 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 	 * closed when they complete (eng: post_rdma()), as the kernel's
 	 * rdma_rw does; the pool is registered for WRITEs only.
 	 */
-	sh->sink_per_read = s->cfg.read_sinks == CFG_SINKS_PER_READ ||
-			    (dev->info->ep_attr && dev->info->ep_attr->protocol == FI_PROTO_IWARP);
+	iwarp = dev->info->ep_attr && dev->info->ep_attr->protocol == FI_PROTO_IWARP;
+	sh->sink_per_read = s->cfg.read_sinks == CFG_SINKS_PER_READ || iwarp;
+	/* See conn_fence(). */
+	sh->fence_reads = iwarp;
 	ret = fi_mr_reg(dev->domain, sh->pool.base, s->chunk_size * nchunks,
 			sh->sink_per_read ? FI_WRITE : FI_READ | FI_WRITE, 0, 0, 0, &sh->pool_mr,
 			NULL);

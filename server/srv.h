@@ -57,6 +57,7 @@ struct op {
 	struct fi_context	ctx;
 	enum op_kind		kind;
 	int			idx;
+	int			read;		/* an RDMA READ (OP_RDMA) */
 	void			*owner;		/* conn (RECV, SEND) or chunk (RDMA) */
 };
 
@@ -135,6 +136,7 @@ struct conn {
 	struct req		*tx_wait, **tx_wait_tail;
 	struct chunk		*rdma_wait, **rdma_wait_tail;
 	int			sq_free;	/* room for RDMA in the send queue */
+	int			reads_out;	/* RDMA READs posted, not yet completed */
 	struct fq_flow		flow;
 	int			busy;		/* handlers running: do not free */
 	int			pending;	/* posted operations not yet completed */
@@ -224,6 +226,7 @@ struct shard {
 	int			rx_budget;	/* its share of SRV_RX_BUDGET */
 	uint64_t		buffer_waits;	/* times a request waited for a buffer */
 	int			sink_per_read;	/* READ sinks registered per chunk (iWARP) */
+	int			fence_reads;	/* fence what follows a READ (iWARP) */
 	uint64_t		sink_regs;	/* such registrations made */
 	uint64_t		sink_live;	/* and not closed yet */
 	uint64_t		fault_rng;	/* the "fs-random" fault's state */
