@@ -315,6 +315,7 @@ int knet_session_probe(struct knet_session *s);
 void knet_session_close(struct knet_session *s);
 int knet_session_init(void);
 void knet_session_exit(void);
+struct workqueue_struct *knet_wq(void);
 
 /* knet_main.c: where endpoints publish their counters, and device caches */
 struct dentry *knet_debugfs_endpoints(void);

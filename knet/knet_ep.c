@@ -1066,6 +1066,79 @@ static void knet_teardown(struct knet_ep *ep, bool was_connected)
 	knet_obj_add(KNET_OBJ_EP, -1);
 }
 
+/* rdma_connect() of an endpoint, made by a worker (knet_connect_call()). */
+struct knet_conn_call {
+	struct work_struct	work;
+	struct knet_ep		*ep;
+	struct rdma_conn_param	param;
+	u8			pdata[1 + sizeof(struct knet_cm_req)];
+	int			ret;
+	atomic_t		state;	/* KNET_CALL_* */
+	struct completion	done;
+};
+
+enum { KNET_CALL_RUNNING, KNET_CALL_DONE, KNET_CALL_ABANDONED };
+
+static void knet_conn_call_work(struct work_struct *w)
+{
+	struct knet_conn_call *c = container_of(w, struct knet_conn_call, work);
+	struct knet_ep *ep = c->ep;
+
+	c->ret = rdma_connect(ep->cm_id, &c->param);
+	if (atomic_cmpxchg(&c->state, KNET_CALL_RUNNING, KNET_CALL_DONE) == KNET_CALL_RUNNING) {
+		complete(&c->done);
+		return;
+	}
+	/* The caller was killed meanwhile and left the endpoint to us. */
+	ep->dead = true;
+	ep->connected = false;
+	knet_teardown(ep, false);
+	kfree(c);
+}
+
+/*
+ * rdma_connect() for EP with PARAM. On iWARP it runs in a worker: siw
+ * makes its TCP connection inside the call, in the caller's context,
+ * where a signal the program catches (left pending while a hard mount
+ * retries for it) cuts the connection short: every try then fails at
+ * once, and a server's siw is left with half-open connections. The
+ * caller waits killably; killed, it leaves the endpoint to the worker
+ * (Return: -EINTR, the endpoint no longer the caller's).
+ */
+static int knet_connect_call(struct knet_ep *ep, struct rdma_conn_param *param,
+			     bool *abandoned)
+{
+	struct knet_conn_call *c;
+	int ret;
+
+	*abandoned = false;
+	if (!rdma_protocol_iwarp(ep->dev, ep->cm_id->port_num))
+		return rdma_connect(ep->cm_id, param);
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	INIT_WORK(&c->work, knet_conn_call_work);
+	c->ep = ep;
+	c->param = *param;
+	memcpy(c->pdata, param->private_data, sizeof(c->pdata));
+	c->param.private_data = c->pdata;
+	atomic_set(&c->state, KNET_CALL_RUNNING);
+	init_completion(&c->done);
+	queue_work(knet_wq(), &c->work);
+	if (wait_for_completion_killable(&c->done)) {
+		if (atomic_cmpxchg(&c->state, KNET_CALL_RUNNING, KNET_CALL_ABANDONED) ==
+		    KNET_CALL_RUNNING) {
+			*abandoned = true;
+			return -EINTR;
+		}
+		/* The call ended just as a fatal signal came: it is ours again. */
+		wait_for_completion(&c->done);
+	}
+	ret = c->ret;
+	kfree(c);
+	return ret;
+}
+
 /**
  * knet_ep_connect() - connect an endpoint to a server's export or volume
  * @p: where and what
@@ -1086,6 +1159,7 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	struct sockaddr *srcp = NULL;
 	struct knet_ep *ep;
 	size_t name_len = strlen(p->name);
+	bool abandoned;
 	int ret;
 
 	*reason = 0;
@@ -1156,7 +1230,11 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
 	param.flow_control = 1;
-	ret = knet_cm_wait(ep, rdma_connect(ep->cm_id, &param));
+	BUILD_BUG_ON(sizeof(pdata) != sizeof_field(struct knet_conn_call, pdata));
+	ret = knet_connect_call(ep, &param, &abandoned);
+	if (abandoned)
+		return ERR_PTR(ret);
+	ret = knet_cm_wait(ep, ret);
 	if (ret) {
 		*reason = ep->reject_reason;
 		goto fail;

@@ -422,6 +422,12 @@ void knet_session_close(struct knet_session *s)
 }
 EXPORT_SYMBOL_GPL(knet_session_close);
 
+/* knet's own unbound workqueue, drained when the module goes. */
+struct workqueue_struct *knet_wq(void)
+{
+	return knet_session_wq;
+}
+
 int knet_session_init(void)
 {
 	knet_session_wq = alloc_workqueue("knet_session", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
