@@ -92,6 +92,20 @@ ep_max() {
 	ep_stats "${3:-}" | awk -v c="$1" -v f="${2:-2}" '$1 == c && $f > m { m = $f } END { print m + 0 }'
 }
 
+# dev_max_io: the largest request knet maps on ORFS_RDMA_DEV in one
+# registration: 1 MiB, or a page less than the device's fast-registration
+# page list when that is shorter (siw: 256 pages, so 1020 KiB), as nvme-rdma
+# bounds its requests; knet must be loaded
+dev_max_io() {
+	awk -v d="$ORFS_RDMA_DEV" -v mib=1048576 '$1 == d {
+		for (i = 2; i < NF; i++) if ($i == "max_fast_reg_pages") p = $(i + 1)
+	} END {
+		if (!p) exit 1
+		n = (p - 1) * 4096
+		print (n < mib ? n : mib)
+	}' /sys/kernel/debug/knet/devices
+}
+
 # log_count PATTERN: lines of the server's log that match PATTERN (basic regex)
 log_count() { grep -c -- "$1" "$ORFS_SERVER_LOG" || true; }
 # log_grew PATTERN N: more than N lines match PATTERN now

@@ -74,7 +74,8 @@ grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
 # Without nconnect=, a connection per CPU, four at most.
 ncpu=$(nproc)
 auto=$((ncpu < 4 ? ncpu : 4))
-expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=1048576,acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf,locks=remote,writeback=unstable " /tmp/out
+# The server's 1 MiB, or what the RDMA device maps in one registration.
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=$(dev_max_io),acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf,locks=remote,writeback=unstable " /tmp/out
 expect_eq "knet endpoints of a mount on $ncpu CPUs" "$(ep_count)" $auto
 umnt
 mnt -o nconnect=1
@@ -138,7 +139,8 @@ done
 grep ' /tmp/mnt ' /proc/mounts > /tmp/out2
 cmp /tmp/out /tmp/out2 || fail "a refused remount changed the options"
 # ... but given again as they are, they are taken (mount(8) may repeat them).
-mount -o "remount,rsize=1048576,nconnect=2,port=20077,addr=$ORFS_ADDR,timeo=600,locks=remote" /tmp/mnt
+rsize=$(sed -n 's/.*,rsize=\([0-9]*\),.*/\1/p' /tmp/out2)
+mount -o "remount,rsize=$rsize,nconnect=2,port=20077,addr=$ORFS_ADDR,timeo=600,locks=remote" /tmp/mnt
 # Read-only: refused while a file is open for writing; then writes fail
 # with EROFS and reads go on; read-write again.
 exec 8>> /tmp/mnt/rm-f
