@@ -6,6 +6,8 @@
 #   make deps        install everything needed (apt-get; idempotent)
 #   make demo        build, boot a guest, show the suite at work
 #   make check       unit tests, static checks, in-guest tests on 6.1 and 6.12
+#                    (over soft-RoCE; the transport's tests over soft-iWARP on 6.12)
+#   make check-iwarp the transport's in-guest tests over soft-iWARP on both kernels
 #   make bench       benchmarks in the guest (BENCH=<name> for one)
 #   make lint        checkpatch over our kernel code
 #   make sparse      sparse over our kernel code, every installed kernel
@@ -44,7 +46,7 @@ FAB_SRC := server/fab.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h)
 
-.PHONY: all modules modules-all userspace deps demo check bench lint sparse clean help install
+.PHONY: all modules modules-all userspace deps demo check check-iwarp siw bench lint sparse clean help install
 all: modules userspace
 
 help:
@@ -145,6 +147,15 @@ demo: deps
 
 check: deps
 	@tools/check.sh
+
+# siw.ko, which Debian's kernels lack, built from their linux-source packages.
+siw: deps
+	@set -e; for v in $$(. tools/lib-kernel.sh && list_kernels); do tools/build-siw.sh $$v; done
+
+check-iwarp: deps
+	@CHECK_IWARP_KERNELS="6.1 6.12" \
+		CHECK_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs.sh" \
+		tools/check.sh
 
 bench: deps
 	@tools/bench.sh $(BENCH)

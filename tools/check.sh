@@ -7,11 +7,17 @@
 #   2. unit tests (CUnit), the harness's own tests, a bounded fuzzing run
 #   3. static checks: checkpatch, sparse on 6.1 and 6.12
 #   4. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh and the demo,
-#      tests/demo/demo.sh)
+#      tests/demo/demo.sh) over soft-RoCE (rxe); on 6.12 the tests of the
+#      transport (knet, block, mxbd, orfs) run over soft-iWARP (siw) instead,
+#      so that the RDMA code meets both protocols in one run and the whole
+#      stays well under 45 minutes (make check-iwarp runs them over siw on
+#      every kernel)
 # and a closing line "N passed, N failed" (", N skipped" when any skipped,
 # each with its reason above). Exits non-zero on any failure.
 #
-# CHECK_KERNELS="6.1 6.12" and CHECK_TESTS="tests/guest/x.sh ..." narrow it.
+# CHECK_KERNELS="6.1 6.12" and CHECK_TESTS="tests/guest/x.sh ..." narrow it;
+# CHECK_IWARP_KERNELS names the kernels whose transport tests run over siw
+# (default 6.12; empty: none, "6.1 6.12": both).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/lib-kernel.sh
@@ -113,15 +119,45 @@ fi
 # The demo runs too, so that what `make demo` shows cannot go stale.
 mapfile -t tests < <(if [ -n "${CHECK_TESTS:-}" ]; then printf '%s\n' $CHECK_TESTS; \
 	else ls tests/guest/*.sh | grep -v '/lib\.sh$'; echo tests/demo/demo.sh; fi)
-for v in "${kernels[@]}"; do
-	echo "== in-guest tests on $v"
-	res=build/vm/$v/results
-	tools/vm run --kernel "$v" --results "$res" "${tests[@]}" | tee "$log/guest-$v.log"
+# The tests of the transport, which the iWARP lane runs over siw.
+iwarp_tests=(tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs.sh)
+iwarp_kernels=()
+for k in ${CHECK_IWARP_KERNELS-6.12}; do
+	v=$(resolve_kernel "$k") && iwarp_kernels+=("$v")
+done
+
+# guest_run KVER RDMA SCRIPT...: one guest boot, its verdicts counted
+guest_run() {
+	local v=$1 rdma=$2 res=build/vm/$1/results-$2 gp gf gs
+	shift 2
+	[ $# -gt 0 ] || return 0
+	echo "== in-guest tests on $v over $rdma"
+	tools/vm run --kernel "$v" --rdma "$rdma" --results "$res" "$@" | tee "$log/guest-$v-$rdma.log"
 	if [ -f "$res/summary" ]; then
 		read -r gp gf gs < "$res/summary"
 		pass=$((pass + gp)); fail=$((fail + gf)); skip=$((skip + gs))
 	else
-		ko "in-guest tests on $v: the harness produced no summary"
+		ko "in-guest tests on $v over $rdma: the harness produced no summary"
 	fi
+}
+
+for v in "${kernels[@]}"; do
+	on_siw=()
+	if [[ " ${iwarp_kernels[*]} " == *" $v "* ]]; then
+		# A siw.ko for the kernel, from its linux-source package.
+		if ! tools/build-siw.sh "$v" > "$log/siw-$v.log" 2>&1; then
+			ko "build siw for $v (log: $log/siw-$v.log)"
+			continue
+		fi
+		for t in "${tests[@]}"; do
+			[[ " ${iwarp_tests[*]} " == *" $t "* ]] && on_siw+=("$t")
+		done
+	fi
+	on_rxe=()
+	for t in "${tests[@]}"; do
+		[[ " ${on_siw[*]} " == *" $t "* ]] || on_rxe+=("$t")
+	done
+	guest_run "$v" rxe "${on_rxe[@]}"
+	guest_run "$v" siw "${on_siw[@]}"
 done
 finish

@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 PACKAGES=(
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
-	linux-source-6.1
+	linux-source-6.1 linux-source-6.12
 	build-essential bc kmod cpio xz-utils zstd sparse
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
