@@ -8,6 +8,8 @@
 #   make check       unit tests, static checks, in-guest tests on 6.1 and 6.12
 #                    (over soft-RoCE; the transport's tests over soft-iWARP on 6.12)
 #   make check-iwarp the transport's in-guest tests over soft-iWARP on both kernels
+#   make debug-kernel  build (once) the 6.12 debug kernel: KASAN, lockdep, kmemleak...
+#   make check-debug the in-guest tests on the debug kernel, over rxe and siw
 #   make bench       benchmarks in the guest (BENCH=<name> for one)
 #   make lint        checkpatch over our kernel code
 #   make sparse      sparse over our kernel code, every installed kernel
@@ -46,7 +48,7 @@ FAB_SRC := server/fab.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h)
 
-.PHONY: all modules modules-all userspace deps demo check check-iwarp siw bench lint sparse clean help install
+.PHONY: all modules modules-all userspace deps demo check check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
 all: modules userspace
 
 help:
@@ -151,6 +153,12 @@ check: deps
 # siw.ko, which Debian's kernels lack, built from their linux-source packages.
 siw: deps
 	@set -e; for v in $$(. tools/lib-kernel.sh && list_kernels); do tools/build-siw.sh $$v; done
+
+debug-kernel: deps
+	@tools/debug-kernel.sh > /dev/null
+
+check-debug: deps
+	@tools/check-debug.sh
 
 check-iwarp: deps
 	@CHECK_IWARP_KERNELS="6.1 6.12" \

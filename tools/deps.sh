@@ -17,7 +17,7 @@ PACKAGES=(
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	linux-source-6.1 linux-source-6.12
-	build-essential bc kmod cpio xz-utils zstd sparse
+	build-essential bc kmod cpio xz-utils zstd sparse flex bison libelf-dev
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
 	libibverbs-dev librdmacm-dev libfabric-dev libfabric-bin

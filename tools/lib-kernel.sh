@@ -26,3 +26,11 @@ resolve_kernel() {
 	[ -n "$found" ] || return 1
 	echo "$found"
 }
+
+# debug_kernel_dir: the directory of the debug kernel `make debug-kernel`
+# built last (tools/debug-kernel.sh), if there is one
+debug_kernel_dir() {
+	local d=${ORFS_KERNEL_CACHE:-/var/cache/orfs-kernel}/current
+	[ -e "$d/ok" ] || return 1
+	readlink -f "$d"
+}

@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# tools/check-debug.sh (make check-debug): the in-guest tests on the debug
+# kernel (make debug-kernel: KASAN, lockdep, DEBUG_OBJECTS, kmemleak,
+# DEBUG_LIST, DEBUG_SG): every guest test over soft-RoCE, then the
+# transport's tests (knet, block, mxbd, orfs) over soft-iWARP. Any KASAN,
+# lockdep, DEBUG_OBJECTS or kmemleak report fails the script that ran
+# (tools/lib-results.sh). Ends with "N passed, N failed" as make check.
+#
+# CHECK_TESTS="tests/guest/x.sh ..." narrows it; VM_TIMEOUT_SCALE (default
+# 4) stretches every script's time limit, as the debug kernel is slower.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=tools/lib-kernel.sh
+. tools/lib-kernel.sh
+
+pass=0 fail=0 skip=0
+log=build/check-debug
+mkdir -p "$log"
+
+dir=$(tools/debug-kernel.sh) || { echo "FAIL debug kernel: not built"; echo; echo "0 passed, 1 failed"; exit 1; }
+kver=$(cat "$dir/release")
+echo "== debug kernel $kver ($dir)"
+if ! make --no-print-directory -j"$(nproc)" modules KDIR="$dir/build" STRICT=1 > "$log/build.log" 2>&1 ||
+   ! make --no-print-directory -j"$(nproc)" userspace >> "$log/build.log" 2>&1; then
+	tail -n 30 "$log/build.log"
+	echo "FAIL build for $kver (log: $log/build.log)"
+	echo; echo "0 passed, 1 failed"
+	exit 1
+fi
+echo "PASS build modules $kver (W=1, -Werror)"
+pass=1
+
+if [ -n "${CHECK_TESTS:-}" ]; then
+	read -r -a tests <<< "$CHECK_TESTS"
+else
+	tests=()
+	for t in tests/guest/*.sh; do
+		[ "$t" = tests/guest/lib.sh ] || tests+=("$t")
+	done
+fi
+iwarp=()
+for t in "${tests[@]}"; do
+	case "$t" in */knet.sh | */block.sh | */mxbd.sh | */orfs.sh) iwarp+=("$t") ;; esac
+done
+
+export VM_TIMEOUT_SCALE=${VM_TIMEOUT_SCALE:-4}
+for rdma in rxe siw; do
+	if [ "$rdma" = rxe ]; then set -- "${tests[@]}"; else set -- "${iwarp[@]}"; fi
+	[ $# -gt 0 ] || continue
+	res=build/vm/$kver/results-$rdma
+	echo "== in-guest tests on $kver over $rdma"
+	tools/vm run --kernel debug --rdma "$rdma" --results "$res" "$@" | tee "$log/guest-$rdma.log"
+	if [ -f "$res/summary" ]; then
+		read -r gp gf gs < "$res/summary"
+		pass=$((pass + gp)); fail=$((fail + gf)); skip=$((skip + gs))
+	else
+		echo "FAIL in-guest tests over $rdma: the harness produced no summary"
+		fail=$((fail + 1))
+	fi
+done
+
+line="$pass passed, $fail failed"
+[ "$skip" -gt 0 ] && line+=", $skip skipped"
+echo
+echo "$line"
+[ "$fail" -eq 0 ]
