@@ -2,7 +2,7 @@
 # Host-side verdicts on a guest run (sourced by tools/vm).
 
 # Kernel log lines that fail a run whatever the scripts said.
-BAD_KERNEL_LINES='WARNING:|BUG:|BUG [^ ]+ \((Not tainted|Tainted)|Oops|kernel BUG at|general protection fault|list_(add|del) corruption|list corruption|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched detected stall|rcu: INFO|Kernel panic|UBSAN:|refcount_t:|KASAN:|unreferenced object'
+BAD_KERNEL_LINES='WARNING:|BUG:|BUG [^ ]+ \((Not tainted|Tainted)|Oops|kernel BUG at|general protection fault|list_(add|del) corruption|list corruption|possible circular locking|possible recursive locking|inconsistent lock state|lockdep is turned off|INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched detected stall|rcu: INFO|Kernel panic|UBSAN:|refcount_t:|KASAN:|unreferenced object|suspected memory leak|ODEBUG:'
 
 # bad_lines FILE: print the kernel log lines of FILE that fail a run
 bad_lines() {

@@ -51,10 +51,17 @@ for line in "WARNING: CPU: 1 PID: 9 at mm/x.c:1 f+0x1" "BUG: kernel NULL pointer
 	"watchdog: BUG: soft lockup - CPU#0 stuck for 22s!" "refcount_t: underflow; use-after-free." \
 	"BUG kmalloc-64 (Not tainted): Redzone overwritten" \
 	"BUG knet_req (Tainted: G           O      ): Poison overwritten" \
-	"BUG: KFENCE: use-after-free read in knet_ep_fail+0x1c/0x200"; do
+	"BUG: KFENCE: use-after-free read in knet_ep_fail+0x1c/0x200" \
+	"BUG: KASAN: slab-use-after-free in knet_ep_fail+0x1c/0x200 [knet]" \
+	"INFO: lockdep is turned off." \
+	"kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)" \
+	"ODEBUG: free active (active state 0) object: 000000 object type: work_struct"; do
 	mkcase badlog 0 "[2.0] $line"
 	expect badlog '^FAIL k badlog: kernel log has bad lines' "0 1 0"
 done
+# The debug kernel says at boot that it checks, which is no report.
+mkcase debugboot 0 "[8.3] rcu: 	RCU lockdep checking is enabled."
+expect debugboot '^PASS k debugboot' "1 0 0"
 mkcase console 0 "" "[9.0] BUG: soft lockup - CPU#1 stuck"
 expect console '^FAIL k kernel-log' "1 1 0"
 mkcase skipbad 77 "[2.0] WARNING: CPU: 0 PID: 1 at x"
