@@ -24,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1500,12 +1501,39 @@ static uint32_t shard_chunks(const struct srv *s, int i)
 		     share((uint32_t)s->nshards, s->ndev, (uint32_t)d), (uint32_t)(i / s->ndev));
 }
 
+/*
+ * Registering the pool pins it. Some devices count that against
+ * RLIMIT_MEMLOCK whatever the process's capabilities (siw on 6.1 does;
+ * the default limit is 8 MiB), so the limit goes as high as it may:
+ * unlimited when the server may raise it (root, as the systemd unit's
+ * LimitMEMLOCK=infinity does), else the hard limit.
+ */
+static void raise_memlock(const struct srv *s)
+{
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	size_t pool = s->chunk_size * s->nchunks;
+
+	if (!setrlimit(RLIMIT_MEMLOCK, &rl))
+		return;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl)) {
+		perror("orfs-server: getrlimit(RLIMIT_MEMLOCK)");
+		return;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		perror("orfs-server: setrlimit(RLIMIT_MEMLOCK)");
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < pool)
+		srv_log("RLIMIT_MEMLOCK is %llu KiB, below the %zu MiB pool: a device that counts pinned memory against it will refuse the pool (raise it, e.g. LimitMEMLOCK=infinity)",
+			(unsigned long long)rl.rlim_cur >> 10, pool >> 20);
+}
+
 static int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
 	sigset_t mask;
 	int i, ret;
 
+	raise_memlock(s);
 	for (i = 0; i < s->cfg.nlisten; i++) {
 		const char *addr = s->cfg.listen[i].addr, *port = config_listen_port(&s->cfg, i);
 
