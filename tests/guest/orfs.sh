@@ -547,9 +547,12 @@ expect_grep "^  CREATE +$(ms CREATE 2) +0 +0 +[0-9.]+ +0.00$" /tmp/out
 expect_grep "^  WRITE +$(ms WRITE 2) +0 +0 +[0-9.]+ +4.19$" /tmp/out
 # Over an interval: what the interval did, as rates (three creates in 5 s).
 "$ORFS_PROJ/tools/orfsstat" -i 5 -c 1 /tmp/mnt > /tmp/st.int &
-sleep 1
+st_pid=$!
+# Its first reading is taken once it sleeps through the interval (a fixed
+# pause was too short on the debug kernel).
+wait_until 100 pgrep -P $st_pid -x sleep > /dev/null || fail "orfsstat -i did not start its interval"
 for i in 6 7 8; do : > /tmp/mnt/st/f$i; done
-wait $! || fail "orfsstat -i"
+wait $st_pid || fail "orfsstat -i"
 cat /tmp/st.int
 expect_grep "^  CREATE +0.6 +0 +0 " /tmp/st.int
 expect_fail "$ORFS_PROJ/tools/orfsstat" /tmp
