@@ -162,8 +162,7 @@ check-debug: deps
 
 check-iwarp: deps
 	@CHECK_IWARP_KERNELS="6.1 6.12" \
-		CHECK_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs.sh" \
-		tools/check.sh
+		CHECK_TESTS="$$(. tools/lib-kernel.sh && echo "$$IWARP_TESTS")" tools/check.sh
 
 bench: deps
 	@tools/bench.sh $(BENCH)

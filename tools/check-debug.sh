@@ -42,7 +42,7 @@ else
 fi
 iwarp=()
 for t in "${tests[@]}"; do
-	case "$t" in */knet.sh | */block.sh | */mxbd.sh | */orfs.sh) iwarp+=("$t") ;; esac
+	[[ " $IWARP_TESTS " != *" $t "* ]] || iwarp+=("$t")
 done
 
 export VM_TIMEOUT_SCALE=${VM_TIMEOUT_SCALE:-4}

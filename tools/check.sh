@@ -119,8 +119,7 @@ fi
 # The demo runs too, so that what `make demo` shows cannot go stale.
 mapfile -t tests < <(if [ -n "${CHECK_TESTS:-}" ]; then printf '%s\n' $CHECK_TESTS; \
 	else ls tests/guest/*.sh | grep -v '/lib\.sh$'; echo tests/demo/demo.sh; fi)
-# The tests of the transport, which the iWARP lane runs over siw.
-iwarp_tests=(tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs.sh)
+read -r -a iwarp_tests <<< "$IWARP_TESTS"
 iwarp_kernels=()
 for k in ${CHECK_IWARP_KERNELS-6.12}; do
 	v=$(resolve_kernel "$k") && iwarp_kernels+=("$v")

@@ -34,3 +34,7 @@ debug_kernel_dir() {
 	[ -e "$d/ok" ] || return 1
 	readlink -f "$d"
 }
+
+# The guest tests of the transport, which the iWARP lanes run over siw.
+# shellcheck disable=SC2034
+IWARP_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs.sh"
