@@ -14,6 +14,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=tools/lib-kernel.sh
 . tools/lib-kernel.sh
+# shellcheck source=tools/lib-results.sh
+. tools/lib-results.sh
 
 pass=0 fail=0 skip=0
 log=build/check-debug
@@ -46,20 +48,8 @@ for t in "${tests[@]}"; do
 done
 
 export VM_TIMEOUT_SCALE=${VM_TIMEOUT_SCALE:-4}
-for rdma in rxe siw; do
-	if [ "$rdma" = rxe ]; then set -- "${tests[@]}"; else set -- "${iwarp[@]}"; fi
-	[ $# -gt 0 ] || continue
-	res=build/vm/$kver/results-$rdma
-	echo "== in-guest tests on $kver over $rdma"
-	tools/vm run --kernel debug --rdma "$rdma" --results "$res" "$@" | tee "$log/guest-$rdma.log"
-	if [ -f "$res/summary" ]; then
-		read -r gp gf gs < "$res/summary"
-		pass=$((pass + gp)); fail=$((fail + gf)); skip=$((skip + gs))
-	else
-		echo "FAIL in-guest tests over $rdma: the harness produced no summary"
-		fail=$((fail + 1))
-	fi
-done
+guest_run debug "$kver" rxe "${tests[@]}"
+guest_run debug "$kver" siw "${iwarp[@]}"
 
 line="$pass passed, $fail failed"
 [ "$skip" -gt 0 ] && line+=", $skip skipped"

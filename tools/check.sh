@@ -125,20 +125,8 @@ for k in ${CHECK_IWARP_KERNELS-6.12}; do
 	v=$(resolve_kernel "$k") && iwarp_kernels+=("$v")
 done
 
-# guest_run KVER RDMA SCRIPT...: one guest boot, its verdicts counted
-guest_run() {
-	local v=$1 rdma=$2 res=build/vm/$1/results-$2 gp gf gs
-	shift 2
-	[ $# -gt 0 ] || return 0
-	echo "== in-guest tests on $v over $rdma"
-	tools/vm run --kernel "$v" --rdma "$rdma" --results "$res" "$@" | tee "$log/guest-$v-$rdma.log"
-	if [ -f "$res/summary" ]; then
-		read -r gp gf gs < "$res/summary"
-		pass=$((pass + gp)); fail=$((fail + gf)); skip=$((skip + gs))
-	else
-		ko "in-guest tests on $v over $rdma: the harness produced no summary"
-	fi
-}
+# shellcheck source=tools/lib-results.sh
+. tools/lib-results.sh
 
 for v in "${kernels[@]}"; do
 	on_siw=()
@@ -156,7 +144,7 @@ for v in "${kernels[@]}"; do
 	for t in "${tests[@]}"; do
 		[[ " ${on_siw[*]} " == *" $t "* ]] || on_rxe+=("$t")
 	done
-	guest_run "$v" rxe "${on_rxe[@]}"
-	guest_run "$v" siw "${on_siw[@]}"
+	guest_run "$v" "$v" rxe "${on_rxe[@]}"
+	guest_run "$v" "$v" siw "${on_siw[@]}"
 done
 finish

@@ -77,3 +77,22 @@ verdicts() {
 	fi
 	echo "$pass $fail $skip" > "$res/summary"
 }
+
+# guest_run SPEC KVER RDMA SCRIPT...: for make check and make check-debug,
+# one guest boot of kernel SPEC (tools/vm --kernel), version KVER, over
+# RDMA (rxe or siw); its verdicts are added to the caller's pass, fail and
+# skip, its output kept in $log/guest-KVER-RDMA.log
+guest_run() {
+	local spec=$1 v=$2 rdma=$3 res=build/vm/$2/results-$3 gp gf gs
+	shift 3
+	[ $# -gt 0 ] || return 0
+	echo "== in-guest tests on $v over $rdma"
+	tools/vm run --kernel "$spec" --rdma "$rdma" --results "$res" "$@" | tee "$log/guest-$v-$rdma.log"
+	if [ -f "$res/summary" ]; then
+		read -r gp gf gs < "$res/summary"
+		pass=$((pass + gp)); fail=$((fail + gf)); skip=$((skip + gs))
+	else
+		echo "FAIL in-guest tests on $v over $rdma: the harness produced no summary"
+		fail=$((fail + 1))
+	fi
+}
