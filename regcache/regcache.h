@@ -21,6 +21,8 @@ struct regcache;
  * struct regcache_stats - counters of one cache, read as a snapshot
  * @hits: lookups served by a cached, still valid entry
  * @misses: lookups that had to pin and map pages
+ * @uncacheable: misses pinned for their I/O only, not cached: write pins of
+ *	shared file mappings the kernel tracks writes to
  * @invalidations: entries killed by an MMU notifier
  * @evictions: idle entries dropped to respect the limits
  * @entries: entries currently in the cache
@@ -32,6 +34,7 @@ struct regcache;
 struct regcache_stats {
 	u64 hits;
 	u64 misses;
+	u64 uncacheable;
 	u64 invalidations;
 	u64 evictions;
 	u64 entries;

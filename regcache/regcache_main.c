@@ -7,7 +7,10 @@
  * range's pages pinned (pin_user_pages_fast(), FOLL_LONGTERM) and mapped
  * for the device. Entries stay cached after use, so the next I/O from the
  * same buffer costs a tree lookup instead of a page-table walk, a pin and
- * a mapping.
+ * a mapping. A range the kernel will not pin for long (a shared, writable
+ * mapping of a file whose writes it tracks, for a device that writes it:
+ * an O_DIRECT read into a mapped file) is pinned for its I/O only and not
+ * cached, as the block layer pins O_DIRECT buffers.
  *
  * Correctness: each cached entry has an mmu_interval_notifier on its
  * range. Whatever changes the mapping (munmap, mremap, mprotect,
@@ -73,6 +76,7 @@ struct regcache {
 	wait_queue_head_t	freed;		/* an entry was freed */
 	atomic64_t		hits;
 	atomic64_t		misses;
+	atomic64_t		uncacheable;
 	atomic64_t		invalidations;
 	atomic64_t		evictions;
 	atomic64_t		entries;
@@ -305,9 +309,14 @@ static int regcache_charge(struct regcache *rc, struct mm_struct *mm, unsigned l
 	}
 }
 
-static int regcache_pin(struct regcache_entry *e, unsigned long start)
+/*
+ * Pin the pages of E from START: for as long as the cache keeps them
+ * (FOLL_LONGTERM) when LONGTERM, else for one I/O, as the block layer pins
+ * an O_DIRECT buffer.
+ */
+static int regcache_pin(struct regcache_entry *e, unsigned long start, bool longterm)
 {
-	unsigned int gup = FOLL_LONGTERM | (e->writable ? FOLL_WRITE : 0);
+	unsigned int gup = (longterm ? FOLL_LONGTERM : 0) | (e->writable ? FOLL_WRITE : 0);
 	struct ib_device *dev = e->rc->dev;
 	unsigned int done = 0, i;
 	int ret;
@@ -441,7 +450,19 @@ struct regcache_entry *regcache_get(struct regcache *rc, unsigned long addr, siz
 	for (;;) {
 		if (cache)
 			seq = mmu_interval_read_begin(&e->mni);
-		ret = regcache_pin(e, start);
+		ret = regcache_pin(e, start, cache);
+		if (ret == -EFAULT && cache && write) {
+			/*
+			 * The kernel refuses long-term write pins of a shared
+			 * mapping of a file whose writes it tracks (a file of a
+			 * file system with write-back, ORFS's own included): an
+			 * O_DIRECT read into one is pinned for its I/O only.
+			 */
+			mmu_interval_notifier_remove(&e->mni);
+			e->notifier = false;
+			cache = false;
+			continue;
+		}
 		if (ret)
 			goto remove;
 		if (!cache)
@@ -472,6 +493,8 @@ struct regcache_entry *regcache_get(struct regcache *rc, unsigned long addr, siz
 		}
 		cond_resched();
 	}
+	if (!cache && !(flags & REGCACHE_NOCACHE))
+		atomic64_inc(&rc->uncacheable);
 	atomic64_add((u64)e->npages << PAGE_SHIFT, &rc->pinned_bytes);
 	atomic64_inc(&rc->live);
 	atomic64_add(ktime_get_ns() - t0, &rc->miss_ns);
@@ -502,6 +525,7 @@ void regcache_get_stats(struct regcache *rc, struct regcache_stats *st)
 {
 	st->hits = atomic64_read(&rc->hits);
 	st->misses = atomic64_read(&rc->misses);
+	st->uncacheable = atomic64_read(&rc->uncacheable);
 	st->invalidations = atomic64_read(&rc->invalidations);
 	st->evictions = atomic64_read(&rc->evictions);
 	st->entries = atomic64_read(&rc->entries);
@@ -520,6 +544,7 @@ static int regcache_stats_show(struct seq_file *m, void *v)
 	regcache_get_stats(rc, &st);
 	seq_printf(m, "hits %llu\n", st.hits);
 	seq_printf(m, "misses %llu\n", st.misses);
+	seq_printf(m, "uncacheable %llu\n", st.uncacheable);
 	seq_printf(m, "invalidations %llu\n", st.invalidations);
 	seq_printf(m, "evictions %llu\n", st.evictions);
 	seq_printf(m, "entries %llu\n", st.entries);
