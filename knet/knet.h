@@ -11,7 +11,9 @@
 #include <linux/socket.h>
 #include <linux/list.h>
 #include <linux/module.h>
-#include <linux/rwsem.h>
+#include <linux/completion.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <linux/uio.h>
 
@@ -145,6 +147,7 @@ struct knet_request {
 };
 
 struct knet_ep;
+struct knet_session_ep;
 
 /**
  * struct knet_ep_params - where an endpoint connects
@@ -246,15 +249,21 @@ int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *r
  * @retries: tries of a call on a soft session
  * @timeout: jiffies one try may take (and the wait for a credit)
  * @setup: the upper layer's handshake on each new endpoint, or NULL
- * @admit: or NULL: asked under @lock, before each send of a request, the
- *	first and each one after a reconnect: 0 sends it, a negative errno
- *	ends it with that error, -EAGAIN holds it (the upper layer is taking
- *	its state back from a server that restarted): then @admit_wait is
- *	called without @lock, and @admit asked again. Must not sleep.
+ * @admit: or NULL: asked before each send of a request, the first and
+ *	each one after a reconnect, once the endpoint it goes on is chosen
+ *	(an endpoint's @setup is over before any request is admitted to it):
+ *	0 sends it, a negative errno ends it with that error, -EAGAIN holds
+ *	it (the upper layer is taking its state back from a server that
+ *	restarted): then @admit_wait is called, and @admit asked again. Must
+ *	not sleep.
  * @admit_wait: sleeps until @admit may say otherwise; 0 or -EINTR
  * @priv: the caller's
- * @lock: private: held for reading to use @ep, for writing to replace it
- * @ep: private: the current endpoint, or NULL
+ * @lock: private: guards @cur (never held while a request is made)
+ * @connect_lock: private: one connect or reconnect at a time
+ * @cur: private: the current endpoint and its users, or NULL
+ * @gen: private: endpoints connected so far (@cur's number)
+ * @eps: private: endpoints not yet freed, plus one until closed
+ * @eps_gone: private: @eps reached zero
  * @shutdown: private: aborted
  * @reconnects: times the endpoint was replaced
  * @resent: requests sent again after a transport failure
@@ -271,8 +280,12 @@ struct knet_session {
 	int			(*admit)(struct knet_session *s, const struct knet_request *rq);
 	int			(*admit_wait)(struct knet_session *s);
 	void			*priv;
-	struct rw_semaphore	lock;
-	struct knet_ep		*ep;
+	spinlock_t		lock;		/* guards @cur */
+	struct mutex		connect_lock;	/* one connect at a time */
+	struct knet_session_ep	*cur;
+	u64			gen;
+	atomic_t		eps;
+	struct completion	eps_gone;
 	bool			shutdown;
 	atomic_t		reconnects;
 	atomic_t		resent;
@@ -345,6 +358,7 @@ void knet_ep_device_removed(struct list_head *ep_node);
 int knet_ep_auth(struct knet_ep *ep, const struct knet_ep_params *p);
 int knet_submit(struct knet_ep *ep, struct knet_request *rq);
 bool knet_ep_dead(struct knet_ep *ep);
+void knet_ep_break(struct knet_ep *ep);
 struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout);
 
 #endif /* _KNET_H */

@@ -1442,6 +1442,16 @@ void knet_ep_device_removed(struct list_head *ep_node)
 		schedule_work(&ep->removed_work);
 }
 
+/*
+ * Break EP as a lost connection would: requests in flight end with
+ * -ECONNRESET, which sessions retry. For a session replacing it while
+ * requests still use it. Never sleeps.
+ */
+void knet_ep_break(struct knet_ep *ep)
+{
+	knet_ep_fail(ep, -ECONNRESET);
+}
+
 /* Is EP broken (lost, timed out, aborted)? For knet's sessions. */
 bool knet_ep_dead(struct knet_ep *ep)
 {

@@ -12,8 +12,14 @@
  * file system that takes its locks back from a restarted server keeps
  * its writes until it knows which of them it still may send.
  *
- * The endpoint is used under the session's rwsem for reading and replaced
- * under it for writing; every wait is killable.
+ * No lock of the session is held while a request is made: a caller takes
+ * a reference to the current endpoint and makes its request through it.
+ * Pinning and copying user memory take the caller's mmap_lock and may
+ * fault pages of a file of the very file system that made the request,
+ * whose read-ahead comes back here: a lock held across them would order
+ * the session after the mm's locks and the file system's own, and a
+ * reconnect waiting for it would hang them all. A reconnect takes the
+ * broken endpoint out of the session at once; its last user frees it.
  */
 #define pr_fmt(fmt) "knet: " fmt
 
@@ -30,25 +36,128 @@
 
 static struct workqueue_struct *knet_session_wq;
 
-/* Under s->lock for writing: a new endpoint, its handshake done. */
+/*
+ * An endpoint of a session and its users: the session's own reference
+ * while it is the current one, and one per request being made on it.
+ */
+struct knet_session_ep {
+	struct knet_ep		*ep;
+	struct knet_session	*s;
+	u64			gen;
+	refcount_t		ref;
+	struct work_struct	free_work;
+};
+
+static void knet_session_free_ep(struct knet_session_ep *se)
+{
+	struct knet_session *s = se->s;
+
+	knet_ep_destroy(se->ep);
+	kfree(se);
+	if (atomic_dec_and_test(&s->eps))
+		complete(&s->eps_gone);
+}
+
+static void knet_session_free_work(struct work_struct *w)
+{
+	knet_session_free_ep(container_of(w, struct knet_session_ep, free_work));
+}
+
+/* The current endpoint, with a reference for a request, or NULL. */
+static struct knet_session_ep *knet_session_get(struct knet_session *s)
+{
+	struct knet_session_ep *se;
+
+	spin_lock(&s->lock);
+	se = s->cur;
+	if (se)
+		refcount_inc(&se->ref);
+	spin_unlock(&s->lock);
+	return se;
+}
+
+/*
+ * A request is done with SE. Its caller may hold locks of the upper layer
+ * (a read-ahead holds the mapping's): the last user frees it from the
+ * workqueue.
+ */
+static void knet_session_put(struct knet_session_ep *se)
+{
+	if (refcount_dec_and_test(&se->ref))
+		queue_work(knet_session_wq, &se->free_work);
+}
+
+/*
+ * The session lets go of SE, taken out of @cur: freed now when nobody
+ * uses it, else broken so that its users end soon (with an error a
+ * session retries), and freed by the last of them.
+ */
+static void knet_session_release(struct knet_session_ep *se)
+{
+	if (refcount_read(&se->ref) > 1)
+		knet_ep_break(se->ep);
+	if (refcount_dec_and_test(&se->ref))
+		knet_session_free_ep(se);
+}
+
+/* Take out the current endpoint if it is the GEN one (any, with 0). */
+static struct knet_session_ep *knet_session_take(struct knet_session *s, u64 gen)
+{
+	struct knet_session_ep *se;
+
+	spin_lock(&s->lock);
+	se = s->cur;
+	if (se && (!gen || se->gen == gen))
+		s->cur = NULL;
+	else
+		se = NULL;
+	spin_unlock(&s->lock);
+	return se;
+}
+
+/* Under s->connect_lock, with no current endpoint: connect a new one. */
 static int knet_session_connect(struct knet_session *s, int *reason)
 {
+	struct knet_session_ep *se;
 	struct knet_ep *ep;
 	int ret;
 
+	se = kzalloc(sizeof(*se), GFP_KERNEL);
+	if (!se)
+		return -ENOMEM;
 	ep = knet_ep_connect(&s->params, reason);
-	if (IS_ERR(ep))
-		return PTR_ERR(ep);
+	if (IS_ERR(ep)) {
+		ret = PTR_ERR(ep);
+		goto free;
+	}
 	knet_ep_set_session(ep, s);
 	if (s->setup) {
 		ret = s->setup(s, ep);
-		if (ret) {
-			knet_ep_destroy(ep);
-			return ret;
-		}
+		if (ret)
+			goto destroy;
 	}
-	s->ep = ep;
+	se->ep = ep;
+	se->s = s;
+	refcount_set(&se->ref, 1);
+	INIT_WORK(&se->free_work, knet_session_free_work);
+	atomic_inc(&s->eps);
+	spin_lock(&s->lock);
+	if (READ_ONCE(s->shutdown)) {
+		spin_unlock(&s->lock);
+		ret = -EIO;
+		knet_session_free_ep(se);
+		return ret;
+	}
+	se->gen = ++s->gen;
+	s->cur = se;
+	spin_unlock(&s->lock);
 	return 0;
+
+destroy:
+	knet_ep_destroy(ep);
+free:
+	kfree(se);
+	return ret;
 }
 
 /*
@@ -60,15 +169,20 @@ static int knet_session_connect(struct knet_session *s, int *reason)
 static void knet_session_drop_work(struct work_struct *w)
 {
 	struct knet_session *s = container_of(w, struct knet_session, drop_work);
+	struct knet_session_ep *se;
 
-	down_write(&s->lock);
-	if (s->ep && knet_ep_dead(s->ep)) {
+	spin_lock(&s->lock);
+	se = s->cur;
+	if (se && knet_ep_dead(se->ep))
+		s->cur = NULL;
+	else
+		se = NULL;
+	spin_unlock(&s->lock);
+	if (se) {
 		pr_info("%pISc: the RDMA device of the connection to '%s' is going\n",
 			&s->params.addr, s->params.name);
-		knet_ep_destroy(s->ep);
-		s->ep = NULL;
+		knet_session_release(se);
 	}
-	up_write(&s->lock);
 }
 
 static void knet_session_removed(void *priv)
@@ -98,39 +212,53 @@ int knet_session_open(struct knet_session *s, int *reason)
 	s->params.removed = knet_session_removed;
 	s->params.priv = s;
 	INIT_WORK(&s->drop_work, knet_session_drop_work);
-	init_rwsem(&s->lock);
-	s->ep = NULL;
+	spin_lock_init(&s->lock);
+	mutex_init(&s->connect_lock);
+	s->cur = NULL;
+	s->gen = 0;
+	atomic_set(&s->eps, 1);
+	init_completion(&s->eps_gone);
 	s->shutdown = false;
 	atomic_set(&s->reconnects, 0);
 	atomic_set(&s->resent, 0);
 	atomic_set(&s->connect_failures, 0);
-	down_write(&s->lock);
+	mutex_lock(&s->connect_lock);
 	ret = knet_session_connect(s, reason);
-	up_write(&s->lock);
+	mutex_unlock(&s->connect_lock);
 	return ret;
 }
 EXPORT_SYMBOL_GPL(knet_session_open);
 
-/* Replace the broken endpoint OLD (once, whoever comes first). */
-static int knet_session_reconnect(struct knet_session *s, struct knet_ep *old)
+/*
+ * Replace the broken endpoint number GEN (0: none was there), once,
+ * whoever comes first.
+ */
+static int knet_session_reconnect(struct knet_session *s, u64 gen)
 {
+	struct knet_session_ep *old;
 	int reason, ret = 0;
 
-	if (down_write_killable(&s->lock))
+	if (mutex_lock_killable(&s->connect_lock))
 		return -EINTR;
-	if (s->ep == old && !s->shutdown) {
-		if (old) {
-			knet_ep_destroy(old);
-			s->ep = NULL;
-		}
-		ret = knet_session_connect(s, &reason);
-		if (!ret) {
-			atomic_inc(&s->reconnects);
-			pr_info("%pISc: reconnected to '%s'\n", &s->params.addr,
-				s->params.name);
-		}
+	spin_lock(&s->lock);
+	if (s->cur && s->cur->gen != gen) {
+		/* Replaced already. */
+		spin_unlock(&s->lock);
+		goto out;
 	}
-	up_write(&s->lock);
+	spin_unlock(&s->lock);
+	if (READ_ONCE(s->shutdown))
+		goto out;
+	old = knet_session_take(s, gen);
+	if (old)
+		knet_session_release(old);
+	ret = knet_session_connect(s, &reason);
+	if (!ret) {
+		atomic_inc(&s->reconnects);
+		pr_info("%pISc: reconnected to '%s'\n", &s->params.addr, s->params.name);
+	}
+out:
+	mutex_unlock(&s->connect_lock);
 	return ret;
 }
 
@@ -177,7 +305,7 @@ int knet_sleep_killable(unsigned int ms)
 }
 EXPORT_SYMBOL_GPL(knet_sleep_killable);
 
-/* Under s->lock: may RQ be sent now (0), not yet (-EAGAIN), or never? */
+/* On the endpoint just chosen: may RQ be sent now (0), not yet (-EAGAIN), or never? */
 static int knet_session_admit(struct knet_session *s, const struct knet_request *rq)
 {
 	return s->admit ? s->admit(s, rq) : 0;
@@ -197,20 +325,21 @@ static int knet_session_admit(struct knet_session *s, const struct knet_request 
 int knet_session_call(struct knet_session *s, struct knet_request *rq)
 {
 	unsigned int tries = 0, backoff = KNET_BACKOFF_MIN_MS;
-	struct knet_ep *ep;
+	struct knet_session_ep *se;
 	int admit, ret;
+	u64 gen;
 
 	for (;;) {
 		if (READ_ONCE(s->shutdown))
 			return -EIO;
-		if (down_read_killable(&s->lock))
-			return -EINTR;
-		ep = s->ep;
-		admit = ep ? knet_session_admit(s, rq) : 0;
+		se = knet_session_get(s);
+		gen = se ? se->gen : 0;
+		admit = se ? knet_session_admit(s, rq) : 0;
 		ret = admit;
 		if (!admit)
-			ret = ep ? knet_call(ep, rq, s->timeout) : -ENOTCONN;
-		up_read(&s->lock);
+			ret = se ? knet_call(se->ep, rq, s->timeout) : -ENOTCONN;
+		if (se)
+			knet_session_put(se);
 		if (admit == -EAGAIN) {
 			/* The upper layer holds it back: wait, then ask again. */
 			ret = s->admit_wait(s);
@@ -227,14 +356,15 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 		if (ret == -EPROTO)
 			pr_warn_ratelimited("%pISc: the answer to %u did not parse\n",
 					    &s->params.addr, rq->opcode);
-		atomic_inc(&s->resent);
+		if (gen)
+			atomic_inc(&s->resent);	/* else never sent: no endpoint */
 		/* A new connection, then the same request again. */
 		do {
 			if (++tries >= s->retries && !s->hard)
 				return -EIO;
 			if (fatal_signal_pending(current))
 				return -EINTR;
-			ret = knet_session_reconnect(s, ep);
+			ret = knet_session_reconnect(s, gen);
 			if (ret == -EINTR)
 				return ret;
 			if (ret) {
@@ -248,7 +378,7 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 				backoff = min(backoff * 2, KNET_BACKOFF_MAX_MS);
 				if (READ_ONCE(s->shutdown))
 					return -EIO;
-				ep = READ_ONCE(s->ep);
+				gen = 0;
 			}
 		} while (ret);
 	}
@@ -322,6 +452,7 @@ static void knet_srq_done(struct knet_request *rq)
  */
 void knet_session_submit(struct knet_session *s, struct knet_srq *srq)
 {
+	struct knet_session_ep *se;
 	int admit = 0, ret = -ENOTCONN;
 
 	INIT_WORK(&srq->work, knet_srq_work);
@@ -334,14 +465,15 @@ void knet_session_submit(struct knet_session *s, struct knet_srq *srq)
 	}
 	srq->rq.done = knet_srq_done;
 	srq->rq.priv = srq;
-	if (!READ_ONCE(s->shutdown) && !down_read_killable(&s->lock)) {
-		admit = s->ep ? knet_session_admit(s, &srq->rq) : 0;
-		if (s->ep && !admit)
-			ret = knet_submit_wait(s->ep, &srq->rq, s->timeout);
-		else if (admit)
+	se = READ_ONCE(s->shutdown) ? NULL : knet_session_get(s);
+	if (se) {
+		admit = knet_session_admit(s, &srq->rq);
+		if (!admit)
+			ret = knet_submit_wait(se->ep, &srq->rq, s->timeout);
+		else
 			/* Held (the worker waits until it may go), or refused. */
 			ret = admit == -EAGAIN ? -ENOTCONN : admit;
-		up_read(&s->lock);
+		knet_session_put(se);
 	}
 	if (ret) {
 		/*
@@ -370,17 +502,18 @@ EXPORT_SYMBOL_GPL(knet_session_submit);
  */
 int knet_session_probe(struct knet_session *s)
 {
-	struct knet_ep *ep;
+	struct knet_session_ep *se;
 	bool dead;
+	u64 gen;
 
 	if (READ_ONCE(s->shutdown))
 		return 0;
-	if (down_read_killable(&s->lock))
-		return -EINTR;
-	ep = s->ep;
-	dead = !ep || knet_ep_dead(ep);
-	up_read(&s->lock);
-	return dead ? knet_session_reconnect(s, ep) : 0;
+	se = knet_session_get(s);
+	dead = !se || knet_ep_dead(se->ep);
+	gen = se ? se->gen : 0;
+	if (se)
+		knet_session_put(se);
+	return dead ? knet_session_reconnect(s, gen) : 0;
 }
 EXPORT_SYMBOL_GPL(knet_session_probe);
 
@@ -391,16 +524,15 @@ EXPORT_SYMBOL_GPL(knet_session_probe);
  * Requests in flight end with an error, calls to come fail with -EIO, no
  * reconnect is tried (a forced unmount of a dead server).
  *
- * Context: any process context; does not wait for a reconnect in progress.
+ * Context: any process context; never sleeps.
  */
 void knet_session_abort(struct knet_session *s)
 {
+	spin_lock(&s->lock);
 	WRITE_ONCE(s->shutdown, true);
-	if (down_read_trylock(&s->lock)) {
-		if (s->ep)
-			knet_ep_abort(s->ep);
-		up_read(&s->lock);
-	}
+	if (s->cur)
+		knet_ep_abort(s->cur->ep);
+	spin_unlock(&s->lock);
 }
 EXPORT_SYMBOL_GPL(knet_session_abort);
 
@@ -412,13 +544,18 @@ EXPORT_SYMBOL_GPL(knet_session_abort);
  */
 void knet_session_close(struct knet_session *s)
 {
-	down_write(&s->lock);
-	if (s->ep)
-		knet_ep_destroy(s->ep);
-	s->ep = NULL;
-	up_write(&s->lock);
+	struct knet_session_ep *se;
+
+	mutex_lock(&s->connect_lock);
+	se = knet_session_take(s, 0);
+	mutex_unlock(&s->connect_lock);
+	if (se)
+		knet_session_release(se);
 	/* No endpoint is left to ask for it again. */
 	cancel_work_sync(&s->drop_work);
+	/* Endpoints whose last user was a request are freed by the workqueue. */
+	if (!atomic_dec_and_test(&s->eps))
+		wait_for_completion(&s->eps_gone);
 }
 EXPORT_SYMBOL_GPL(knet_session_close);
 

@@ -762,7 +762,7 @@ static void orfs_reclaim_drop(struct orfs_sb *sbi, struct orfs_reclaimed *rec, b
  * before the reclaim was asked, or before what was written under the lock
  * was dropped. Other requests always go: the reclaim's own are among them.
  *
- * Context: under the session's lock; does not sleep.
+ * Context: after the session chose the endpoint; does not sleep.
  * Return: 0, -EAGAIN (wait: orfs_admit_wait()), or -EIO.
  */
 int orfs_admit(struct knet_session *s, const struct knet_request *rq)
