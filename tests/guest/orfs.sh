@@ -701,6 +701,70 @@ expect_grep '^session_reconnects [1-9]' /tmp/out
 expect_grep '^session_resent [1-9]' /tmp/out
 umnt
 
+step "O_DIRECT from and into shared mappings of files of the same mount, across server restarts"
+# The pages of the buffers are not cached: pinning them faults them in
+# through read-ahead on the very sessions that carry the O_DIRECT
+# requests, while reconnections replace their connections. The kernel
+# will not pin a shared file mapping for long to write into it: the reads
+# into one are pinned for their I/O only (regcache's "uncacheable").
+# The writes are O_DSYNC: an unstable O_DIRECT write a restart loses
+# fails, by design, with EIO.
+rcstats="/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"
+u0=$(awk '$1 == "uncacheable" { print $2 }' "$rcstats")
+mnt -o timeo=20
+dd if=/dev/urandom of=$exp/msrc bs=1M count=2 status=none
+dd if=/dev/zero of=$exp/mbuf bs=1M count=2 status=none
+python3 - /tmp/mnt /tmp/mmdio.stop > /tmp/mmdio.out 2>&1 <<'PY' &
+import mmap, os, sys
+d, stop = sys.argv[1], sys.argv[2]
+size, chunk = 2 << 20, 256 << 10
+ref = open(d + '/msrc', 'rb').read()
+rounds = 0
+while not os.path.exists(stop) or rounds < 2:
+    with open('/proc/sys/vm/drop_caches', 'w') as f:
+        f.write('3')
+    sfd = os.open(d + '/msrc', os.O_RDONLY)
+    bfd = os.open(d + '/mbuf', os.O_RDWR)
+    dfd = os.open(d + '/mdst', os.O_RDWR | os.O_CREAT | os.O_DIRECT | os.O_DSYNC, 0o644)
+    src = mmap.mmap(sfd, size, prot=mmap.PROT_READ)
+    buf = mmap.mmap(bfd, size)
+    sv, bv = memoryview(src), memoryview(buf)
+    for off in range(0, size, chunk):
+        n = os.pwrite(dfd, sv[off:off + chunk], off)
+        assert n == chunk, ('write', off, n)
+    for off in range(0, size, chunk):
+        n = os.preadv(dfd, [bv[off:off + chunk]], off)
+        assert n == chunk, ('read', off, n)
+    assert bytes(bv) == ref, 'the mapping read into differs'
+    buf.flush()
+    sv.release()
+    bv.release()
+    src.close()
+    buf.close()
+    for fd in (sfd, bfd, dfd):
+        os.close(fd)
+    rounds += 1
+print('rounds', rounds)
+PY
+pid=$!
+sleep 3
+restart_server
+sleep 2
+kill -0 $pid 2>/dev/null || { cat /tmp/mmdio.out; fail "the mapped O_DIRECT copy ended before the second restart"; }
+restart_server
+sleep 2
+touch /tmp/mmdio.stop
+wait $pid || { cat /tmp/mmdio.out; fail "O_DIRECT through mappings of the mount"; }
+cat /tmp/mmdio.out
+expect_grep '^rounds ([2-9]|[1-9][0-9]+)$' /tmp/mmdio.out
+cmp $exp/msrc $exp/mdst
+cmp $exp/msrc $exp/mbuf
+u1=$(awk '$1 == "uncacheable" { print $2 }' "$rcstats")
+echo "reads pinned for their I/O only: $((u1 - u0))"
+[ $((u1 - u0)) -ge 16 ] || fail "only $((u1 - u0)) reads into a mapped file were pinned uncached"
+rm -f /tmp/mnt/msrc /tmp/mnt/mbuf /tmp/mnt/mdst /tmp/mmdio.stop
+umnt
+
 step "hard mount, dead server: a caught signal neither ends the call nor hurries its tries"
 mnt -o timeo=20
 kill_server
