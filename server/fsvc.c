@@ -1749,10 +1749,14 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		}
 		break;
 	case ORFS_OP_LINK:
-		if (fd_type(fd) == S_IFLNK || fd_type(fd) == S_IFDIR) {
-			err = fd_type(fd) == S_IFDIR ? EPERM : EOPNOTSUPP;
+		if (fd_type(fd) == S_IFDIR) {
+			err = EPERM;
 			break;
 		}
+		/*
+		 * Following the descriptor's /proc link stops at the file it
+		 * names: a symbolic link is linked itself, as link(2) does.
+		 */
 		err = linkat(AT_FDCWD, path, fd2, name, AT_SYMLINK_FOLLOW) ? errno : 0;
 		if (!err) {
 			chg_note(rq->chg, fd2);

@@ -244,6 +244,13 @@ static int t_links(struct ctx *c)
 	      (unsigned long)b.st_ino, (unsigned long)a.st_nlink);
 	CHECK(c, !unlink(P(c, "hard")) && !stat(P(c, "target"), &a) && a.st_nlink == 1,
 	      "nlink after unlink");
+	/* link(2) does not follow a symbolic link: the link itself gets a name. */
+	CHECK(c, !link(P2(c, "sym"), P2(c, "symhard")), "link of a symlink: %s", strerror(errno));
+	CHECK(c, !lstat(P(c, "sym"), &a) && !lstat(P(c, "symhard"), &b) && S_ISLNK(b.st_mode) &&
+	      a.st_ino == b.st_ino && a.st_nlink == 2, "hard link of a symlink: nlink %lu",
+	      (unsigned long)a.st_nlink);
+	n = readlink(P(c, "symhard"), buf, sizeof(buf));
+	CHECK(c, n == 6 && !memcmp(buf, "target", 6), "readlink of the second name");
 	CHECK(c, !mknod(P(c, "fifo"), S_IFIFO | 0644, 0) && !lstat(P(c, "fifo"), &a) &&
 	      S_ISFIFO(a.st_mode), "fifo");
 	CHECK(c, !mknod(P(c, "sock"), S_IFSOCK | 0644, 0) && !lstat(P(c, "sock"), &a) &&

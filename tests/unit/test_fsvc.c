@@ -481,6 +481,21 @@ static void test_namespace_ops(void)
 	rb_name(&b, "a-link");
 	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
 	CU_ASSERT_EQUAL(le32toh(((struct orfs_attr *)out)->nlink), 2);
+	/* Of a symbolic link: the link itself, as link(2) does. */
+	lk.fh = l.fh;
+	rb_start(&b, ORFS_OP_LINK, 0, 0);
+	rb_put(&b, &lk, sizeof(lk));
+	rb_name(&b, "ln-link");
+	CU_ASSERT_EQUAL(run(&fx, &b, out, &n), 0);
+	CU_ASSERT_EQUAL(le32toh(((struct orfs_attr *)out)->nlink), 2);
+	CU_ASSERT_TRUE(S_ISLNK(le32toh(((struct orfs_attr *)out)->mode)));
+	{
+		char p[64], t[16];
+
+		snprintf(p, sizeof(p), "%s/ln-link", root);
+		CU_ASSERT_EQUAL(readlink(p, t, sizeof(t)), 4);
+		CU_ASSERT_EQUAL(memcmp(t, "/etc", 4), 0);
+	}
 
 	/* Rename: NOREPLACE refuses, EXCHANGE swaps, plain replaces. */
 	memset(&rn, 0, sizeof(rn));
@@ -508,6 +523,7 @@ static void test_namespace_ops(void)
 	CU_ASSERT_EQUAL(system("rm -rf /var/tmp/orfs-unit-fs*/dir/*") == 0, 1);
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "dir"), 0);
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "a-link"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "ln-link"), 0);
 }
 
 static void test_attrs_and_io(void)
