@@ -40,6 +40,40 @@ static int volume_size(const struct volume *v, const char *path, uint64_t *size)
 	return 0;
 }
 
+/*
+ * The size of V at its opening: a volume without one whole logical block
+ * has nothing to serve and is refused (a file left empty by mistake
+ * would be a device of size 0); bytes past the last whole block are not
+ * served, said once.
+ */
+static int volume_check_size(const struct volume *v, const char *path, uint64_t *size)
+{
+	struct stat st;
+	uint64_t bytes;
+	int err;
+
+	if (v->is_blockdev)
+		return volume_size(v, path, size);
+	if (fstat(v->fd, &st)) {
+		err = -errno;
+		fprintf(stderr, "orfs-server: volume %s: fstat: %s\n", path, strerror(errno));
+		return err;
+	}
+	bytes = (uint64_t)st.st_size;
+	if (bytes < v->lbs) {
+		fprintf(stderr, "orfs-server: volume %s: %llu bytes, less than one %u-byte block: "
+			"nothing to serve (give the file its size first, e.g. truncate -s 10G)\n",
+			path, (unsigned long long)bytes, v->lbs);
+		return -EINVAL;
+	}
+	if (bytes % v->lbs)
+		fprintf(stderr, "orfs-server: volume %s: %llu bytes is not a multiple of %u: "
+			"its last %llu bytes are not served\n", path, (unsigned long long)bytes,
+			v->lbs, (unsigned long long)(bytes % v->lbs));
+	*size = bytes - bytes % v->lbs;
+	return 0;
+}
+
 int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_io)
 {
 	int flags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
@@ -85,7 +119,7 @@ int volume_open(struct volume *v, const char *path, int read_only, uint32_t max_
 		fprintf(stderr, "orfs-server: volume %s: not a file or a block device\n", path);
 		goto fail;
 	}
-	err = volume_size(v, path, &v->size);
+	err = volume_check_size(v, path, &v->size);
 	if (err)
 		goto fail;
 	/* tmpfs before 6.6, among others, refuses O_DIRECT: then go buffered. */

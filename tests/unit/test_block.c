@@ -215,6 +215,34 @@ static void test_refresh(void)
 	CU_ASSERT_EQUAL(block_decode(&vol, buf, n, 4096, &r), ENOSPC);
 }
 
+/* Opening: less than one block is refused; a partial last block is not served. */
+static void test_open_sizes(void)
+{
+	static const struct { off_t bytes; int ok; uint64_t size; } c[] = {
+		{ 0, 0, 0 }, { 100, 0, 0 }, { 511, 0, 0 }, { 512, 1, 512 }, { 1000, 1, 512 },
+		{ 8192 + 7, 1, 8192 },
+	};
+	char path[] = "/tmp/orfs-unit-sizeXXXXXX";
+	struct volume v;
+	unsigned int i;
+	int fd = mkstemp(path);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		CU_ASSERT_FATAL(!truncate(path, c[i].bytes));
+		if (c[i].ok) {
+			CU_ASSERT_EQUAL(volume_open(&v, path, 0, 1 << 20), 0);
+			CU_ASSERT_EQUAL(v.size, c[i].size);
+			volume_close(&v);
+		} else {
+			CU_ASSERT_EQUAL(volume_open(&v, path, 0, 1 << 20), -EINVAL);
+			CU_ASSERT_EQUAL(v.fd, -1);
+		}
+	}
+	unlink(path);
+}
+
 /* Reads and writes done on the spot: whole, right, or left to a worker. */
 static void test_try_now(void)
 {
@@ -257,6 +285,7 @@ int unit_add_block_suite(void)
 	    !CU_add_test(s, "segments: a range split over uneven segments", test_map_segments) ||
 	    !CU_add_test(s, "backend: write, read, flush, zeroes, discard", test_backend) ||
 	    !CU_add_test(s, "refresh: a volume that grows and shrinks", test_refresh) ||
+	    !CU_add_test(s, "open: a volume of less than one block is refused", test_open_sizes) ||
 	    !CU_add_test(s, "try now: done on the spot or left to a worker", test_try_now))
 		return -1;
 	return 0;
