@@ -264,12 +264,27 @@ start_server -s $state -c /tmp/idle.conf -e data=$exp,no_root_squash
 # timeo=20: a keep-alive after 1 s of silence.
 mount_orfs nconnect=1,timeo=20 "$ORFS_ADDR:/data" /tmp/mnt
 expect_eq "a file through the mount" "$(cat /tmp/mnt/victim)" "root's"
-# (knet-fs echoes each command of a script after "> ".)
-{ echo "stat victim"; sleep 6; echo "stat victim"; } | fs -n data -f - 2>&1 |
-	grep -v '^> ' > /tmp/idle.out || true
+# (knet-fs echoes each command of a script after "> ".) The silence is
+# timed from the first answer, not from the start of knet-fs, whose
+# connection may take seconds on a slow (debug) kernel; the second
+# command goes once the server said it closed the connection, or after
+# four times idle_timeout.
+mkfifo /tmp/idle.in
+fs -n data -f - < /tmp/idle.in > /tmp/idle.raw 2>&1 &
+fspid=$!
+exec 7> /tmp/idle.in
+echo "stat victim" >&7
+wait_until 300 grep -q '^ok' /tmp/idle.raw || { cat /tmp/idle.raw; fail "no first answer"; }
+wait_until 120 grep -q ': silent for 3 s (' "$ORFS_SERVER_LOG" || true
+# (In a subshell: a knet-fs gone with its connection leaves no reader.)
+(echo "stat victim" >&7) 2>/dev/null || true
+exec 7>&-
+wait $fspid || true
+rm /tmp/idle.in
+grep -v '^> ' /tmp/idle.raw > /tmp/idle.out || true
 expect_eq "the first answer of the silent client" "$(head -1 /tmp/idle.out | cut -c1-2)" ok
 if grep -q '^ok' <(sed -n 2p /tmp/idle.out); then
-	fail "a client silent for twice idle_timeout was still served: $(cat /tmp/idle.out)"
+	fail "a client silent for four times idle_timeout was still served: $(cat /tmp/idle.out)"
 fi
 expect_grep ': silent for 3 s \(' "$ORFS_SERVER_LOG"
 expect_eq "connections closed for their silence (the mount's not among them)" \
