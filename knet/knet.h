@@ -37,6 +37,7 @@ int knet_register_ulp(struct knet_ulp *ulp);
 void knet_unregister_ulp(struct knet_ulp *ulp);
 unsigned int knet_device_count(void);
 int knet_parse_addr(const char *s, size_t len, u16 port, struct sockaddr_storage *ss);
+const char *knet_connect_hint(int err);
 void knet_addr_set_port(struct sockaddr_storage *ss, u16 port);
 u16 knet_addr_port(const struct sockaddr_storage *ss);
 bool knet_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);

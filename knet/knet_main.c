@@ -272,6 +272,41 @@ int knet_parse_addr(const char *s, size_t len, u16 port, struct sockaddr_storage
 EXPORT_SYMBOL_GPL(knet_parse_addr);
 
 /**
+ * knet_connect_hint() - the likely cause of a failed connect, for a person
+ * @err: knet_ep_connect()'s or knet_mq_connect()'s error
+ *
+ * For the messages of an attach or a mount that failed, beside the
+ * error's name (%pe), as mount.nfs and nvme connect say what to look at.
+ *
+ * Return: a phrase, or "" when there is nothing more to say.
+ */
+const char *knet_connect_hint(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+		return "no answer: is the server running, reached through an RDMA device?";
+	case -ENETUNREACH:
+	case -EHOSTUNREACH:
+	case -EADDRNOTAVAIL:
+	case -ENODEV:
+		return "no RDMA device here routes to it (see 'rdma link', 'ip route get')";
+	case -ECONNREFUSED:
+		return "refused: no server listens at that address and port";
+	case -ECONNRESET:
+		return "cut during the handshake: a server of this suite and version?";
+	case -EPROTO:
+		return "the server's answer did not parse (another protocol version?)";
+	case -EKEYREJECTED:
+	case -EKEYEXPIRED:
+	case -EACCES:
+		return "the server did not accept this client's key or address";
+	default:
+		return "";
+	}
+}
+EXPORT_SYMBOL_GPL(knet_connect_hint);
+
+/**
  * knet_addr_set_port() - set the port of an address
  * @ss: an AF_INET or AF_INET6 address (another family is left alone)
  * @port: the port, host order
