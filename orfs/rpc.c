@@ -280,6 +280,10 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 	if (ret == -ECONNREFUSED && reason)
 		pr_warn_ratelimited("%pISc: export '%s' refused: %s\n", &sbi->addr,
 				    sbi->export, knet_reject_str(reason));
+	else if (ret)
+		pr_warn_ratelimited("%pISpc: cannot connect for export '%s': %pe%s%s\n",
+				    &sbi->addr, sbi->export, ERR_PTR(ret),
+				    *knet_connect_hint(ret) ? ": " : "", knet_connect_hint(ret));
 	if (ret == -ECONNREFUSED && reason == KNET_REJ_NOENT)
 		return -ENOENT;
 	if (ret == -ECONNREFUSED && (reason == KNET_REJ_ACCESS || reason == KNET_REJ_AUTH))
