@@ -21,6 +21,9 @@
 #define MXBD_MAX_QUEUES		16
 #define MXBD_LOSS_FOREVER	(-1)
 #define MXBD_MAX_DEPTH		4096
+#define MXBD_MAX_IO_TIMEOUT	3600	/* s */
+#define MXBD_MAX_LOSS_TIMEOUT	86400	/* s */
+#define MXBD_MAX_RESCAN		86400	/* s */
 #define MXBD_MAX_IO_KB		(SZ_1M)	/* KiB, so 1 GiB: above any server's */
 
 /**

@@ -728,12 +728,12 @@ static struct gendisk *mxbd_alloc_disk(struct mxbd_dev *d, const struct knet_lim
 
 static void mxbd_report_connect_error(const struct mxbd_opts *o, int ret, int reason)
 {
-	if (ret == -ECONNREFUSED)
+	if (ret == -ECONNREFUSED && reason)
 		pr_err("cannot attach volume '%s' of %pISc: refused: %s\n", o->volume,
 		       &o->addr, knet_reject_str(reason));
 	else
-		pr_err("cannot attach volume '%s' of %pISc: %d\n", o->volume, &o->addr,
-		       ret);
+		pr_err("cannot attach volume '%s' of %pISpc: %pe%s%s\n", o->volume, &o->addr,
+		       ERR_PTR(ret), *knet_connect_hint(ret) ? ": " : "", knet_connect_hint(ret));
 }
 
 /**
@@ -775,12 +775,12 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 	}
 	ret = mxbd_get_info(d, d->mq->q[0], &d->info);
 	if (ret) {
-		pr_err("volume '%s': INFO failed: %d\n", o->volume, ret);
+		pr_err("volume '%s': the server's INFO failed: %pe\n", o->volume, ERR_PTR(ret));
 		goto destroy_ep;
 	}
 	ret = mxbd_get_ident(d, d->mq->q[0], &d->uuid);
 	if (ret) {
-		pr_err("volume '%s': IDENT failed: %d\n", o->volume, ret);
+		pr_err("volume '%s': the server's IDENT failed: %pe\n", o->volume, ERR_PTR(ret));
 		goto destroy_ep;
 	}
 	knet_ep_limits(d->mq->q[0], &kl);

@@ -16,6 +16,7 @@
 #define pr_fmt(fmt) "mxbd: " fmt
 
 #include <linux/blkdev.h>
+#include <linux/ctype.h>
 #include <linux/device.h>
 #include <linux/idr.h>
 #include <linux/module.h>
@@ -39,10 +40,10 @@ module_param(nr_queues, uint, 0444);
 MODULE_PARM_DESC(nr_queues, "Hardware queues, one connection each (default: one per online CPU, at most 16)");
 static unsigned int io_timeout = 30;
 module_param(io_timeout, uint, 0444);
-MODULE_PARM_DESC(io_timeout, "Default seconds a request may wait for the server before the connection is dropped and made again (default 30, 0 none)");
+MODULE_PARM_DESC(io_timeout, "Default seconds a request may wait for the server before the connection is dropped and made again (default 30, 0 none, at most 3600)");
 static int loss_timeout = 120;
 module_param(loss_timeout, int, 0444);
-MODULE_PARM_DESC(loss_timeout, "Default seconds I/O is held for a lost server before it fails (default 120, -1 for ever)");
+MODULE_PARM_DESC(loss_timeout, "Default seconds I/O is held for a lost server before it fails (default 120, at most 86400, -1 for ever)");
 static unsigned int queue_depth;
 module_param(queue_depth, uint, 0444);
 MODULE_PARM_DESC(queue_depth, "Default most requests in flight per hardware queue (default 0: as many as the server grants; it can only lower that)");
@@ -51,7 +52,7 @@ module_param(max_io_kb, uint, 0444);
 MODULE_PARM_DESC(max_io_kb, "Default largest request in KiB, a multiple of the page size (default 0: the server's largest; it can only lower that)");
 static unsigned int rescan_interval = 10;
 module_param(rescan_interval, uint, 0444);
-MODULE_PARM_DESC(rescan_interval, "Seconds between asking servers for volume sizes, to follow a volume that grows (default 10, 0 never)");
+MODULE_PARM_DESC(rescan_interval, "Seconds between asking servers for volume sizes, to follow a volume that grows (default 10, 0 never, at most 86400)");
 
 static struct knet_ulp mxbd_ulp = {
 	.name		= "mxbd",
@@ -80,6 +81,9 @@ static bool mxbd_max_io_kb_ok(unsigned int kb)
 	return kb <= MXBD_MAX_IO_KB && !(kb % (PAGE_SIZE / SZ_1K));
 }
 
+/* What separates the options of an attach. */
+#define MXBD_OPT_SEPARATORS	" \t\n,"
+
 /* Parse "key=value ..." (spaces, tabs, commas or newlines between) into O. */
 static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 {
@@ -94,14 +98,21 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 	o->loss_timeout = loss_timeout;
 	o->queue_depth = queue_depth;
 	o->max_io = max_io_kb * SZ_1K;
-	while ((tok = strsep(&s, " \t\n,")) != NULL) {
+	while ((tok = strsep(&s, MXBD_OPT_SEPARATORS)) != NULL) {
 		if (!*tok)
 			continue;
 		val = strchr(tok, '=');
 		if (val)
 			*val++ = '\0';
-		if (!strcmp(tok, "ro") && !val) {
-			o->read_only = true;
+		if (!strcmp(tok, "ro")) {
+			/* "ro" alone, or ro=1/0 (y/n, on/off) */
+			if (val && kstrtobool(val, &o->read_only)) {
+				pr_err("attach: bad value '%s' for ro (give 'ro' alone, or ro=1 or ro=0)\n",
+				       val);
+				return -EINVAL;
+			}
+			if (!val)
+				o->read_only = true;
 		} else if (!val) {
 			pr_err("attach: '%s' needs a value\n", tok);
 			return -EINVAL;
@@ -125,8 +136,8 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 			}
 			ret = knet_secret_lookup(o->key, &o->secret);
 			if (ret) {
-				pr_err("attach: key=%s: no usable logon key 'knet:%s' in the keyrings (%d)\n",
-				       val, val, ret);
+				pr_err("attach: key=%s: no usable logon key 'knet:%s' in the keyrings (%pe)\n",
+				       val, val, ERR_PTR(ret));
 				return ret;
 			}
 		} else if (!strcmp(tok, "volume")) {
@@ -144,12 +155,12 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 				ret = -EINVAL;
 		} else if (!strcmp(tok, "io_timeout")) {
 			ret = kstrtouint(val, 10, &o->io_timeout);
-			if (!ret && o->io_timeout > 3600)
+			if (!ret && o->io_timeout > MXBD_MAX_IO_TIMEOUT)
 				ret = -EINVAL;
 		} else if (!strcmp(tok, "loss_timeout")) {
 			ret = kstrtoint(val, 10, &o->loss_timeout);
 			if (!ret && (o->loss_timeout < MXBD_LOSS_FOREVER ||
-				     o->loss_timeout > 86400))
+				     o->loss_timeout > MXBD_MAX_LOSS_TIMEOUT))
 				ret = -EINVAL;
 		} else if (!strcmp(tok, "queue_depth")) {
 			ret = kstrtouint(val, 10, &o->queue_depth);
@@ -228,12 +239,19 @@ static int mxbd_detach(const char *name, bool force)
 	struct mxbd_dev *d;
 	unsigned int index;
 
-	if (sscanf(name, "mxbd%u", &index) != 1 && kstrtouint(name, 10, &index))
+	/* "mxbdN" or "/dev/mxbdN", N in decimal without sign or leading zero */
+	if (str_has_prefix(name, "/dev/"))
+		name += 5;
+	if (!str_has_prefix(name, "mxbd") || !isdigit(name[4]) ||
+	    (name[4] == '0' && name[5]) || kstrtouint(name + 4, 10, &index)) {
+		pr_err("detach: '%s' is not a device name (mxbdN)\n", name);
 		return -EINVAL;
+	}
 	mutex_lock(&mxbd_devs_lock);
 	d = idr_find(&mxbd_devs, index);
 	if (!d) {
 		mutex_unlock(&mxbd_devs_lock);
+		pr_err("detach: no device mxbd%u is attached\n", index);
 		return -ENODEV;
 	}
 	if (!force && mxbd_dev_busy(d)) {
@@ -324,6 +342,11 @@ static int __init mxbd_attach_at_load(void)
 		pr_err("attaching at load needs both server= and volume=\n");
 		return -EINVAL;
 	}
+	/* Values, not options: the string below must not get one more. */
+	if (strpbrk(server, MXBD_OPT_SEPARATORS "=") || strpbrk(volume, MXBD_OPT_SEPARATORS "=")) {
+		pr_err("server= and volume= are an address and a name, without spaces, commas or '='\n");
+		return -EINVAL;
+	}
 	opts = kasprintf(GFP_KERNEL, "server=%s volume=%s port=%u", server, volume, port);
 	if (!opts)
 		return -ENOMEM;
@@ -349,8 +372,22 @@ static int __init mxbd_init(void)
 {
 	int ret;
 
-	if (loss_timeout < MXBD_LOSS_FOREVER) {
-		pr_err("loss_timeout is seconds, or -1 for ever\n");
+	if (io_timeout > MXBD_MAX_IO_TIMEOUT) {
+		pr_err("io_timeout=%u: seconds, 0 to %u\n", io_timeout, MXBD_MAX_IO_TIMEOUT);
+		return -EINVAL;
+	}
+	if (loss_timeout < MXBD_LOSS_FOREVER || loss_timeout > MXBD_MAX_LOSS_TIMEOUT) {
+		pr_err("loss_timeout=%d: seconds, 0 to %u, or -1 for ever\n", loss_timeout,
+		       MXBD_MAX_LOSS_TIMEOUT);
+		return -EINVAL;
+	}
+	if (rescan_interval > MXBD_MAX_RESCAN) {
+		pr_err("rescan_interval=%u: seconds, 0 (never) to %u\n", rescan_interval,
+		       MXBD_MAX_RESCAN);
+		return -EINVAL;
+	}
+	if (nr_queues > MXBD_MAX_QUEUES) {
+		pr_err("nr_queues=%u: 0 (one per CPU) to %u\n", nr_queues, MXBD_MAX_QUEUES);
 		return -EINVAL;
 	}
 	if (!mxbd_depth_ok(queue_depth)) {
