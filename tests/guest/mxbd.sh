@@ -140,6 +140,29 @@ step "unload detaches the device"
 rmmod mxbd
 [ ! -e /dev/mxbd0 ] || fail "/dev/mxbd0 outlived the module"
 
+step "parameters out of range, or values that would carry options, fail the load and say why"
+bad_load() {
+	local want=$1
+	shift
+	if insmod "$ORFS_KMOD/mxbd/mxbd.ko" "$@" 2>/tmp/insmod.err; then
+		rmmod mxbd
+		fail "insmod mxbd $* loaded"
+	fi
+	dmesg | tail -n 3 > /tmp/why
+	expect_grep "mxbd: $want" /tmp/why
+}
+bad_load "io_timeout=3601: seconds, 0 to 3600" io_timeout=3601
+# Once a 704 ms time-out (x 1000 wrapped), an I/O failed at once, a rescan every 0.8 s.
+bad_load "io_timeout=4294968: seconds" io_timeout=4294968
+bad_load "loss_timeout=86401: seconds, 0 to 86400, or -1" loss_timeout=86401
+bad_load "loss_timeout=10000000: seconds" loss_timeout=10000000
+bad_load "loss_timeout=-2: seconds" loss_timeout=-2
+bad_load "rescan_interval=17179870: seconds, 0 \\(never\\) to 86400" rescan_interval=17179870
+bad_load "nr_queues=17: 0 \\(one per CPU\\) to 16" nr_queues=17
+bad_load "server= and volume= are an address and a name, without spaces, commas or '='" \
+	server="$ORFS_ADDR" volume=mvol,ro
+[ ! -e /sys/module/mxbd ] || fail "mxbd stayed loaded"
+
 step "a read-only volume: reads give its bytes, writes are refused"
 insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mro
 expect_eq "read-only" "$(blockdev --getro /dev/mxbd0)" 1

@@ -80,6 +80,18 @@ attach_fails "'10.1.2' is not an IPv4 or IPv6 address" 10.1.2 va
 attach_fails "srcaddr '10.1.2' is not an IPv4 or IPv6 address" "$ORFS_ADDR" vb srcaddr=10.1.2
 attach_fails "bad value '0' for queue_depth" "$ORFS_ADDR" vb queue_depth=0
 attach_fails "bad value '6' for max_io_kb" "$ORFS_ADDR" vb max_io_kb=6
+attach_fails "bad value 'maybe' for ro" "$ORFS_ADDR" vb ro=maybe
+# Connection errors by name, with what to look at.
+attach_fails "of $ORFS_ADDR:1: -ECONNREFUSED: refused: no server listens at that address and port" \
+	"$ORFS_ADDR" vb port=1
+# detach takes mxbdN (or /dev/mxbdN) and nothing like it.
+for bad in mxbd1abc mxbd1/ 1 mxbd01 mxbd+1 /dev/sda; do
+	if echo "$bad" > /sys/class/mxbd/detach 2>/dev/null; then fail "detach '$bad' was taken"; fi
+	dmesg | tail -n 2 > /tmp/why
+	expect_grep "detach: '${bad#/dev/}' is not a device name \\(mxbdN\\)" /tmp/why
+done
+if echo mxbd9 > /sys/class/mxbd/detach 2>/dev/null; then fail "detach of mxbd9 was taken"; fi
+expect_grep "detach: no device mxbd9 is attached" <(dmesg | tail -n 2)
 expect_eq "devices" "$(ls -d /sys/block/mxbd* | wc -l)" 3
 
 step "a volume that grows: seen at once on rescan, and by itself within seconds"
@@ -164,7 +176,7 @@ step "mxbdctl up and down: the volumes of a table; those attached already, or no
 cat > /tmp/volumes <<TABLE
 # volumes to attach
 $ORFS_ADDR va                  # mxbd0 already
-$ORFS_ADDR vc port=$port2 ro
+$ORFS_ADDR vc port=$port2 ro=1
 
 $ORFS_ADDR
 $ORFS_ADDR nosuch
