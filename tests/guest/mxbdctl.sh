@@ -88,7 +88,8 @@ attach_fails "of $ORFS_ADDR:1: -ECONNREFUSED: refused: no server listens at that
 for bad in mxbd1abc mxbd1/ 1 mxbd01 mxbd+1 /dev/sda; do
 	if echo "$bad" > /sys/class/mxbd/detach 2>/dev/null; then fail "detach '$bad' was taken"; fi
 	dmesg | tail -n 2 > /tmp/why
-	expect_grep "detach: '${bad#/dev/}' is not a device name \\(mxbdN\\)" /tmp/why
+	name=${bad#/dev/}
+	expect_grep "detach: '${name//+/\\+}' is not a device name \\(mxbdN\\)" /tmp/why
 done
 if echo mxbd9 > /sys/class/mxbd/detach 2>/dev/null; then fail "detach of mxbd9 was taken"; fi
 expect_grep "detach: no device mxbd9 is attached" <(dmesg | tail -n 2)
