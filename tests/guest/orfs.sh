@@ -704,9 +704,9 @@ umnt
 step "O_DIRECT from and into shared mappings of files of the same mount, across server restarts"
 # The pages of the buffers are not cached: pinning them faults them in
 # through read-ahead on the very sessions that carry the O_DIRECT
-# requests, while reconnections replace their connections. The kernel
-# will not pin a shared file mapping for long to write into it: the reads
-# into one are pinned for their I/O only (regcache's "uncacheable").
+# requests, while reconnections replace their connections. 6.12 (not
+# 6.1) will not pin a shared file mapping for long to write into it: the
+# reads into one are pinned for their I/O only (regcache's "uncacheable").
 # The writes are O_DSYNC: an unstable O_DIRECT write a restart loses
 # fails, by design, with EIO.
 rcstats="/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"
@@ -761,7 +761,10 @@ cmp $exp/msrc $exp/mdst
 cmp $exp/msrc $exp/mbuf
 u1=$(awk '$1 == "uncacheable" { print $2 }' "$rcstats")
 echo "reads pinned for their I/O only: $((u1 - u0))"
-[ $((u1 - u0)) -ge 16 ] || fail "only $((u1 - u0)) reads into a mapped file were pinned uncached"
+# 6.12 refuses a long-term write pin of such a mapping; 6.1 makes it.
+if ((k612)); then
+	[ $((u1 - u0)) -ge 16 ] || fail "only $((u1 - u0)) reads into a mapped file were pinned uncached"
+fi
 rm -f /tmp/mnt/msrc /tmp/mnt/mbuf /tmp/mnt/mdst /tmp/mmdio.stop
 umnt
 
