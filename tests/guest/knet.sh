@@ -82,14 +82,20 @@ step "the endpoint's counters: requests, in flight, bytes inline and by RDMA, cr
 kt -n kvol -w batch -b 65536 -N 400 -q 24 > /tmp/out &
 bg=$!
 on_exit "kill $bg 2>/dev/null; wait $bg 2>/dev/null"
+# Each look takes one snapshot of the file and checks that snapshot: the
+# batch may end, and its entry go, between two reads of the file.
 ep=""
+found=0
 for ((i = 0; i < 100; i++)); do
-	ep=$(ls -d /sys/kernel/debug/knet/endpoints/* 2>/dev/null | tail -n 1 || true)
-	[ -n "$ep" ] && grep -q 'requests [1-9]' "$ep/stats" && break
+	ep=$(ls -d /sys/kernel/debug/knet/endpoints/* 2>/dev/null | sort -t / -k 7 -n | tail -n 1 || true)
+	if [ -n "$ep" ] && cat "$ep/stats" > /tmp/stats 2>/dev/null &&
+	   grep -q '^requests [1-9]' /tmp/stats; then
+		found=1
+		break
+	fi
 	sleep 0.1
 done
-[ -n "$ep" ] || fail "no endpoint in debugfs"
-cat "$ep/stats" > /tmp/stats
+[ "$found" = 1 ] || fail "no endpoint with requests in debugfs while the batch ran (last seen: '${ep:-none}')"
 wait $bg
 cat /tmp/stats
 expect_grep "^peer $ORFS_ADDR:20077$" /tmp/stats
