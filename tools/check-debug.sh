@@ -8,8 +8,10 @@
 # lockdep, DEBUG_OBJECTS or kmemleak report fails the script that ran
 # (tools/lib-results.sh). Ends with "N passed, N failed" as make check.
 #
-# CHECK_TESTS="tests/guest/x.sh ..." narrows it; VM_TIMEOUT_SCALE (default
-# 4) stretches every script's time limit, as the debug kernel is slower.
+# CHECK_TESTS="tests/guest/x.sh ..." narrows it to those scripts, and
+# CHECK_RDMA=rxe or CHECK_RDMA=siw to one transport; VM_TIMEOUT_SCALE
+# (default 4) stretches every script's time limit, as the debug kernel is
+# slower.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=tools/lib-kernel.sh
@@ -42,14 +44,18 @@ else
 		[ "$t" = tests/guest/lib.sh ] || tests+=("$t")
 	done
 fi
+case ${CHECK_RDMA:-both} in
+rxe | siw | both) ;;
+*) echo "CHECK_RDMA must be rxe or siw, not '$CHECK_RDMA'" >&2; exit 2 ;;
+esac
 iwarp=()
 for t in "${tests[@]}"; do
 	[[ " $IWARP_TESTS " != *" $t "* ]] || iwarp+=("$t")
 done
 
 export VM_TIMEOUT_SCALE=${VM_TIMEOUT_SCALE:-4}
-guest_run debug "$kver" rxe "${tests[@]}"
-guest_run debug "$kver" siw "${iwarp[@]}"
+[ "${CHECK_RDMA:-both}" = siw ] || guest_run debug "$kver" rxe "${tests[@]}"
+[ "${CHECK_RDMA:-both}" = rxe ] || guest_run debug "$kver" siw "${iwarp[@]}"
 
 line="$pass passed, $fail failed"
 [ "$skip" -gt 0 ] && line+=", $skip skipped"
