@@ -457,7 +457,11 @@ static void want_chunk(struct req *r)
 {
 	struct shard *s = r->c->sh;
 
+	uint32_t left = r->br.length - r->next;
+
 	r->queued = 1;
+	/* Its cost: the bytes of the chunk it waits for. */
+	r->qi.bytes = left < s->pool.chunk ? left : (uint32_t)s->pool.chunk;
 	fq_push(&s->fq, &r->c->flow, &r->qi);
 	if (!s->pool.nfree)
 		s->buffer_waits++;

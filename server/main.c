@@ -1302,7 +1302,7 @@ static int shard_open(struct shard *sh, uint32_t nchunks)
 	sh->chunks = calloc(nchunks, sizeof(*sh->chunks));
 	if (!sh->chunks)
 		return -1;
-	fq_init(&sh->fq);
+	fq_init(&sh->fq, (uint32_t)s->chunk_size);
 	if (box_init(&sh->box))
 		return -1;
 	sh->mailfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -92,15 +92,14 @@ static void link_del(struct link *l)
 #define link_entry(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
-void fq_init(struct fq *q)
+void fq_init(struct fq *q, uint32_t quantum)
 {
 	int c;
 
 	memset(q, 0, sizeof(*q));
-	for (c = 0; c < FQ_CLASSES; c++) {
+	for (c = 0; c < FQ_CLASSES; c++)
 		link_init(&q->ring[c]);
-		q->budget[c] = fq_weight[c];
-	}
+	q->quantum = quantum ? quantum : 256u << 10;
 }
 
 void fq_flow_init(struct fq_flow *f, enum fq_class class)
@@ -119,38 +118,59 @@ void fq_push(struct fq *q, struct fq_flow *f, struct fq_item *it)
 	q->queued++;
 }
 
+/* A class or flow that has no more work keeps its debt, not its credit. */
+static int64_t debt_only(int64_t deficit)
+{
+	return deficit < 0 ? deficit : 0;
+}
+
 struct fq_item *fq_pop(struct fq *q, struct fq_flow **flow)
 {
 	struct fq_flow *f;
 	struct link *l;
-	int c, pass;
+	struct fq_item *it;
+	int c;
 
 	if (!q->queued)
 		return NULL;
-	/* Serve the classes in proportion to their weights; refill when every
-	 * class that has work has used its share, so no class starves and an
-	 * idle class's share goes to the others.
+	/*
+	 * The class: the current one while it has work and credit; else the
+	 * next with work, given its weight in quanta. Every look either
+	 * serves or adds credit, so one comes within a few rounds.
 	 */
-	for (pass = 0; pass < 2; pass++) {
-		for (c = 0; c < FQ_CLASSES; c++)
-			if (!link_empty(&q->ring[c]) && q->budget[c] > 0)
-				goto found;
-		for (c = 0; c < FQ_CLASSES; c++)
-			q->budget[c] = fq_weight[c];
+	for (;;) {
+		c = q->cur;
+		if (!link_empty(&q->ring[c]) && q->deficit[c] > 0)
+			break;
+		if (link_empty(&q->ring[c]))
+			q->deficit[c] = debt_only(q->deficit[c]);
+		q->cur = (c + 1) % FQ_CLASSES;
+		c = q->cur;
+		if (!link_empty(&q->ring[c]))
+			q->deficit[c] += (int64_t)fq_weight[c] * q->quantum;
 	}
-	return NULL;	/* not reached: queued > 0 means some ring has work */
-found:
-	q->budget[c]--;
-	f = link_entry(q->ring[c].next, struct fq_flow, node);
+	/* The flow: the one at the head of the class's ring, in the same way. */
+	for (;;) {
+		f = link_entry(q->ring[c].next, struct fq_flow, node);
+		if (f->deficit > 0)
+			break;
+		f->deficit += q->quantum;
+		link_del(&f->node);
+		link_add_tail(&q->ring[c], &f->node);
+	}
 	l = f->items.next;
 	link_del(l);
+	it = link_entry(l, struct fq_item, node);
 	q->queued--;
-	link_del(&f->node);
-	if (--f->queued)
-		link_add_tail(&q->ring[c], &f->node);	/* round robin */
+	f->deficit -= it->bytes;
+	q->deficit[c] -= it->bytes;
+	if (!--f->queued) {
+		link_del(&f->node);
+		f->deficit = debt_only(f->deficit);
+	}
 	if (flow)
 		*flow = f;
-	return link_entry(l, struct fq_item, node);
+	return it;
 }
 
 void fq_flow_remove(struct fq *q, struct fq_flow *f)
@@ -159,5 +179,6 @@ void fq_flow_remove(struct fq *q, struct fq_flow *f)
 		link_del(f->items.next);
 	q->queued -= f->queued;
 	f->queued = 0;
+	f->deficit = 0;
 	link_del(&f->node);
 }

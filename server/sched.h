@@ -46,6 +46,7 @@ enum fq_class { FQ_HIGH, FQ_NORMAL, FQ_LOW, FQ_CLASSES };
 /* One waiting request, embedded in the request. */
 struct fq_item {
 	struct link	node;		/* in its flow */
+	uint32_t	bytes;		/* what serving it moves: its cost */
 };
 
 /* One connection's queue of waiting requests. */
@@ -54,18 +55,30 @@ struct fq_flow {
 	struct link	node;		/* in its class ring while it has items */
 	enum fq_class	class;
 	uint32_t	queued;
+	int64_t		deficit;	/* bytes it may still be served this turn */
 };
 
+/*
+ * Deficit round robin by bytes, on two levels: the classes share in
+ * proportion to their weights, and the flows of a class share equally,
+ * whatever the size of their requests. A turn is QUANTUM bytes (a class
+ * gets its weight in quanta); one item may overdraw a turn, and the next
+ * turn pays it back, so no flow or class gets more than one item ahead
+ * of its share.
+ */
 struct fq {
 	struct link	ring[FQ_CLASSES];
-	int		budget[FQ_CLASSES];
+	int64_t		deficit[FQ_CLASSES];
+	int		cur;		/* the class being served */
+	uint32_t	quantum;
 	uint32_t	queued;
 };
 
-void fq_init(struct fq *q);
+/* An empty queue whose turns are QUANTUM bytes (0: 256 KiB). */
+void fq_init(struct fq *q, uint32_t quantum);
 void fq_flow_init(struct fq_flow *f, enum fq_class class);
 void fq_push(struct fq *q, struct fq_flow *f, struct fq_item *it);
-/* The next item in weighted round robin across flows, or NULL. */
+/* The next item in deficit round robin across classes and flows, or NULL. */
 struct fq_item *fq_pop(struct fq *q, struct fq_flow **flow);
 /* Take F out of the queue with all its items (a closing connection). */
 void fq_flow_remove(struct fq *q, struct fq_flow *f);

@@ -30,10 +30,20 @@ static void test_pool(void)
 	pool_destroy(&p);
 }
 
+#define Q	(256u << 10)	/* the queue's turn: one chunk */
+
 struct item {
 	struct fq_item	it;
 	int		flow;
 };
+
+/* Queue ITEM of FLOW, moving BYTES, on F. */
+static void push(struct fq *q, struct fq_flow *f, struct item *item, int flow, uint32_t bytes)
+{
+	item->flow = flow;
+	item->it.bytes = bytes;
+	fq_push(q, f, &item->it);
+}
 
 static int pop_flow(struct fq *q, struct item *items)
 {
@@ -50,18 +60,14 @@ static void test_round_robin(void)
 	struct item items[12];
 	int order[12], i;
 
-	fq_init(&q);
+	fq_init(&q, Q);
 	for (i = 0; i < 3; i++)
 		fq_flow_init(&f[i], FQ_NORMAL);
 	/* Flow 0 queues 6 requests before the others queue any. */
-	for (i = 0; i < 6; i++) {
-		items[i].flow = 0;
-		fq_push(&q, &f[0], &items[i].it);
-	}
-	for (i = 6; i < 12; i++) {
-		items[i].flow = 1 + (i % 2);
-		fq_push(&q, &f[items[i].flow], &items[i].it);
-	}
+	for (i = 0; i < 6; i++)
+		push(&q, &f[0], &items[i], 0, Q);
+	for (i = 6; i < 12; i++)
+		push(&q, &f[1 + (i % 2)], &items[i], 1 + (i % 2), Q);
 	for (i = 0; i < 12; i++)
 		order[i] = pop_flow(&q, items);
 	/* Still served in turn, not first come first served. */
@@ -84,13 +90,11 @@ static void test_classes(void)
 	struct item items[200];
 	int i, nhi = 0;
 
-	fq_init(&q);
+	fq_init(&q, Q);
 	fq_flow_init(&hi, FQ_HIGH);
 	fq_flow_init(&lo, FQ_LOW);
-	for (i = 0; i < 200; i++) {
-		items[i].flow = i % 2;
-		fq_push(&q, items[i].flow ? &lo : &hi, &items[i].it);
-	}
+	for (i = 0; i < 200; i++)
+		push(&q, i % 2 ? &lo : &hi, &items[i], i % 2, Q);
 	/* Under contention high gets 4 turns for low's 1; low is never starved. */
 	for (i = 0; i < 50; i++)
 		nhi += pop_flow(&q, items) == 0;
@@ -102,6 +106,70 @@ static void test_classes(void)
 	CU_ASSERT_EQUAL(lo.queued, 0);
 }
 
+/*
+ * Fair by bytes, not by requests: a flow of 4 KiB requests and one of
+ * whole chunks get the same bytes, within one chunk, however long the
+ * small flow's queue; and a flow of chunks in the low class still gets
+ * its seventh beside the high and normal classes' small requests.
+ */
+static void test_bytes(void)
+{
+	static struct item items[3000];
+	struct fq_flow f[3];
+	uint64_t got[3] = { 0 };
+	struct fq q;
+	int i, n = 0, big_turn = -1;
+
+	fq_init(&q, Q);
+	fq_flow_init(&f[0], FQ_NORMAL);
+	fq_flow_init(&f[1], FQ_NORMAL);
+	/* 2,000 small requests queued first, then 8 chunk-sized ones. */
+	for (i = 0; i < 2000; i++, n++)
+		push(&q, &f[0], &items[n], 0, 4096);
+	for (i = 0; i < 8; i++, n++)
+		push(&q, &f[1], &items[n], 1, Q);
+	for (i = 0; i < 8 * 64 + 8; i++) {
+		struct fq_flow *fl;
+		struct item *it = (struct item *)fq_pop(&q, &fl);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+		CU_ASSERT_PTR_EQUAL(fl, &f[it->flow]);
+		got[it->flow] += it->it.bytes;
+		if (it->flow == 1 && big_turn < 0)
+			big_turn = i;
+		/* At no point is either flow more than a chunk ahead. */
+		CU_ASSERT_TRUE(got[0] <= got[1] + Q && got[1] <= got[0] + Q);
+	}
+	/* The first chunk is served after at most one turn of small requests. */
+	CU_ASSERT_TRUE(big_turn >= 0 && big_turn <= 64);
+	CU_ASSERT_EQUAL(got[1], 8 * (uint64_t)Q);
+	CU_ASSERT_EQUAL(got[0], 8 * (uint64_t)Q);
+	while (fq_pop(&q, NULL))
+		;
+	CU_ASSERT_EQUAL(q.queued, 0);
+
+	/* Classes by bytes: high and normal send 4 KiB, low sends chunks. */
+	fq_flow_init(&f[0], FQ_HIGH);
+	fq_flow_init(&f[1], FQ_NORMAL);
+	fq_flow_init(&f[2], FQ_LOW);
+	memset(got, 0, sizeof(got));
+	for (n = 0, i = 0; i < 2000; i++, n++)
+		push(&q, &f[0], &items[n], 0, 4096);
+	for (i = 0; i < 960; i++, n++)
+		push(&q, &f[1], &items[n], 1, 4096);
+	for (i = 0; i < 20; i++, n++)
+		push(&q, &f[2], &items[n], 2, Q);
+	/* 7 turns of the three classes: 28, 14 and 7 chunks' worth. */
+	while (got[2] < 7 * (uint64_t)Q) {
+		struct item *it = (struct item *)fq_pop(&q, NULL);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+		got[it->flow] += it->it.bytes;
+	}
+	CU_ASSERT_TRUE(got[0] >= 24 * (uint64_t)Q && got[0] <= 28 * (uint64_t)Q);
+	CU_ASSERT_TRUE(got[1] >= 12 * (uint64_t)Q && got[1] <= 14 * (uint64_t)Q);
+}
+
 static void test_remove(void)
 {
 	struct fq q;
@@ -109,13 +177,11 @@ static void test_remove(void)
 	struct item items[6];
 	int i;
 
-	fq_init(&q);
+	fq_init(&q, Q);
 	fq_flow_init(&f[0], FQ_NORMAL);
 	fq_flow_init(&f[1], FQ_NORMAL);
-	for (i = 0; i < 6; i++) {
-		items[i].flow = i % 2;
-		fq_push(&q, &f[i % 2], &items[i].it);
-	}
+	for (i = 0; i < 6; i++)
+		push(&q, &f[i % 2], &items[i], i % 2, Q);
 	fq_flow_remove(&q, &f[0]);
 	CU_ASSERT_EQUAL(q.queued, 3);
 	for (i = 0; i < 3; i++)
@@ -153,6 +219,7 @@ int unit_add_sched_suite(void)
 	    !CU_add_test(s, "pool: bounded, aligned, reusable", test_pool) ||
 	    !CU_add_test(s, "fair queue: round robin across connections", test_round_robin) ||
 	    !CU_add_test(s, "fair queue: weighted classes, no starvation", test_classes) ||
+	    !CU_add_test(s, "fair queue: by bytes, across flows and classes", test_bytes) ||
 	    !CU_add_test(s, "fair queue: a closing connection leaves", test_remove) ||
 	    !CU_add_test(s, "credits: a shared receive budget, bounded", test_credits))
 		return -1;
