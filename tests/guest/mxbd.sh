@@ -5,7 +5,7 @@
 # remount; fio with crc32c verification over mixed block sizes and queue
 # depths; discard reading back as zeroes; a clean detach at unload; a
 # read-only volume; servers that lie, one of them at random.
-# timeout: 400
+# timeout: 460
 . "$(dirname "$0")/lib.sh"
 
 truncate -s 256M /tmp/mvol
@@ -241,5 +241,68 @@ head -c 1M /dev/urandom > /tmp/one
 dd if=/tmp/one of=/dev/mxbd0 bs=1M seek=100 oflag=direct status=none
 cmp <(dd if=/dev/mxbd0 bs=1M count=1 skip=100 iflag=direct status=none) /tmp/one ||
 	fail "the device reads back wrong from a true server"
+rmmod mxbd
+stop_server
+
+step "fair service by bytes: 1 MiB requests beside a 4 KiB depth-64 stream on other volumes of one server"
+# Server-driven transfers share the server's buffers and workers by bytes
+# (Documentation/server.md): a stream of small requests must not starve
+# large ones on other volumes. Each large job must get a quarter of the
+# small stream's bytes at least (they get about as many), no request may
+# take 10 s (measured worst: under 1 s), and nothing times out.
+for v in fa fb fc fd; do truncate -s 128M /tmp/$v; done
+start_server -b fa=/tmp/fa -b fb=/tmp/fb -b fc=/tmp/fc -b fd=/tmp/fd
+insmod "$ORFS_KMOD/mxbd/mxbd.ko"
+for v in fa fb fc fd; do "$ORFS_PROJ/tools/mxbdctl" attach "$ORFS_ADDR" $v > /dev/null; done
+cat > /tmp/fair.fio <<EOF
+[global]
+direct=1
+ioengine=libaio
+time_based=1
+runtime=10
+[small]
+filename=/dev/mxbd0
+rw=randwrite
+bs=4k
+iodepth=64
+[bigwrite]
+filename=/dev/mxbd1
+rw=write
+bs=1M
+iodepth=1
+[bigread]
+filename=/dev/mxbd2
+rw=randread
+bs=1M
+iodepth=1
+[mixed]
+filename=/dev/mxbd3
+rw=randrw
+bsrange=512-1M
+iodepth=4
+EOF
+dmesg_before=$(dmesg | wc -l)
+fio /tmp/fair.fio --output-format=json --output=/tmp/fair.json || { cat /tmp/fair.json; fail "fio"; }
+python3 - /tmp/fair.json <<'EOF'
+import json, sys
+jobs = {j["jobname"]: j for j in json.load(open(sys.argv[1]))["jobs"]}
+kib = {n: j["read"]["io_kbytes"] + j["write"]["io_kbytes"] for n, j in jobs.items()}
+worst = {n: max(j["read"]["clat_ns"]["max"], j["write"]["clat_ns"]["max"]) / 1e9
+         for n, j in jobs.items()}
+bad = 0
+for n in ("small", "bigwrite", "bigread", "mixed"):
+    print(f"{n}: {kib[n]} KiB, worst completion {worst[n]:.3f} s")
+    if worst[n] >= 10:
+        print(f"FAIL: a request of {n} took {worst[n]:.1f} s")
+        bad = 1
+    if n != "small" and kib[n] * 4 < kib["small"]:
+        print(f"FAIL: {n} got {kib[n]} KiB beside the small stream's {kib['small']}")
+        bad = 1
+sys.exit(bad)
+EOF
+if dmesg | tail -n +$((dmesg_before + 1)) | grep -E 'timed out|connection to .* lost'; then
+	fail "a healthy server caused a time-out"
+fi
+for d in 3 2 1 0; do "$ORFS_PROJ/tools/mxbdctl" detach mxbd$d; done
 rmmod mxbd
 echo ok
