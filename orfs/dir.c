@@ -18,7 +18,7 @@
 /* The directory changed: its attributes (and negative dentries) are stale. */
 static void orfs_dir_changed(struct inode *dir)
 {
-	ORFS_I(dir)->attr_time = jiffies - ORFS_I(dir)->attr_timeo - 1;
+	orfs_attr_expire(dir);
 }
 
 static bool orfs_name_ok(const char *name, u32 len)
@@ -341,6 +341,7 @@ static int orfs_silly_rename(struct inode *dir, struct dentry *dentry)
 			      strlen(name), ORFS_RENAME_NOREPLACE);
 	if (ret)
 		return ret;
+	orfs_attr_expire(d_inode(dentry));
 	spin_lock(&d_inode(dentry)->i_lock);
 	ci->silly_dir = ORFS_I(dir)->fh;
 	strscpy(ci->silly_name, name, sizeof(ci->silly_name));
@@ -396,7 +397,7 @@ static int orfs_unlink(struct inode *dir, struct dentry *dentry)
 	if (ret)
 		return ret;
 	drop_nlink(inode);
-	ORFS_I(inode)->attr_time = jiffies - ORFS_I(inode)->attr_timeo - 1;
+	orfs_attr_expire(inode);
 	return 0;
 }
 
@@ -433,11 +434,19 @@ static int orfs_rename(orfs_idmap_t *map, struct inode *odir, struct dentry *old
 			      new->d_name.len, f);
 	if (ret)
 		return ret;
-	if (target && !(flags & RENAME_EXCHANGE)) {
-		if (S_ISDIR(target->i_mode))
-			clear_nlink(target);
-		else
-			drop_nlink(target);
+	/*
+	 * The server's file system moved the ctime of the renamed file and of
+	 * the one it replaced or swapped with, which may have other names.
+	 */
+	orfs_attr_expire(d_inode(old));
+	if (target) {
+		orfs_attr_expire(target);
+		if (!(flags & RENAME_EXCHANGE)) {
+			if (S_ISDIR(target->i_mode))
+				clear_nlink(target);
+			else
+				drop_nlink(target);
+		}
 	}
 	return 0;
 }

@@ -746,7 +746,7 @@ static int orfs_xattr_set(const struct xattr_handler *h, orfs_idmap_t *map,
 	orfs_msg_free(&m);
 	/* The ctime moved: fetch the attributes again next time. */
 	if (!ret)
-		ORFS_I(inode)->attr_time = jiffies - ORFS_I(inode)->attr_timeo - 1;
+		orfs_attr_expire(inode);
 	return ret;
 }
 

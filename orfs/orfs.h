@@ -252,7 +252,6 @@ static inline struct orfs_sb *ORFS_SB(struct super_block *sb)
 	return sb->s_fs_info;
 }
 
-/* INODE's cached attributes are within their timeout (no lock: RCU walks use it). */
 /*
  * How long INODE's attributes are trusted from their last refresh: its
  * timeout, but no more than the mount's maximum now (a remount may have
@@ -266,10 +265,20 @@ static inline unsigned long orfs_attr_timeo(struct inode *inode)
 	return min_t(unsigned long, READ_ONCE(ORFS_I(inode)->attr_timeo), (unsigned long)max * HZ);
 }
 
+/* INODE's cached attributes are within their timeout (no lock: RCU walks use it). */
 static inline bool orfs_attr_fresh(struct inode *inode)
 {
 	return !READ_ONCE(ORFS_SB(inode->i_sb)->opts.noac) &&
 	       time_before(jiffies, READ_ONCE(ORFS_I(inode)->attr_time) + orfs_attr_timeo(inode));
+}
+
+/*
+ * INODE changed on the server in a way its cached attributes do not show
+ * (ctime, link count): fetch them again at the next look.
+ */
+static inline void orfs_attr_expire(struct inode *inode)
+{
+	WRITE_ONCE(ORFS_I(inode)->attr_time, jiffies - ORFS_I(inode)->attr_timeo - 1);
 }
 
 /* A request body under construction. */
