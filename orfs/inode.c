@@ -430,6 +430,20 @@ int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia)
 		goto killed;
 	ret = orfs_rpc(sbi, ORFS_OP_SETATTR, &m, &attr, sizeof(attr), sizeof(attr), NULL, NULL,
 		       KNET_DIR_NONE);
+	/*
+	 * A descriptor open for writing keeps its right when the mode no
+	 * longer gives it (open(O_CREAT | O_RDWR, 0), then ftruncate()): ask
+	 * again as such, which the server grants the file's owner. A server
+	 * that does not know the flag refuses it: the first answer stands.
+	 */
+	if (ret == -EACCES && (valid & ORFS_SET_SIZE) && (ia->ia_valid & ATTR_FILE) &&
+	    ia->ia_file && (ia->ia_file->f_mode & FMODE_WRITE)) {
+		r->valid = cpu_to_le32(valid | ORFS_SET_SIZE_OPEN);
+		ret = orfs_rpc(sbi, ORFS_OP_SETATTR, &m, &attr, sizeof(attr), sizeof(attr), NULL,
+			       NULL, KNET_DIR_NONE);
+		if (ret == -EINVAL)
+			ret = -EACCES;
+	}
 	if (!ret)
 		ret = orfs_check_attr(&attr);
 	if (ret)

@@ -821,7 +821,10 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 	case ORFS_OP_SETATTR:
 		err = take(&c, &rq->u.setattr, sizeof(rq->u.setattr));
 		rq->fh = rq->u.setattr.fh;
-		if (!err && (le32toh(rq->u.setattr.valid) & ~(uint32_t)ORFS_SET_ALL))
+		if (!err && (le32toh(rq->u.setattr.valid) & ~(uint32_t)(ORFS_SET_ALL | ORFS_SET_SIZE_OPEN)))
+			err = EINVAL;
+		if (!err && (le32toh(rq->u.setattr.valid) & ORFS_SET_SIZE_OPEN) &&
+		    !(le32toh(rq->u.setattr.valid) & ORFS_SET_SIZE))
 			err = EINVAL;
 		if (!err && ((le32toh(rq->u.setattr.valid) & ORFS_SET_SIZE) &&
 			     le64toh(rq->u.setattr.size) > INT64_MAX))
@@ -1116,8 +1119,52 @@ static int entry_reply(const struct fsvc_export *fx, struct fsvc_chg *chg, int d
 	return err ? err : put(o, &rep, sizeof(rep));
 }
 
-static int do_setattr(const struct orfs_setattr_req *sa, int fd)
+/*
+ * Open FD with FLAGS as its owner may through a descriptor it holds
+ * (knfsd's owner override): as root, only when RQ's caller owns the file.
+ * It could give itself the right by a chmod; this spares the file that
+ * chmod. Returns to RQ's credentials either way.
+ */
+static int reopen_owner(const struct fsvc_req *rq, int fd, int flags, int *wfd)
 {
+	struct stat st;
+	int err;
+
+	if (fstat(fd, &st))
+		return errno;
+	if (st.st_uid != rq->eff.uid)
+		return EACCES;
+	err = cred_root();
+	if (!err)
+		err = reopen(fd, flags, wfd);
+	if (cred_enter(rq)) {
+		if (!err)
+			close(*wfd);
+		return EPERM;
+	}
+	return err;
+}
+
+static int kill_privs(const struct fsvc_req *rq, int fd, const struct orfs_attr *a);
+
+/* The set-id bits a truncate by RQ's caller drops, dropped from FD's file. */
+static int kill_privs_fd(const struct fsvc_req *rq, int fd)
+{
+	struct orfs_attr a;
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return errno;
+	memset(&a, 0, sizeof(a));
+	a.mode = htole32((uint32_t)st.st_mode);
+	a.gid = htole32((uint32_t)st.st_gid);
+	kill_privs(rq, fd, &a);
+	return 0;
+}
+
+static int do_setattr(const struct fsvc_req *rq, int fd)
+{
+	const struct orfs_setattr_req *sa = &rq->u.setattr;
 	uint32_t valid = le32toh(sa->valid);
 	char path[32];
 
@@ -1140,10 +1187,19 @@ static int do_setattr(const struct orfs_setattr_req *sa, int fd)
 		 * permission decides, and the modification time moves with it,
 		 * without the ownership that setting a time on its own needs.
 		 */
+		int owner = 0;
+
 		err = reopen(fd, O_WRONLY, &wfd);
+		if (err == EACCES && (valid & ORFS_SET_SIZE_OPEN)) {
+			err = reopen_owner(rq, fd, O_WRONLY, &wfd);
+			owner = !err;
+		}
 		if (err)
 			return err;
 		err = ftruncate(wfd, (off_t)le64toh(sa->size)) ? errno : 0;
+		/* Root's truncate keeps set-id bits the owner's would drop. */
+		if (!err && owner)
+			err = kill_privs_fd(rq, wfd);
 		close(wfd);
 		if (err)
 			return err;
@@ -1508,6 +1564,8 @@ static int do_inline_io(const struct fsvc_req *rq, int fd, struct out *o)
 	if (fd_type(fd) != S_IFREG)
 		return fd_type(fd) == S_IFDIR ? EISDIR : EINVAL;
 	err = reopen(fd, fsvc_io_flags(rq), &rfd);
+	if (err == EACCES)	/* the owner's descriptor: see fsvc_io_open() */
+		err = reopen_owner(rq, fd, fsvc_io_flags(rq), &rfd);
 	if (err)
 		return err;
 	err = fsvc_io_inline(rq, rfd, o->p + o->len, o->cap - o->len, &len, 0, NULL);
@@ -1544,6 +1602,15 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	err = cred_enter(rq);
 	if (!err)
 		err = reopen(pfd, fsvc_io_flags(rq), fd);
+	/*
+	 * Every READ and WRITE comes from a descriptor the client opened,
+	 * whose right the file's mode may no longer give (a file made by
+	 * open(name, O_CREAT | O_RDWR, 0)): its owner keeps it, as on a local
+	 * file system and with knfsd. Set-id bits still drop at a write
+	 * (fsvc_io_reply()).
+	 */
+	if (err == EACCES)
+		err = reopen_owner(rq, pfd, fsvc_io_flags(rq), fd);
 	close(pfd);
 	/* Open, and kept for the next request, even if this one is refused. */
 	return err ? err : fsvc_io_refused(rq, *fd);
@@ -1698,7 +1765,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 			err = put(&o, &attr, sizeof(attr));
 		break;
 	case ORFS_OP_SETATTR:
-		err = do_setattr(&rq->u.setattr, fd);
+		err = do_setattr(rq, fd);
 		if (!err)
 			err = get_attr(rq->chg, fd, &attr, 1);
 		if (!err)
@@ -1846,6 +1913,9 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 			break;
 		}
 		err = reopen(fd, O_RDONLY, &rfd);
+		/* A sync comes from a descriptor: see fsvc_io_open(). */
+		if (err == EACCES && fd_type(fd) == S_IFREG)
+			err = reopen_owner(rq, fd, O_RDONLY, &rfd);
 		if (!err) {
 			uint32_t fl = le32toh(rq->u.fhop.flags);
 

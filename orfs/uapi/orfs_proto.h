@@ -159,6 +159,14 @@ struct orfs_fhop_req {
 #define ORFS_SET_ATIME_NOW	0x40
 #define ORFS_SET_MTIME_NOW	0x80
 #define ORFS_SET_ALL		0xff
+/*
+ * With ORFS_SET_SIZE: the size is set through a descriptor open for
+ * writing (ftruncate(2), O_TRUNC), which keeps the right it was opened
+ * with. The file's owner may then set it though its mode now denies
+ * writing (it could give itself the right anyway); nobody else may. A
+ * client sends it only to retry a size change refused with EACCES.
+ */
+#define ORFS_SET_SIZE_OPEN	0x100
 
 /* SETATTR. Reply: orfs_attr. */
 struct orfs_setattr_req {

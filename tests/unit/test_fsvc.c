@@ -1802,6 +1802,101 @@ static void test_write_kills_setid(void)
 	CU_ASSERT_EQUAL(unlink(p), 0);
 }
 
+/* SETATTR of FH's size to SIZE as UID, with VALID's flags beside ORFS_SET_SIZE. */
+static int truncate_as(const struct orfs_fh *fh, uint32_t uid, uint32_t valid, uint64_t size)
+{
+	struct orfs_setattr_req sa;
+	struct rb b;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.fh = *fh;
+	sa.valid = htole32(ORFS_SET_SIZE | valid);
+	sa.size = htole64(size);
+	rb_start(&b, ORFS_OP_SETATTR, uid, uid);
+	rb_put(&b, &sa, sizeof(sa));
+	return run(&fx, &b, NULL, NULL);
+}
+
+/* FSYNC of FH as UID. */
+static int fsync_as(const struct orfs_fh *fh, uint32_t uid)
+{
+	struct orfs_fhop_req f;
+	struct rb b;
+
+	memset(&f, 0, sizeof(f));
+	f.fh = *fh;
+	rb_start(&b, ORFS_OP_FSYNC, uid, uid);
+	rb_put(&b, &f, sizeof(f));
+	return run(&fx, &b, NULL, NULL);
+}
+
+/*
+ * A descriptor open for writing keeps its right (ORFS_SET_SIZE_OPEN):
+ * the owner of a file whose mode denies writing may set its size so,
+ * and loses its set-id bits as by its own truncate; nobody else may; the
+ * flag alone, or with no size, is refused.
+ */
+static void test_truncate_open(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep pub, e;
+	struct stat st;
+	char p[300];
+	int fd;
+
+	CU_ASSERT_EQUAL_FATAL(lookup(&fx, &r, "pub", 0, &pub), 0);
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &pub.fh, "mode0", 0, 0, &e), 0);
+	snprintf(p, sizeof(p), "%s/pub/mode0", root);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(write(fd, "0123456789", 10), 10);
+	close(fd);
+	CU_ASSERT_EQUAL(chown(p, 1000, 1000), 0);
+	CU_ASSERT_EQUAL(chmod(p, 04000), 0);
+	/* A path's truncate: write permission decides, as for the owner locally. */
+	CU_ASSERT_EQUAL(truncate_as(&e.fh, 1000, 0, 8), EACCES);
+	/* Another user, even claiming a descriptor: refused. */
+	CU_ASSERT_EQUAL(truncate_as(&e.fh, 1001, ORFS_SET_SIZE_OPEN, 8), EACCES);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, 10);
+	/* The owner through its descriptor: done, set-user-ID dropped. */
+	CU_ASSERT_EQUAL(truncate_as(&e.fh, 1000, ORFS_SET_SIZE_OPEN, 4), 0);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, 4);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0);
+	/* So for the owner's READ and WRITE (from its descriptors), not another's. */
+	CU_ASSERT_EQUAL(write_as(&fx, &e.fh, 1001), EACCES);
+	CU_ASSERT_EQUAL(write_as(&fx, &e.fh, 1000), 0);
+	CU_ASSERT_EQUAL(fsync_as(&e.fh, 1001), EACCES);
+	CU_ASSERT_EQUAL(fsync_as(&e.fh, 1000), 0);
+	/* Squashed root is the anonymous user, not the owner. */
+	CU_ASSERT_EQUAL(chown(p, 0, 0), 0);
+	{
+		struct orfs_setattr_req sa;
+		struct rb b;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.fh = e.fh;
+		sa.valid = htole32(ORFS_SET_SIZE | ORFS_SET_SIZE_OPEN);
+		rb_start(&b, ORFS_OP_SETATTR, 0, 0);
+		rb_put(&b, &sa, sizeof(sa));
+		CU_ASSERT_EQUAL(run(&fx_sq, &b, NULL, NULL), EACCES);
+		/* The flag without a size, or a flag nobody knows. */
+		sa.valid = htole32(ORFS_SET_SIZE_OPEN);
+		rb_start(&b, ORFS_OP_SETATTR, 0, 0);
+		rb_put(&b, &sa, sizeof(sa));
+		CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), EINVAL);
+		sa.valid = htole32(ORFS_SET_SIZE | 0x200);
+		rb_start(&b, ORFS_OP_SETATTR, 0, 0);
+		rb_put(&b, &sa, sizeof(sa));
+		CU_ASSERT_EQUAL(run(&fx, &b, NULL, NULL), EINVAL);
+	}
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	CU_ASSERT_EQUAL(st.st_uid, 0);
+	CU_ASSERT_EQUAL_FATAL(fsvc_cred_reset(), 0);
+	CU_ASSERT_EQUAL(unlink(p), 0);
+}
+
 /* A LOCK of FH by (CLIENT, owner 1) as UID, with the table LK (or none). */
 static int lock_op(struct locks *lk, uint64_t client, const struct orfs_fh *fh, uint32_t uid,
 		   uint32_t type, uint32_t flags, uint64_t start, uint64_t end,
@@ -1926,6 +2021,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "read-only export", test_read_only) ||
 	    !CU_add_test(s, "a write by a user drops the set-id bits; root's keeps them",
 			 test_write_kills_setid) ||
+	    !CU_add_test(s, "a descriptor's truncate: the owner's right kept, nobody else's",
+			 test_truncate_open) ||
 	    !CU_add_test(s, "privileged xattrs: root's alone; a user's thread holds no capability",
 			 test_privileged_xattrs) ||
 	    !CU_add_test(s, "FALLOCATE: allocate, keep the size, punch, zero; rights", test_fallocate) ||
