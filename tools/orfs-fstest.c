@@ -191,6 +191,51 @@ static int t_rename(struct ctx *c)
 	return 0;
 }
 
+/* Is A later than B? */
+static int ts_after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/* Sleep past the file system's time stamp tick (a jiffy on ext4). */
+static void next_tick(void)
+{
+	struct timespec t = { 0, 30 * 1000 * 1000 };
+
+	nanosleep(&t, NULL);
+}
+
+/*
+ * A rename changes inodes it does not name: the ctime and link count of a
+ * replaced file's other name, and the ctime of each renamed file, show at
+ * once under every name, as the kernel's own file systems show them.
+ */
+static int t_rename_ctime(struct ctx *c)
+{
+	struct stat a, b, x, y;
+
+	CHECK(c, !put(P(c, "rc1"), "one", 0) && !link(P2(c, "rc1"), P2(c, "rc2")) &&
+	      !put(P(c, "rcs"), "new", 0), "files");
+	CHECK(c, !stat(P(c, "rc2"), &a) && a.st_nlink == 2 && !stat(P(c, "rcs"), &x), "stat");
+	next_tick();
+	CHECK(c, !rename(P2(c, "rcs"), P2(c, "rc1")), "rename over a linked file");
+	CHECK(c, !stat(P(c, "rc2"), &b) && b.st_nlink == 1, "the other name's link count %lu",
+	      (unsigned long)b.st_nlink);
+	CHECK(c, ts_after(&b.st_ctim, &a.st_ctim), "the other name's ctime did not move");
+	CHECK(c, !stat(P(c, "rc1"), &y) && y.st_ino == x.st_ino, "the renamed file");
+	CHECK(c, ts_after(&y.st_ctim, &x.st_ctim), "the renamed file's ctime did not move");
+	/* RENAME_EXCHANGE changes both files. */
+	CHECK(c, !stat(P(c, "rc1"), &x) && !stat(P(c, "rc2"), &a), "stat before exchange");
+	next_tick();
+	CHECK(c, !syscall(SYS_renameat2, AT_FDCWD, P2(c, "rc1"), AT_FDCWD, P2(c, "rc2"),
+			  RENAME_EXCHANGE), "RENAME_EXCHANGE");
+	CHECK(c, !stat(P(c, "rc2"), &y) && y.st_ino == x.st_ino && ts_after(&y.st_ctim, &x.st_ctim),
+	      "the first exchanged file's ctime did not move");
+	CHECK(c, !stat(P(c, "rc1"), &b) && b.st_ino == a.st_ino && ts_after(&b.st_ctim, &a.st_ctim),
+	      "the second exchanged file's ctime did not move");
+	return 0;
+}
+
 static int t_readdir(struct ctx *c)
 {
 	int i, n = 0, dots = 0;
@@ -587,6 +632,21 @@ static int t_perms(struct ctx *c, uid_t uid)
 		errno = 0;
 		if (chmod(P(c, "p/public"), 0666) == 0 || errno != EPERM)
 			_exit(10);
+		/*
+		 * A descriptor keeps the rights it was opened with: a file
+		 * created without write permission is written and truncated
+		 * through the descriptor its creation returned.
+		 */
+		{
+			int fd = open(P(c, "p/mine/ro"), O_CREAT | O_RDWR, 0);
+
+			if (fd < 0 || write(fd, "0123456789", 10) != 10)
+				_exit(11);
+			if (ftruncate(fd, 4))
+				_exit(12);
+			if (fsync(fd) || close(fd))
+				_exit(13);
+		}
 		_exit(0);
 	}
 	CHECK(c, waitpid(pid, &st, 0) == pid && WIFEXITED(st), "wait");
@@ -594,7 +654,11 @@ static int t_perms(struct ctx *c, uid_t uid)
 	{
 		struct stat s;
 
+		char buf[16] = "";
+
 		CHECK(c, !stat(P(c, "p/mine/ok"), &s) && s.st_uid == uid, "owner of a user's file");
+		CHECK(c, get(P(c, "p/mine/ro"), buf, sizeof(buf)) == 4 && !strcmp(buf, "0123"),
+		      "a mode 0 file written and truncated through its descriptor: '%s'", buf);
 	}
 	return 0;
 }
@@ -606,7 +670,8 @@ int main(int argc, char **argv)
 		int (*fn)(struct ctx *c);
 	} checks[] = {
 		{ "create-flags", t_create_flags }, { "unlink-open", t_unlink_open },
-		{ "dirs", t_dirs }, { "rename", t_rename }, { "readdir", t_readdir },
+		{ "dirs", t_dirs }, { "rename", t_rename }, { "rename-ctime", t_rename_ctime },
+		{ "readdir", t_readdir },
 		{ "links", t_links }, { "attrs", t_attrs }, { "xattr", t_xattr },
 		{ "sync-statfs", t_sync_statfs }, { "fallocate", t_fallocate }, { "seek", t_seek },
 		{ "copy-range", t_copy_range },
