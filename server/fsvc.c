@@ -24,14 +24,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/fs.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -842,6 +845,16 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 			err = take_blob(&c, &rq->str2, &rq->str2_len, ORFS_PATH_MAX, 1);
 		if (!err && (le32toh(rq->u.create.flags) & ~(uint32_t)ORFS_CREATE_EXCL))
 			err = EINVAL;
+		if (!err && rq->op == ORFS_OP_MKNOD) {
+			uint32_t type = le32toh(rq->u.create.mode) & S_IFMT;
+			uint64_t rdev = le64toh(rq->u.create.rdev);
+
+			/* A device's number within dev_t; nothing else has one. */
+			if (type == S_IFCHR || type == S_IFBLK ?
+			    (rdev >> 32) > ORFS_RDEV_MAJOR_MAX ||
+			    (rdev & 0xffffffffu) > ORFS_RDEV_MINOR_MAX : rdev != 0)
+				err = EINVAL;
+		}
 		break;
 	case ORFS_OP_LINK: {
 		struct orfs_link_req l;
@@ -1796,12 +1809,23 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	case ORFS_OP_MKNOD: {
 		uint32_t mode = le32toh(rq->u.create.mode);
 
-		/* FIFOs, sockets and regular files; devices stay on their host. */
-		if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISREG(mode)) {
-			err = EPERM;
+		uint64_t rdev = le64toh(rq->u.create.rdev);
+
+		/*
+		 * FIFOs, sockets, regular files and device nodes. A device
+		 * node is made with the caller's rights (the server's kernel
+		 * allows it to unsquashed root, CAP_MKNOD), and the server
+		 * never opens one: every open here is of a regular file or a
+		 * directory, or O_PATH.
+		 */
+		if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISREG(mode) && !S_ISCHR(mode) &&
+		    !S_ISBLK(mode)) {
+			err = EPERM;	/* a directory, as mknod(2) says; or no type */
 			break;
 		}
-		err = mknodat(fd, name, mode & (S_IFMT | 07777), 0) ? errno : 0;
+		err = mknodat(fd, name, mode & (S_IFMT | 07777),
+			      makedev((unsigned int)(rdev >> 32), (unsigned int)(rdev & 0xffffffffu))) ?
+		      errno : 0;
 		if (!err) {
 			chg_note(rq->chg, fd);
 			err = entry_reply(fx, rq->chg, fd, name, &o);

@@ -85,7 +85,7 @@ struct orfs_attr {
 	__le64			ino;
 	__le64			size;
 	__le64			blocks;		/* 512-byte units */
-	__le64			rdev;
+	__le64			rdev;		/* a device's: major << 32 | minor */
 	__le64			change;		/* moves whenever data or metadata change */
 	__le32			mode;
 	__le32			nlink;
@@ -187,8 +187,12 @@ struct orfs_create_req {
 	struct orfs_fh	dir;
 	__le32		mode;
 	__le32		flags;	/* CREATE: ORFS_CREATE_EXCL */
-	__le64		rdev;	/* MKNOD */
+	__le64		rdev;	/* MKNOD of a device: major << 32 | minor; else 0 */
 };
+
+/* The most a device number's parts hold (Linux's dev_t: 12 and 20 bits). */
+#define ORFS_RDEV_MAJOR_MAX	0xfffU
+#define ORFS_RDEV_MINOR_MAX	0xfffffU
 
 /* LINK: make dir/name another name of fh. Reply: orfs_attr of fh. */
 struct orfs_link_req {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -431,7 +432,7 @@ static void test_namespace_ops(void)
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &d.fh, "fifo", S_IFIFO | 0600, 0, &l), 0);
 	CU_ASSERT_TRUE(S_ISFIFO(le32toh(l.attr.mode)));
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &d.fh, "sock", S_IFSOCK | 0600, 0, &l), 0);
-	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &d.fh, "dev", S_IFCHR | 0600, 0, &l), EPERM);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKNOD, &d.fh, "dev", S_IFDIR | 0600, 0, &l), EPERM);
 
 	/* Symlink and readlink. */
 	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_SYMLINK, &d.fh, "ln", 0777, 0, &l), 0);
@@ -1830,6 +1831,76 @@ static int fsync_as(const struct orfs_fh *fh, uint32_t uid)
 	return run(&fx, &b, NULL, NULL);
 }
 
+/* MKNOD of DIR/NAME with MODE and RDEV (major << 32 | minor) as UID on X. */
+static int mknod_dev(const struct fsvc_export *x, const struct orfs_fh *dir, const char *name,
+		     uint32_t mode, uint64_t rdev, uint32_t uid, struct orfs_entry_rep *rep)
+{
+	struct orfs_entry_rep spare;
+	struct orfs_create_req c;
+	struct rb b;
+	uint32_t n;
+
+	memset(&c, 0, sizeof(c));
+	c.dir = *dir;
+	c.mode = htole32(mode);
+	c.rdev = htole64(rdev);
+	rb_start(&b, ORFS_OP_MKNOD, uid, uid);
+	rb_put(&b, &c, sizeof(c));
+	rb_name(&b, name);
+	return run(x, &b, rep ? rep : &spare, &n);
+}
+
+/*
+ * Device nodes: made for unsquashed root with their numbers, refused to a
+ * user and to squashed root, numbers outside dev_t refused; the server
+ * never opens one (READ, WRITE, FSYNC, truncate answer without an open).
+ */
+static void test_devices(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep pub, e;
+	struct stat st;
+	char p[300];
+	uint8_t out[256];
+	struct rb b;
+	uint32_t n;
+
+	CU_ASSERT_EQUAL_FATAL(lookup(&fx, &r, "pub", 0, &pub), 0);
+	CU_ASSERT_EQUAL_FATAL(mknod_dev(&fx, &pub.fh, "null", S_IFCHR | 0666, 1ULL << 32 | 3, 0,
+					&e), 0);
+	CU_ASSERT_TRUE(S_ISCHR(le32toh(e.attr.mode)));
+	CU_ASSERT_EQUAL(le64toh(e.attr.rdev), 1ULL << 32 | 3);
+	snprintf(p, sizeof(p), "%s/pub/null", root);
+	CU_ASSERT_EQUAL(lstat(p, &st), 0);
+	CU_ASSERT_TRUE(S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3);
+	CU_ASSERT_EQUAL(mknod_dev(&fx, &pub.fh, "blk", S_IFBLK | 0600, 259ULL << 32 | 0xfffff, 0,
+				  NULL), 0);
+	/* Nobody but root may; squashed root is nobody. */
+	CU_ASSERT_EQUAL(mknod_dev(&fx, &pub.fh, "u", S_IFCHR | 0666, 1ULL << 32 | 3, 1000, NULL),
+			EPERM);
+	CU_ASSERT_EQUAL(mknod_dev(&fx_sq, &pub.fh, "sq", S_IFCHR | 0666, 1ULL << 32 | 3, 0, NULL),
+			EPERM);
+	/* Numbers beyond dev_t, or a number on what is no device. */
+	CU_ASSERT_EQUAL(mknod_dev(&fx, &pub.fh, "big", S_IFCHR | 0666, 4096ULL << 32, 0, NULL),
+			EINVAL);
+	CU_ASSERT_EQUAL(mknod_dev(&fx, &pub.fh, "big", S_IFBLK | 0666, 0x100000, 0, NULL), EINVAL);
+	CU_ASSERT_EQUAL(mknod_dev(&fx, &pub.fh, "fifo", S_IFIFO | 0666, 5, 0, NULL), EINVAL);
+	/* Never opened: a write to /dev/null would succeed, a read would give 0 bytes. */
+	CU_ASSERT_EQUAL(write_as(&fx, &e.fh, 0), EINVAL);
+	{
+		struct orfs_io_req io = { .fh = e.fh, .offset = 0, .length = htole32(1) };
+
+		rb_start(&b, ORFS_OP_READ, 0, 0);
+		rb_put(&b, &io, sizeof(io));
+		CU_ASSERT_EQUAL(run(&fx, &b, out, &n), EINVAL);
+	}
+	CU_ASSERT_EQUAL(fsync_as(&e.fh, 0), EINVAL);
+	CU_ASSERT_EQUAL(truncate_as(&e.fh, 0, 0, 0), EINVAL);
+	CU_ASSERT_EQUAL(unlink(p), 0);
+	snprintf(p, sizeof(p), "%s/pub/blk", root);
+	CU_ASSERT_EQUAL(unlink(p), 0);
+}
+
 /*
  * A descriptor open for writing keeps its right (ORFS_SET_SIZE_OPEN):
  * the owner of a file whose mode denies writing may set its size so,
@@ -2023,6 +2094,7 @@ int unit_add_fsvc_suite(void)
 			 test_write_kills_setid) ||
 	    !CU_add_test(s, "a descriptor's truncate: the owner's right kept, nobody else's",
 			 test_truncate_open) ||
+	    !CU_add_test(s, "device nodes: root's, with their numbers; never opened", test_devices) ||
 	    !CU_add_test(s, "privileged xattrs: root's alone; a user's thread holds no capability",
 			 test_privileged_xattrs) ||
 	    !CU_add_test(s, "FALLOCATE: allocate, keep the size, punch, zero; rights", test_fallocate) ||
