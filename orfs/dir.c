@@ -188,7 +188,7 @@ static int orfs_new_entry(struct inode *dir, struct dentry *dentry, u16 op, umod
 		r->dir = ORFS_I(dir)->fh;
 		r->mode = cpu_to_le32(mode);
 		r->flags = cpu_to_le32(flags);
-		r->rdev = cpu_to_le64(new_encode_dev(rdev));
+		r->rdev = cpu_to_le64(orfs_encode_rdev(mode, rdev));
 	}
 	orfs_msg_name(&m, dentry->d_name.name, dentry->d_name.len);
 	if (target)
@@ -230,9 +230,15 @@ static int orfs_mkdir(orfs_idmap_t *map, struct inode *dir, struct dentry *dentr
 static int orfs_mknod(orfs_idmap_t *map, struct inode *dir, struct dentry *dentry,
 		      umode_t mode, dev_t rdev)
 {
-	/* The server makes fifos and sockets; device nodes stay local matters. */
-	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
-		return S_ISREG(mode) ? orfs_create(map, dir, dentry, mode, false) : -EPERM;
+	/*
+	 * The server makes fifos, sockets and device nodes (for callers its
+	 * kernel lets: unsquashed root) and never opens them; opening one
+	 * here opens this host's device, unless the mount is nodev.
+	 */
+	if (S_ISREG(mode))
+		return orfs_create(map, dir, dentry, mode, false);
+	if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
+		return -EPERM;
 	return orfs_new_entry(dir, dentry, ORFS_OP_MKNOD, mode, 0, rdev, NULL);
 }
 

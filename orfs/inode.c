@@ -59,8 +59,13 @@ int orfs_check_attr(const struct orfs_attr *a)
 	case S_IFLNK:
 	case S_IFIFO:
 	case S_IFSOCK:
+		break;
 	case S_IFCHR:
 	case S_IFBLK:
+		/* A device number no dev_t holds is a lie. */
+		if (le64_to_cpu(a->rdev) >> 32 > ORFS_RDEV_MAJOR_MAX ||
+		    (u32)le64_to_cpu(a->rdev) > ORFS_RDEV_MINOR_MAX)
+			return -EIO;
 		break;
 	default:
 		return -EIO;
@@ -224,8 +229,7 @@ struct inode *orfs_iget(struct super_block *sb, const struct orfs_fh *fh,
 		break;
 	default:
 		inode->i_op = &orfs_special_iops;
-		init_special_inode(inode, mode & S_IFMT,
-				   new_decode_dev((u32)le64_to_cpu(attr->rdev)));
+		init_special_inode(inode, mode & S_IFMT, orfs_decode_rdev(le64_to_cpu(attr->rdev)));
 		break;
 	}
 	__orfs_refresh(inode, attr, true);

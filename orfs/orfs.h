@@ -272,6 +272,24 @@ static inline bool orfs_attr_fresh(struct inode *inode)
 	       time_before(jiffies, READ_ONCE(ORFS_I(inode)->attr_time) + orfs_attr_timeo(inode));
 }
 
+/* A device number as the protocol carries it: major << 32 | minor (0 for no device). */
+static inline u64 orfs_encode_rdev(umode_t mode, dev_t rdev)
+{
+	if (!S_ISCHR(mode) && !S_ISBLK(mode))
+		return 0;
+	return (u64)MAJOR(rdev) << 32 | MINOR(rdev);
+}
+
+/* And back: 0 for numbers no dev_t holds. */
+static inline dev_t orfs_decode_rdev(u64 rdev)
+{
+	u32 major = rdev >> 32, minor = (u32)rdev;
+
+	if (major > ORFS_RDEV_MAJOR_MAX || minor > ORFS_RDEV_MINOR_MAX)
+		return 0;
+	return MKDEV(major, minor);
+}
+
 /*
  * INODE changed on the server in a way its cached attributes do not show
  * (ctime, link count): fetch them again at the next look.
