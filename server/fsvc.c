@@ -717,7 +717,7 @@ int fsvc_op_mutates(uint16_t op)
 	case ORFS_OP_SETATTR: case ORFS_OP_CREATE: case ORFS_OP_MKDIR: case ORFS_OP_MKNOD:
 	case ORFS_OP_SYMLINK: case ORFS_OP_LINK: case ORFS_OP_UNLINK: case ORFS_OP_RMDIR:
 	case ORFS_OP_RENAME: case ORFS_OP_WRITE: case ORFS_OP_SETXATTR: case ORFS_OP_REMOVEXATTR:
-	case ORFS_OP_FALLOCATE: case ORFS_OP_COPY:
+	case ORFS_OP_FALLOCATE: case ORFS_OP_COPY: case ORFS_OP_CLONE:
 		return 1;
 	}
 	return 0;
@@ -730,7 +730,8 @@ int fsvc_op_nonidempotent(uint16_t op)
 	 * repeated after an UNLOCK of the same owner would take it again.
 	 */
 	return (fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR &&
-		op != ORFS_OP_FALLOCATE && op != ORFS_OP_COPY) || op == ORFS_OP_LOCK;
+		op != ORFS_OP_FALLOCATE && op != ORFS_OP_COPY && op != ORFS_OP_CLONE) ||
+	       op == ORFS_OP_LOCK;
 }
 
 int fsvc_op_dir_fh(uint16_t op)
@@ -922,7 +923,8 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 			err = EINVAL;
 		/* The kernel checks the rest (lengths, combinations). */
 		if (!err && (mode & ~(uint32_t)(ORFS_FALLOC_KEEP_SIZE | ORFS_FALLOC_PUNCH_HOLE |
-						ORFS_FALLOC_ZERO_RANGE)))
+						ORFS_FALLOC_ZERO_RANGE | ORFS_FALLOC_COLLAPSE_RANGE |
+						ORFS_FALLOC_INSERT_RANGE)))
 			err = EOPNOTSUPP;
 		if (!err && (le64toh(rq->u.fallocate.offset) > INT64_MAX ||
 			     le64toh(rq->u.fallocate.length) > INT64_MAX))
@@ -930,10 +932,13 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 		break;
 	}
 	case ORFS_OP_COPY:
+	case ORFS_OP_CLONE:
 		err = take(&c, &rq->u.copy, sizeof(rq->u.copy));
 		rq->fh = rq->u.copy.src;
 		rq->fh2 = rq->u.copy.dst;
-		if (!err && (rq->u.copy.flags || rq->u.copy.reserved ||
+		if (!err && ((le32toh(rq->u.copy.flags) &
+			      ~(uint32_t)(rq->op == ORFS_OP_CLONE ? ORFS_CLONE_DEDUPE : 0)) ||
+			     rq->u.copy.reserved ||
 			     le64toh(rq->u.copy.src_offset) > INT64_MAX ||
 			     le64toh(rq->u.copy.dst_offset) > INT64_MAX ||
 			     le64toh(rq->u.copy.length) > INT64_MAX))
@@ -1244,7 +1249,9 @@ static int do_setattr(const struct fsvc_req *rq, int fd)
 
 _Static_assert(ORFS_FALLOC_KEEP_SIZE == FALLOC_FL_KEEP_SIZE &&
 	       ORFS_FALLOC_PUNCH_HOLE == FALLOC_FL_PUNCH_HOLE &&
-	       ORFS_FALLOC_ZERO_RANGE == FALLOC_FL_ZERO_RANGE, "FALLOCATE's modes are Linux's");
+	       ORFS_FALLOC_ZERO_RANGE == FALLOC_FL_ZERO_RANGE &&
+	       ORFS_FALLOC_COLLAPSE_RANGE == FALLOC_FL_COLLAPSE_RANGE &&
+	       ORFS_FALLOC_INSERT_RANGE == FALLOC_FL_INSERT_RANGE, "FALLOCATE's modes are Linux's");
 
 /* fallocate(2) on the file FD names, opened for writing with the caller's rights. */
 static int do_fallocate(const struct orfs_fallocate_req *fa, int fd)
@@ -1319,6 +1326,75 @@ static int do_copy(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 	memset(&rep, 0, sizeof(rep));
 	rep.copied = htole64((uint64_t)n);
 	err = get_attr(rq->chg, dfd, &rep.attr, n > 0);
+	if (!err)
+		err = put(o, &rep, sizeof(rep));
+close_out:
+	close(out);
+close_in:
+	close(in);
+	return err;
+}
+
+/* FICLONERANGE or FIDEDUPERANGE from SFD's file to DFD's (see ORFS_OP_CLONE). */
+static int do_clone(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
+{
+	const struct orfs_copy_req *cp = &rq->u.copy;
+	int dedupe = !!(le32toh(cp->flags) & ORFS_CLONE_DEDUPE);
+	uint64_t len = le64toh(cp->length), done = 0;
+	mode_t stype = fd_type(sfd), dtype = fd_type(dfd);
+	struct orfs_copy_rep rep;
+	int in, out, err;
+
+	if (stype != S_IFREG || dtype != S_IFREG)
+		return stype == S_IFDIR || dtype == S_IFDIR ? EISDIR : EINVAL;
+	err = reopen(sfd, O_RDONLY, &in);
+	if (err)
+		return err;
+	err = reopen(dfd, O_WRONLY, &out);
+	/* A dedupe may go into a file the caller owns but may not write. */
+	if (err == EACCES && dedupe)
+		err = reopen(dfd, O_RDONLY, &out);
+	if (err)
+		goto close_in;
+	if (dedupe) {
+		union {
+			struct file_dedupe_range r;
+			uint8_t b[sizeof(struct file_dedupe_range) +
+				  sizeof(struct file_dedupe_range_info)];
+		} d;
+
+		memset(&d, 0, sizeof(d));
+		d.r.src_offset = le64toh(cp->src_offset);
+		d.r.src_length = len;
+		d.r.dest_count = 1;
+		d.r.info[0].dest_fd = out;
+		d.r.info[0].dest_offset = le64toh(cp->dst_offset);
+		if (ioctl(in, FIDEDUPERANGE, &d.r))
+			err = errno;
+		else if (d.r.info[0].status == FILE_DEDUPE_RANGE_DIFFERS)
+			err = EBADE;
+		else if (d.r.info[0].status < 0)
+			err = -d.r.info[0].status;
+		else
+			done = d.r.info[0].bytes_deduped;
+	} else {
+		struct file_clone_range r = {
+			.src_fd = in,
+			.src_offset = le64toh(cp->src_offset),
+			.src_length = len,
+			.dest_offset = le64toh(cp->dst_offset),
+		};
+
+		if (ioctl(out, FICLONERANGE, &r))
+			err = errno;
+		else
+			done = len;
+	}
+	if (err)
+		goto close_out;
+	memset(&rep, 0, sizeof(rep));
+	rep.copied = htole64(done);
+	err = get_attr(rq->chg, dfd, &rep.attr, !dedupe);
 	if (!err)
 		err = put(o, &rep, sizeof(rep));
 close_out:
@@ -1752,7 +1828,8 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		if (fsvc_op_dir_fh(rq->op))
 			*fh_fd = fd;	/* a directory: the caller may keep it */
 	}
-	if (rq->op == ORFS_OP_LINK || rq->op == ORFS_OP_RENAME || rq->op == ORFS_OP_COPY) {
+	if (rq->op == ORFS_OP_LINK || rq->op == ORFS_OP_RENAME || rq->op == ORFS_OP_COPY ||
+	    rq->op == ORFS_OP_CLONE) {
 		if (!memcmp(&rq->fh2, &rq->fh, sizeof(rq->fh)))
 			fd2 = fd;
 		else
@@ -1969,6 +2046,9 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		break;
 	case ORFS_OP_COPY:
 		err = do_copy(rq, fd, fd2, &o);
+		break;
+	case ORFS_OP_CLONE:
+		err = do_clone(rq, fd, fd2, &o);
 		break;
 	case ORFS_OP_FALLOCATE:
 		err = do_fallocate(&rq->u.fallocate, fd);

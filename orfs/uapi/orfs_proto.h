@@ -44,7 +44,8 @@ enum orfs_opcode {
 	ORFS_OP_FALLOCATE,
 	ORFS_OP_SEEK,
 	ORFS_OP_COPY,
-	ORFS_OP_LAST		= ORFS_OP_COPY,
+	ORFS_OP_CLONE,
+	ORFS_OP_LAST		= ORFS_OP_CLONE,
 };
 
 #define ORFS_NAME_MAX		255	/* one path component */
@@ -349,7 +350,9 @@ struct orfs_lock_rep {
 /* FALLOCATE modes: the values of Linux's FALLOC_FL_* of the same names. */
 #define ORFS_FALLOC_KEEP_SIZE	0x01	/* allocate, or zero, without growing the file */
 #define ORFS_FALLOC_PUNCH_HOLE	0x02	/* free the range (with KEEP_SIZE): it reads as zeros */
+#define ORFS_FALLOC_COLLAPSE_RANGE 0x08	/* remove the range; what follows moves down */
 #define ORFS_FALLOC_ZERO_RANGE	0x10	/* zero the range, allocated */
+#define ORFS_FALLOC_INSERT_RANGE 0x20	/* insert a hole; what follows moves up */
 
 /*
  * FALLOCATE: fallocate(2) of LENGTH bytes at OFFSET of the regular file FH,
@@ -412,6 +415,18 @@ struct orfs_copy_rep {
 	__le64			copied;
 	struct orfs_attr	attr;
 };
+
+/*
+ * CLONE: the request and reply of COPY. Without flags, FICLONERANGE on
+ * the server: DST's range shares SRC's blocks (LENGTH 0: to SRC's end),
+ * all of it or an error; COPIED is LENGTH. With ORFS_CLONE_DEDUPE,
+ * FIDEDUPERANGE: the ranges share blocks if their bytes are the same,
+ * EBADE if they differ; COPIED is the bytes deduplicated. Errors are the
+ * export's file system's (EOPNOTSUPP where it shares no blocks, EINVAL
+ * for a range its block size does not allow). The caller's rights to
+ * read SRC and write DST (dedupe: or own it) decide.
+ */
+#define ORFS_CLONE_DEDUPE	0x1
 
 static_assert(sizeof(struct orfs_cred) == 76, "orfs_cred layout");
 static_assert(sizeof(struct orfs_req) == 88, "orfs_req layout");

@@ -126,5 +126,6 @@ int main(int argc, char **argv)
 	e |= put(argv[1], "f-fallocate", b, fmsg(b, ORFS_OP_FALLOCATE, sizeof(struct orfs_fallocate_req), NULL, NULL));
 	e |= put(argv[1], "f-seek", b, fmsg(b, ORFS_OP_SEEK, sizeof(struct orfs_seek_req), NULL, NULL));
 	e |= put(argv[1], "f-copy", b, fmsg(b, ORFS_OP_COPY, sizeof(struct orfs_copy_req), NULL, NULL));
+	e |= put(argv[1], "f-clone", b, fmsg(b, ORFS_OP_CLONE, sizeof(struct orfs_copy_req), NULL, NULL));
 	return e;
 }

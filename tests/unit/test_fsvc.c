@@ -1383,7 +1383,7 @@ static void test_fallocate(void)
 	struct orfs_attr a;
 	char p[300], buf[16384];
 	uint64_t k;
-	int fd, zr, i, ok;
+	int fd, zr, i, ok, err;
 
 	test_chg = &chg;
 	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &r, "fa", 0644, 0, &f), 0);
@@ -1422,7 +1422,14 @@ static void test_fallocate(void)
 	/* What the kernel refuses, what the wire does not know. */
 	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_PUNCH_HOLE, 0, 1, 0, NULL),
 			EOPNOTSUPP);
-	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0x8, 0, 4096, 0, NULL), EOPNOTSUPP);
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0x40, 0, 4096, 0, NULL), EOPNOTSUPP);
+	/* Collapse and insert go to the kernel, which refuses them with keep-size. */
+	err = falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_COLLAPSE_RANGE | ORFS_FALLOC_KEEP_SIZE, 0,
+			4096, 0, NULL);
+	CU_ASSERT(err == EINVAL || err == EOPNOTSUPP);
+	err = falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_INSERT_RANGE | ORFS_FALLOC_KEEP_SIZE, 0, 4096,
+			0, NULL);
+	CU_ASSERT(err == EINVAL || err == EOPNOTSUPP);
 	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0, 0, 0, 0, NULL), EINVAL);
 	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0, 0, 4096, 1, NULL), EINVAL);
 	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0, 1ULL << 63, 4096, 0, NULL), EINVAL);
@@ -1578,6 +1585,64 @@ static void test_copy(void)
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "cdir"), 0);
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "csrc"), 0);
 	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "cdst"), 0);
+}
+
+/* CLONE from SRC to DST as UID on X, FLAGS ORFS_CLONE_*. */
+static int clone_op(const struct fsvc_export *x, const struct orfs_fh *src,
+		    const struct orfs_fh *dst, uint32_t uid, uint64_t len, uint32_t flags,
+		    struct orfs_copy_rep *rep)
+{
+	struct orfs_copy_req cp = {
+		.src = *src,
+		.dst = *dst,
+		.length = htole64(len),
+		.flags = htole32(flags),
+	};
+	struct orfs_copy_rep spare;
+
+	return body_op(x, ORFS_OP_CLONE, uid, &cp, sizeof(cp), rep ? rep : &spare, sizeof(spare));
+}
+
+/*
+ * CLONE: the export's file system decides (blocks shared, or its error:
+ * this test's directory may be on any); the caller's rights on both
+ * files, flags, directories and a read-only export are ours to refuse.
+ */
+static void test_clone(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	struct orfs_entry_rep s, d, dir;
+	struct orfs_copy_rep rep;
+	char p[300], buf[8192];
+	int fd, err;
+
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &r, "ksrc", 0600, 0, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(create(&fx, ORFS_OP_CREATE, &r, "kdst", 0644, 0, &d), 0);
+	memset(buf, 'k', sizeof(buf));
+	snprintf(p, sizeof(p), "%s/ksrc", root);
+	fd = open(p, O_WRONLY);
+	CU_ASSERT_EQUAL(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(fd);
+	err = clone_op(&fx, &s.fh, &d.fh, 0, 0, 0, &rep);
+	CU_ASSERT(err == 0 || err == EOPNOTSUPP || err == EXDEV || err == EINVAL);
+	if (!err) {
+		CU_ASSERT_EQUAL(le64toh(rep.attr.size), sizeof(buf));
+		err = clone_op(&fx, &s.fh, &d.fh, 0, sizeof(buf), ORFS_CLONE_DEDUPE, &rep);
+		CU_ASSERT_EQUAL(err, 0);
+		CU_ASSERT_EQUAL(le64toh(rep.copied), sizeof(buf));
+	}
+	/* Rights: read the source (0600, root's), write the destination (0644). */
+	CU_ASSERT_EQUAL(clone_op(&fx, &s.fh, &d.fh, 1000, 0, 0, NULL), EACCES);
+	CU_ASSERT_EQUAL(chmod(p, 0644), 0);
+	CU_ASSERT_EQUAL(clone_op(&fx, &s.fh, &d.fh, 1000, 0, 0, NULL), EACCES);
+	/* Refused: unknown flags, a directory, a read-only export. */
+	CU_ASSERT_EQUAL(clone_op(&fx, &s.fh, &d.fh, 0, 0, 2, NULL), EINVAL);
+	CU_ASSERT_EQUAL(create(&fx, ORFS_OP_MKDIR, &r, "kdir", 0755, 0, &dir), 0);
+	CU_ASSERT_EQUAL(clone_op(&fx, &s.fh, &dir.fh, 0, 0, 0, NULL), EISDIR);
+	CU_ASSERT_EQUAL(clone_op(&fx_ro, &s.fh, &d.fh, 0, 0, 0, NULL), EROFS);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_RMDIR, &r, "kdir"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "ksrc"), 0);
+	CU_ASSERT_EQUAL(dirop(ORFS_OP_UNLINK, &r, "kdst"), 0);
 }
 
 static void test_read_only(void)
@@ -2100,6 +2165,8 @@ int unit_add_fsvc_suite(void)
 	    !CU_add_test(s, "FALLOCATE: allocate, keep the size, punch, zero; rights", test_fallocate) ||
 	    !CU_add_test(s, "SEEK: data and holes, the end, rights", test_seek) ||
 	    !CU_add_test(s, "COPY: on the server, cut at the end and at its bound; rights", test_copy) ||
+	    !CU_add_test(s, "CLONE: the file system's sharing or error; rights and refusals",
+			 test_clone) ||
 	    !CU_add_test(s, "a fixed thread runs only its own credentials' requests, here",
 			 test_fixed_thread) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache) ||
