@@ -1610,6 +1610,7 @@ const struct file_operations orfs_file_fops = {
 #endif
 	.splice_write	= iter_file_splice_write,
 	.copy_file_range = orfs_copy_file_range,
+	.remap_file_range = orfs_remap_range,
 };
 
 const struct address_space_operations orfs_aops = {

@@ -475,14 +475,16 @@ out:
  * @file: the file, open for writing (vfs_fallocate() checked the mode's
  *	combination, the range and the file's type)
  * @mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
- *	or FALLOC_FL_ZERO_RANGE with or without FALLOC_FL_KEEP_SIZE
+ *	FALLOC_FL_ZERO_RANGE with or without FALLOC_FL_KEEP_SIZE,
+ *	FALLOC_FL_COLLAPSE_RANGE or FALLOC_FL_INSERT_RANGE
  * @offset: the range's start
  * @len: its length
  *
  * Dirty pages go to the server first, so that the server's file is ours
  * when it changes it. A hole or zeroed range leaves our cache of it (and
- * every mapping of it): new faults wait on the mapping's invalidate lock
- * until the server has done it.
+ * every mapping of it), a collapsed or inserted range everything from its
+ * start: new faults wait on the mapping's invalidate lock until the
+ * server has done it.
  *
  * Context: process context, may sleep.
  * Return: 0, -EOPNOTSUPP for other modes (or where the server's file
@@ -492,7 +494,8 @@ long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
 {
 	struct inode *inode = file_inode(file);
 	struct address_space *mapping = inode->i_mapping;
-	bool zeroes = mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE);
+	bool shift = mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE);
+	bool zeroes = shift || (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE));
 	struct orfs_fallocate_req r = {
 		.fh = ORFS_I(inode)->fh,
 		.offset = cpu_to_le64(offset),
@@ -507,13 +510,17 @@ long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
 	case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
 	case FALLOC_FL_ZERO_RANGE:
 	case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
+	case FALLOC_FL_COLLAPSE_RANGE:
+	case FALLOC_FL_INSERT_RANGE:
 		break;
 	default:
 		return -EOPNOTSUPP;
 	}
 	r.mode = cpu_to_le32((mode & FALLOC_FL_KEEP_SIZE ? ORFS_FALLOC_KEEP_SIZE : 0) |
 			     (mode & FALLOC_FL_PUNCH_HOLE ? ORFS_FALLOC_PUNCH_HOLE : 0) |
-			     (mode & FALLOC_FL_ZERO_RANGE ? ORFS_FALLOC_ZERO_RANGE : 0));
+			     (mode & FALLOC_FL_ZERO_RANGE ? ORFS_FALLOC_ZERO_RANGE : 0) |
+			     (mode & FALLOC_FL_COLLAPSE_RANGE ? ORFS_FALLOC_COLLAPSE_RANGE : 0) |
+			     (mode & FALLOC_FL_INSERT_RANGE ? ORFS_FALLOC_INSERT_RANGE : 0));
 	if (orfs_lock_lost(file))
 		return -EIO;
 	inode_lock(inode);
@@ -528,8 +535,17 @@ long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
 		ret = orfs_check_attr(&attr);
 	if (ret)
 		goto out;
-	if (zeroes)
+	if (shift) {
+		/*
+		 * Everything from OFFSET on moved: what we cached of it is
+		 * stale (written back above, nothing dirtied it since under
+		 * the locks), edges included, not to be zeroed.
+		 */
+		if (invalidate_inode_pages2_range(mapping, offset >> PAGE_SHIFT, -1))
+			atomic_inc(&ORFS_I(inode)->stale_gen);
+	} else if (zeroes) {
 		truncate_pagecache_range(inode, offset, offset + len - 1);
+	}
 	/* What a mapping stored past the end reads as zeros once the end moves. */
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && offset + len > i_size_read(inode))
 		orfs_zero_past_eof(inode, i_size_read(inode), offset + len);
@@ -628,6 +644,89 @@ ssize_t orfs_copy_range(struct file *in, loff_t pos_in, struct file *out, loff_t
 free:
 	kfree(rep);
 	return done ? (ssize_t)done : ret;
+}
+
+/**
+ * orfs_remap_range() - FICLONE, FICLONERANGE and FIDEDUPERANGE between files of a mount
+ * @in: the source, open for reading
+ * @pos_in: where the range starts in it
+ * @out: the destination (for a dedupe, open for writing or its caller's)
+ * @pos_out: where the range goes in it
+ * @len: its length (0 for a clone: to the source's end)
+ * @flags: REMAP_FILE_DEDUP for a dedupe; REMAP_FILE_CAN_SHORTEN allowed
+ *
+ * The server's file system shares the blocks (CLONE); ORFS passes what it
+ * can do and its errors through, as NFSv4.2 does. Dirty pages of both
+ * ranges go to the server first; the destination's range then leaves the
+ * page cache and every mapping, page faults waiting on the mapping's
+ * invalidate lock until the server is done.
+ *
+ * Context: process context, may sleep.
+ * Return: bytes remapped, -EXDEV for another mount, -EOPNOTSUPP where the
+ * server or its file system shares no blocks, -EBADE for a dedupe of
+ * ranges that differ, or an error.
+ */
+loff_t orfs_remap_range(struct file *in, loff_t pos_in, struct file *out, loff_t pos_out,
+			loff_t len, unsigned int flags)
+{
+	struct inode *src = file_inode(in), *dst = file_inode(out);
+	struct orfs_sb *sbi = ORFS_SB(dst->i_sb);
+	bool dedupe = flags & REMAP_FILE_DEDUP;
+	loff_t end = len ? pos_out + len - 1 : LLONG_MAX;
+	struct orfs_copy_req r = {
+		.src = ORFS_I(src)->fh,
+		.dst = ORFS_I(dst)->fh,
+		.src_offset = cpu_to_le64(pos_in),
+		.dst_offset = cpu_to_le64(pos_out),
+		.length = cpu_to_le64(len),
+		.flags = cpu_to_le32(dedupe ? ORFS_CLONE_DEDUPE : 0),
+	};
+	struct orfs_copy_rep *rep;
+	u64 n = 0;
+	int ret;
+
+	if (flags & ~(REMAP_FILE_DEDUP | REMAP_FILE_CAN_SHORTEN))
+		return -EINVAL;
+	if (src->i_sb != dst->i_sb)
+		return -EXDEV;
+	if (orfs_lock_lost(out))
+		return -EIO;
+	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	if (!rep)
+		return -ENOMEM;
+	ret = filemap_write_and_wait_range(in->f_mapping, pos_in,
+					   len ? pos_in + len - 1 : LLONG_MAX);
+	if (ret)
+		goto free;
+	inode_lock(dst);
+	filemap_invalidate_lock(dst->i_mapping);
+	ret = filemap_write_and_wait_range(dst->i_mapping, pos_out, end);
+	if (!ret)
+		ret = orfs_call(sbi, ORFS_OP_CLONE, &r, sizeof(r), rep, sizeof(*rep));
+	if (!ret)
+		ret = orfs_check_attr(&rep->attr);
+	if (!ret) {
+		n = le64_to_cpu(rep->copied);
+		if ((len && n > len) || n > LLONG_MAX) {
+			pr_warn_ratelimited("%pISc: CLONE of %lld bytes answered %llu\n",
+					    &sbi->addr, len, n);
+			ret = -EIO;
+		}
+	}
+	if (!ret) {
+		/* Our own change: the range's cached pages are stale, edges too. */
+		if (!dedupe && invalidate_inode_pages2_range(dst->i_mapping, pos_out >> PAGE_SHIFT,
+							     end >> PAGE_SHIFT))
+			atomic_inc(&ORFS_I(dst)->stale_gen);
+		if (le64_to_cpu(rep->attr.size) > i_size_read(dst))
+			orfs_zero_past_eof(dst, i_size_read(dst), le64_to_cpu(rep->attr.size));
+		orfs_refresh_own(dst, &rep->attr);
+	}
+	filemap_invalidate_unlock(dst->i_mapping);
+	inode_unlock(dst);
+free:
+	kfree(rep);
+	return ret ? ret : (loff_t)n;
 }
 
 /* ---- symlinks --------------------------------------------------------- */

@@ -353,6 +353,8 @@ int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia);
 long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len);
 ssize_t orfs_copy_range(struct file *in, loff_t pos_in, struct file *out, loff_t pos_out,
 			size_t len);
+loff_t orfs_remap_range(struct file *in, loff_t pos_in, struct file *out, loff_t pos_out,
+			loff_t len, unsigned int flags);
 int orfs_check_attr(const struct orfs_attr *attr);
 ssize_t orfs_listxattr(struct dentry *dentry, char *list, size_t size);
 extern const struct xattr_handler *orfs_xattr_handlers[];

@@ -46,6 +46,7 @@ static const char *const orfs_op_names[ORFS_NR_OPS] = {
 	[ORFS_OP_FALLOCATE - ORFS_OP_SESSION]	= "FALLOCATE",
 	[ORFS_OP_SEEK - ORFS_OP_SESSION]	= "SEEK",
 	[ORFS_OP_COPY - ORFS_OP_SESSION]	= "COPY",
+	[ORFS_OP_CLONE - ORFS_OP_SESSION]	= "CLONE",
 };
 
 /**
