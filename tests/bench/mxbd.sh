@@ -114,7 +114,9 @@ for ((round = 1; round <= rounds; round++)); do
 done
 # pick D JOB FIELD: the median of FIELD (1-4) over the rounds of D's JOB
 pick() {
-	median $(tr ';' '\n' <<< "${fig[$1-$2]}" | awk -v f="$3" 'NF { print $f }')
+	local v
+	mapfile -t v < <(tr ';' '\n' <<< "${fig[$1-$2]}" | awk -v f="$3" 'NF { print $f }')
+	median "${v[@]}"
 }
 for job in "${jobs[@]}"; do
 	set -- $job

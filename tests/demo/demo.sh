@@ -105,7 +105,7 @@ echo "attached: $dev"
 ctl list
 
 say "The server is killed in the middle of a 48 MiB write and started again: the device holds its I/O, reconnects, and the data arrives whole"
-writes_done() { set -- $(cat "/sys/block/${dev#/dev/}/stat"); echo "$5"; }
+writes_done() { local st; read -r -a st < "/sys/block/${dev#/dev/}/stat"; echo "${st[4]}"; }
 head -c 48M /dev/urandom > /tmp/demo-blk
 dd if=/tmp/demo-blk of="$dev" bs=256k oflag=direct status=none &
 writer=$!

@@ -22,7 +22,7 @@ insmod "$ORFS_KMOD/mxbd/mxbd.ko"
 on_exit "module_loaded mxbd && rmmod mxbd"
 
 # writes_done: writes the block layer has completed on mxbd0
-writes_done() { set -- $(cat /sys/block/mxbd0/stat); echo "$5"; }
+writes_done() { local st; read -r -a st < /sys/block/mxbd0/stat; echo "${st[4]}"; }
 stat_of() { awk -v k="$1" '$1 == k { print $2 }' /sys/block/mxbd0/mxbd/stats; }
 
 step "server killed and restarted under verified fio: no error, every block right"

@@ -127,11 +127,11 @@ fio --name=load --filename=/dev/mxbd0 --direct=1 --ioengine=libaio --rw=randrw -
 	--iodepth=16 --size=64M --time_based --runtime=60 --output=/tmp/fio.out > /dev/null 2>&1 &
 fio=$!
 for ((i = 0; i < 100; i++)); do
-	set -- $(cat /sys/block/mxbd0/stat)
-	[ "$5" -gt 50 ] && break
+	read -r -a st < /sys/block/mxbd0/stat
+	[ "${st[4]}" -gt 50 ] && break
 	sleep 0.1
 done
-[ "$5" -gt 50 ] || fail "the load never started"
+[ "${st[4]}" -gt 50 ] || fail "the load never started"
 t0=$(date +%s)
 timeout 60 "$ORFS_PROJ/tools/mxbdctl" detach mxbd0 force || fail "the detach failed or hung"
 wait $fio && fail "fio saw no error though its device went away"
@@ -157,9 +157,10 @@ fio --name=low --filename=/dev/mxbd2 --direct=1 --ioengine=libaio --rw=write --b
 	--iodepth=16 --size=16M --verify=crc32c --verify_fatal=1 --do_verify=1 \
 	--verify_state_save=0 --output=/tmp/fio.out || { cat /tmp/fio.out; fail "fio on mxbd2"; }
 expect_grep 'err= 0' /tmp/fio.out
-set -- $(cat /sys/block/mxbd2/stat)
-echo "mxbd2: $5 writes of $7 sectors"
-[ "$5" -ge 256 ] && [ "$7" -le $(($5 * 128)) ] || fail "writes larger than 64 KiB: $5 for $7 sectors"
+read -r -a st < /sys/block/mxbd2/stat
+echo "mxbd2: ${st[4]} writes of ${st[6]} sectors"
+[ "${st[4]}" -ge 256 ] && [ "${st[6]}" -le $((st[4] * 128)) ] ||
+	fail "writes larger than 64 KiB: ${st[4]} for ${st[6]} sectors"
 peak=$(ep_max in_flight_peak 2 $port2)
 echo "mxbd2: at most $peak requests in flight on a connection"
 # Four tags, and the once-a-second rescan's INFO, which needs no tag

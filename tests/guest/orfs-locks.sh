@@ -247,14 +247,14 @@ for m in /tmp/m2 /tmp/m1; do
 	touch /tmp/rel-a.then
 	# a asks, and asks again (10 ms, then further apart) while b holds it.
 	sleep 1
-	grep -q then /tmp/out-a && fail "a did not wait for b's byte"
+	grep -q 'then' /tmp/out-a && fail "a did not wait for b's byte"
 	touch /tmp/rel-b.then
-	wait_until 50 grep -q then /tmp/out-b || fail "b's wait for a's byte, which waits for b's, did not end"
-	expect_eq "b's wait, $m" "$(grep then /tmp/out-b)" "then EDEADLK"
+	wait_until 50 grep -q 'then' /tmp/out-b || fail "b's wait for a's byte, which waits for b's, did not end"
+	expect_eq "b's wait, $m" "$(grep 'then' /tmp/out-b)" "then EDEADLK"
 	release b
 	# b's close let its byte go: a's wait ends with it.
-	wait_until 50 grep -q then /tmp/out-a || fail "a did not get b's byte"
-	expect_eq "a's wait, $m" "$(grep then /tmp/out-a)" "then ok"
+	wait_until 50 grep -q 'then' /tmp/out-a || fail "a did not get b's byte"
+	expect_eq "a's wait, $m" "$(grep 'then' /tmp/out-a)" "then ok"
 	release a
 done
 # stopped_wait VAR END: a holds byte 0 and waits for b's byte 1, in a way
@@ -271,17 +271,17 @@ stopped_wait() {
 	"$2"
 	touch /tmp/rel-b.then
 	sleep 0.5
-	grep -q then /tmp/out-b && fail "b's wait for a's byte ended at once ($2): $(grep then /tmp/out-b)"
+	grep -q 'then' /tmp/out-b && fail "b's wait for a's byte ended at once ($2): $(grep 'then' /tmp/out-b)"
 	release a
-	wait_until 50 grep -q then /tmp/out-b || fail "b did not get a's byte once a let go ($2)"
-	expect_eq "b's wait, once a let go ($2)" "$(grep then /tmp/out-b)" "then ok"
+	wait_until 50 grep -q 'then' /tmp/out-b || fail "b did not get a's byte once a let go ($2)"
+	expect_eq "b's wait, once a let go ($2)" "$(grep 'then' /tmp/out-b)" "then ok"
 	release b
 }
 # A waiter that a signal stops says so: the lock that would have closed a
 # chain through it is waited for (before, EDEADLK for the next 2 s).
 signalled() {
-	wait_until 50 grep -q then /tmp/out-a || fail "a's wait was not cut short by its signal"
-	expect_eq "a's wait, stopped by a signal" "$(grep then /tmp/out-a)" "then gave up"
+	wait_until 50 grep -q 'then' /tmp/out-a || fail "a's wait was not cut short by its signal"
+	expect_eq "a's wait, stopped by a signal" "$(grep 'then' /tmp/out-a)" "then gave up"
 }
 stopped_wait LK_THEN_ALARM signalled
 # A waiter killed while it waits has a worker say so, not its own call
@@ -317,7 +317,7 @@ step "a waiter killed in its request the server holds: the connection stays"
 # locked. Three times, a second apart from its start.
 hold k /tmp/m1/f rw setlk w 0 0
 cut=$(dmesg | grep -c "timed out or was killed: disconnecting" || true)
-for i in 1 2 3; do
+for _ in 1 2 3; do
 	python3 /tmp/lk.py /tmp/m2/f rw setlkw w 0 1 > /tmp/out-kw 2>&1 &
 	kw=$!
 	sleep 1
