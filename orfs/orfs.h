@@ -117,6 +117,7 @@ struct orfs_stats {
  * @mounted: when the mount was made (boot-time seconds)
  * @addr: the server
  * @export: the export's name
+ * @secret: key='s secret, read at mount; length 0: none
  * @opts: the options in effect
  * @client_id: names this mount to the server's replay cache
  * @xid: transaction ids
@@ -162,7 +163,7 @@ struct orfs_sb {
 	time64_t		mounted;
 	struct sockaddr_storage	addr;
 	char			export[KNET_NAME_MAX + 1];
-	struct knet_secret	secret;		/* key='s, read at mount; len 0: none */
+	struct knet_secret	secret;
 	struct orfs_opts	opts;
 	u64			client_id;
 	atomic64_t		xid;
@@ -202,6 +203,11 @@ struct orfs_sb {
  * @silly_name: that hidden name, or empty
  * @wb_cred: credentials of the last writer, for write-back (under i_lock)
  * @lock_link: in the mount's @locked list, or empty
+ * @lost: owners whose locks the server lost (under i_lock)
+ * @stale_gen: counts the times another client changed the file; pages in
+ *	use then are dropped later (orfs_revalidate_mapping())
+ * @dropped_gen: the @stale_gen whose pages were last dropped
+ * @drop_mutex: one caller drops them, the others wait for it
  * @unstable: folios written back unstable, not yet committed (file.c;
  *	under i_lock, as @useq, @unstable_bytes and the @dio_* fields)
  * @useq: counts the unstable write-backs that ended: a COMMIT covers those
@@ -223,15 +229,10 @@ struct orfs_inode {
 	char			silly_name[40];
 	const struct cred	*wb_cred;
 	struct list_head	lock_link;
-	struct list_head	lost;		/* owners whose locks the server lost (i_lock) */
-	/*
-	 * Another client changed the file: pages in use then are dropped
-	 * later (orfs_revalidate_mapping()); one caller drops them, under
-	 * drop_mutex, and the others wait for it.
-	 */
+	struct list_head	lost;
 	atomic_t		stale_gen;
 	int			dropped_gen;
-	struct mutex		drop_mutex;	/* serialises the drop */
+	struct mutex		drop_mutex;	/* one caller drops the pages */
 	struct list_head	unstable;
 	u64			useq;
 	unsigned long		unstable_bytes;
