@@ -29,6 +29,7 @@
 /**
  * struct mxbd_opts - what to attach, and how
  * @addr: the server
+ * @srcaddr: the address to connect from (family 0: the routing's choice)
  * @volume: the volume's name on it
  * @nr_queues: hardware queues (connections), 1 to MXBD_MAX_QUEUES
  * @io_timeout: seconds without an answer before the connection is dropped
@@ -40,10 +41,12 @@
  * @max_io: largest request in bytes, a multiple of the page size; 0 for
  *	the server's largest (it can only lower it)
  * @read_only: attach read-only even if the server allows writes
+ * @key: key=, the logon key "knet:KEY" holding the secret; "" for none
+ * @secret: that key's secret, read at attach
  */
 struct mxbd_opts {
 	struct sockaddr_storage	addr;
-	struct sockaddr_storage	srcaddr;	/* connect from it; family 0: routing's */
+	struct sockaddr_storage	srcaddr;
 	char			volume[KNET_NAME_MAX + 1];
 	unsigned int		nr_queues;
 	unsigned int		io_timeout;
@@ -51,8 +54,8 @@ struct mxbd_opts {
 	unsigned int		queue_depth;
 	unsigned int		max_io;
 	bool			read_only;
-	char			key[KNET_NAME_MAX + 1];	/* key=: logon key "knet:key"; "": none */
-	struct knet_secret	secret;		/* its secret, read at attach */
+	char			key[KNET_NAME_MAX + 1];
+	struct knet_secret	secret;
 };
 
 /*
