@@ -7,11 +7,13 @@
 #   make demo        build, boot a guest, show the suite at work
 #   make check       unit tests, static checks, in-guest tests on 6.1 and 6.12
 #                    (over soft-RoCE; the transport's tests over soft-iWARP on 6.12)
+#   make check-quick what needs no guest: builds for both kernels, unit tests (also
+#                    under ASan/UBSan), checkpatch, kernel-doc, shellcheck, sparse
 #   make check-iwarp the transport's in-guest tests over soft-iWARP on both kernels
 #   make debug-kernel  build (once) the 6.12 debug kernel: KASAN, lockdep, kmemleak...
 #   make check-debug the in-guest tests on the debug kernel, over rxe and siw
 #   make bench       benchmarks in the guest (BENCH=<name> for one)
-#   make lint        checkpatch over our kernel code
+#   make lint        checkpatch and kernel-doc over our kernel code, shellcheck
 #   make sparse      sparse over our kernel code, every installed kernel
 #   make fuzz        the server's decoding under libFuzzer (FUZZ_SECONDS=30)
 #   make install     server, tools, man page, systemd unit, modules (DESTDIR=)
@@ -48,7 +50,7 @@ FAB_SRC := server/fab.c
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h)
 
-.PHONY: all modules modules-all userspace deps demo check check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
+.PHONY: all modules modules-all userspace deps demo check check-quick check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
 all: modules userspace
 
 help:
@@ -118,6 +120,13 @@ $(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c $(USER_HDR)
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c -lcunit -lcrypto
 
+# The same under AddressSanitizer and UndefinedBehaviorSanitizer: any report fails it.
+$(BIN)/unit-tests-asan: $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -pthread -o $@ $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c \
+		-lcunit -lcrypto
+
 # The fuzzer (clang's libFuzzer with ASan and UBSan) and its seed writer.
 FUZZ_CC ?= clang-14
 FUZZ_CFLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined \
@@ -149,6 +158,9 @@ demo: deps
 
 check: deps
 	@tools/check.sh
+
+check-quick: deps
+	@CHECK_QUICK=1 tools/check.sh
 
 # siw.ko, which Debian's kernels lack, built from their linux-source packages.
 siw: deps

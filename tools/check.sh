@@ -4,8 +4,10 @@
 # tools/check.sh (make check): everything that decides whether a change may
 # land, in this order:
 #   1. build: modules for every installed kernel with W=1 -Werror, userspace
-#   2. unit tests (CUnit), the harness's own tests, a bounded fuzzing run
-#   3. static checks: checkpatch, sparse on 6.1 and 6.12
+#   2. unit tests (CUnit), again under ASan and UBSan, the harness's own
+#      tests, a bounded fuzzing run
+#   3. static checks: checkpatch, kernel-doc, shellcheck, sparse on 6.1
+#      and 6.12
 #   4. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh and the demo,
 #      tests/demo/demo.sh) over soft-RoCE (rxe); on 6.12 the tests of the
 #      transport (knet, block, mxbd, orfs) run over soft-iWARP (siw) instead,
@@ -15,11 +17,13 @@
 # and a closing line "N passed, N failed" (", N skipped" when any skipped,
 # each with its reason above). Exits non-zero on any failure.
 #
+# CHECK_QUICK=1 (make check-quick) stops after 3 and skips the fuzzing:
+# every check that needs no guest, in a few minutes.
 # CHECK_KERNELS="6.1 6.12" and CHECK_TESTS="tests/guest/x.sh ..." narrow it;
 # CHECK_IWARP_KERNELS names the kernels whose transport tests run over siw
 # (default 6.12; empty: none, "6.1 6.12": both).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=tools/lib-kernel.sh
 . tools/lib-kernel.sh
 
@@ -93,13 +97,16 @@ if [ -x build/bin/unit-tests ]; then
 		fi
 	fi
 fi
+run_item "unit tests under ASan and UBSan" "$log/unit-asan.log" \
+	bash -c 'make --no-print-directory build/bin/unit-tests-asan && build/bin/unit-tests-asan'
 run_item "harness self-test" "$log/harness.log" tests/harness/test-verdicts.sh
 # Crashes, sanitizer reports and broken invariants stop the fuzzer non-zero.
-run_item "fuzz server decoding for ${FUZZ_SECONDS:-30} s (libFuzzer, ASan, UBSan)" \
-	"$log/fuzz.log" make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+[ "${CHECK_QUICK:-0}" = 1 ] ||
+	run_item "fuzz server decoding for ${FUZZ_SECONDS:-30} s (libFuzzer, ASan, UBSan)" \
+		"$log/fuzz.log" make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 
 echo "== static checks"
-run_item "checkpatch" "$log/lint.log" tools/lint.sh
+run_item "checkpatch, kernel-doc, shellcheck" "$log/lint.log" tools/lint.sh
 for v in "${kernels[@]}"; do
 	# C=2 runs sparse on every file even when its object is up to date.
 	if make --no-print-directory "$jobs" modules KVER="$v" C=2 > "$log/sparse-$v.log" 2>&1 &&
@@ -111,14 +118,23 @@ for v in "${kernels[@]}"; do
 	fi
 done
 
+# make check-quick: what needs no guest, in a few minutes.
+[ "${CHECK_QUICK:-0}" = 1 ] && finish
 if [ "$build_ok" -ne 1 ]; then
 	ko "in-guest tests: not run, the build failed"
 	finish
 fi
 
 # The demo runs too, so that what `make demo` shows cannot go stale.
-mapfile -t tests < <(if [ -n "${CHECK_TESTS:-}" ]; then printf '%s\n' $CHECK_TESTS; \
-	else ls tests/guest/*.sh | grep -v '/lib\.sh$'; echo tests/demo/demo.sh; fi)
+if [ -n "${CHECK_TESTS:-}" ]; then
+	read -r -a tests <<< "$CHECK_TESTS"
+else
+	tests=()
+	for t in tests/guest/*.sh; do
+		[ "$t" = tests/guest/lib.sh ] || tests+=("$t")
+	done
+	tests+=(tests/demo/demo.sh)
+fi
 read -r -a iwarp_tests <<< "$IWARP_TESTS"
 iwarp_kernels=()
 for k in ${CHECK_IWARP_KERNELS-6.12}; do

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/lint.sh (make lint): checkpatch over our kernel code. checkpatch is
+# tools/lint.sh (make lint): checkpatch and kernel-doc over our kernel
+# code, shellcheck over our shell scripts. checkpatch and kernel-doc are
 # extracted at run time from Debian's linux-source-6.1 package into build/
 # and never committed. Exits non-zero on any error or warning.
 set -euo pipefail
@@ -10,12 +11,12 @@ cd "$(dirname "$0")/.."
 tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1 || true)
 [ -n "$tarball" ] || { echo "lint: linux-source-6.1 is not installed (run 'make deps')" >&2; exit 2; }
 cp_dir=build/checkpatch
-if [ ! -x "$cp_dir/scripts/checkpatch.pl" ] || [ "$tarball" -nt "$cp_dir/scripts/checkpatch.pl" ]; then
+if [ ! -x "$cp_dir/scripts/kernel-doc" ] || [ "$tarball" -nt "$cp_dir/scripts/checkpatch.pl" ]; then
 	rm -rf "$cp_dir"
 	mkdir -p "$cp_dir"
 	tar -xf "$tarball" -C "$cp_dir" --strip-components=1 --wildcards \
 		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
-		'*/scripts/const_structs.checkpatch'
+		'*/scripts/const_structs.checkpatch' '*/scripts/kernel-doc'
 fi
 
 mapfile -t files < <(git ls-files -co --exclude-standard -- \
@@ -39,3 +40,18 @@ if [ ${#trace[@]} -gt 0 ]; then
 		-f "${trace[@]}"
 fi
 echo "lint: checkpatch clean on ${#files[@]} files"
+
+# kernel-doc: every documented function and structure says what each of
+# its parameters and members is (warnings only; no output is made).
+kdoc=$("$cp_dir/scripts/kernel-doc" -none "${files[@]}" 2>&1)
+[ -z "$kdoc" ] || { echo "$kdoc"; echo "lint: kernel-doc warnings" >&2; exit 1; }
+echo "lint: kernel-doc clean on ${#files[@]} files"
+
+# Every script of ours, by its #! line, through shellcheck (warnings, errors).
+command -v shellcheck > /dev/null || { echo "lint: shellcheck is not installed (run 'make deps')" >&2; exit 2; }
+scripts=()
+while IFS= read -r f; do
+	[ -f "$f" ] && head -n 1 "$f" | grep -qE '^#!.*[/ ](ba)?sh( |$)' && scripts+=("$f")
+done < <(git ls-files -co --exclude-standard -- ':!build')
+shellcheck -x -S warning "${scripts[@]}"
+echo "lint: shellcheck clean on ${#scripts[@]} scripts"
