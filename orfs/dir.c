@@ -176,6 +176,11 @@ static int orfs_new_entry(struct inode *dir, struct dentry *dentry, u16 op, umod
 
 	if (tlen > ORFS_PATH_MAX)
 		return -ENAMETOOLONG;
+	if (op != ORFS_OP_SYMLINK) {
+		ret = orfs_acl_mode(dir, &mode);
+		if (ret)
+			return ret;
+	}
 	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
 	if (!rep)
 		return -ENOMEM;
@@ -557,6 +562,7 @@ const struct inode_operations orfs_dir_iops = {
 	.getattr	= orfs_getattr,
 	.setattr	= orfs_setattr,
 	.listxattr	= orfs_listxattr,
+	ORFS_ACL_IOPS
 };
 
 const struct file_operations orfs_dir_fops = {

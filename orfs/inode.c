@@ -10,6 +10,8 @@
 #include <linux/namei.h>
 #include <linux/falloc.h>	/* after a header with the kernel's types */
 #include <linux/pagemap.h>
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
 #include <linux/slab.h>
 #include <linux/xattr.h>
 
@@ -31,12 +33,29 @@ static void orfs_set_times(struct inode *inode, const struct orfs_attr *a)
 	inode_set_mtime_to_ts(inode, orfs_ts(&a->mtime));
 	inode_set_ctime_to_ts(inode, orfs_ts(&a->ctime));
 }
+
+/* Did the ctime move while the mtime stayed (a change of metadata alone)? */
+static bool orfs_meta_moved(struct inode *inode, const struct orfs_attr *a)
+{
+	struct timespec64 c = orfs_ts(&a->ctime), m = orfs_ts(&a->mtime);
+	struct timespec64 ic = inode_get_ctime(inode), im = inode_get_mtime(inode);
+
+	return !timespec64_equal(&c, &ic) && timespec64_equal(&m, &im);
+}
 #else
 static void orfs_set_times(struct inode *inode, const struct orfs_attr *a)
 {
 	inode->i_atime = orfs_ts(&a->atime);
 	inode->i_mtime = orfs_ts(&a->mtime);
 	inode->i_ctime = orfs_ts(&a->ctime);
+}
+
+/* Did the ctime move while the mtime stayed (a change of metadata alone)? */
+static bool orfs_meta_moved(struct inode *inode, const struct orfs_attr *a)
+{
+	struct timespec64 c = orfs_ts(&a->ctime), m = orfs_ts(&a->mtime);
+
+	return !timespec64_equal(&c, &inode->i_ctime) && timespec64_equal(&m, &inode->i_mtime);
 }
 #endif
 
@@ -100,7 +119,7 @@ static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool 
 	loff_t size = le64_to_cpu(a->size);
 	struct folio *eof = NULL;
 	unsigned int nlink;
-	bool moved;
+	bool moved, acls;
 
 	/*
 	 * Another client grew the file: what a mapping stored past our end is
@@ -110,6 +129,14 @@ static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool 
 	if (!own && S_ISREG(inode->i_mode))
 		eof = orfs_clear_past_eof(inode, i_size_read(inode), size);
 	spin_lock(&inode->i_lock);
+	/*
+	 * ACLs changed with the metadata alone: the ctime, not the mtime
+	 * (which a directory's entries and a file's data move), or the
+	 * mode, owner or group (a chmod changes an ACL's mask).
+	 */
+	acls = orfs_meta_moved(inode, a) ||
+	       (inode->i_mode & ~S_IFMT) != (le32_to_cpu(a->mode) & ~S_IFMT) ||
+	       i_uid_read(inode) != le32_to_cpu(a->uid) || i_gid_read(inode) != le32_to_cpu(a->gid);
 	inode->i_mode = (inode->i_mode & S_IFMT) | (le32_to_cpu(a->mode) & ~S_IFMT);
 	nlink = le32_to_cpu(a->nlink);
 	/* The hidden name of an unlinked open file is not a link the user made. */
@@ -139,6 +166,8 @@ static void __orfs_refresh(struct inode *inode, const struct orfs_attr *a, bool 
 		folio_unlock(eof);
 		folio_put(eof);
 	}
+	if (acls)
+		forget_all_cached_acls(inode);
 
 	/*
 	 * Someone else changed the file: what we cached of it is stale. What
@@ -779,11 +808,16 @@ out:
 
 /* ---- xattrs ----------------------------------------------------------- */
 
-/*
- * GETXATTR of NAME, or LISTXATTR when NAME is NULL: the size of the value
- * (or of the names), and the bytes themselves into BUF when SIZE is not 0.
+/**
+ * orfs_xattr_fetch() - GETXATTR or LISTXATTR
+ * @inode: the file
+ * @name: the attribute's full name, or NULL for the list of names
+ * @buf: where the value (or the names) go when @size is not 0
+ * @size: room at @buf, or 0 to ask the size
+ *
+ * Return: the size of the value (or of the names), or a negative errno.
  */
-static ssize_t orfs_xattr_fetch(struct inode *inode, const char *name, void *buf, size_t size)
+ssize_t orfs_xattr_fetch(struct inode *inode, const char *name, void *buf, size_t size)
 {
 	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
 	u32 room = min_t(size_t, size, ORFS_XATTR_REPLY_MAX), len, vlen;
@@ -836,12 +870,20 @@ static int orfs_xattr_get(const struct xattr_handler *h, struct dentry *dentry,
 	return orfs_xattr_fetch(inode, xattr_full_name(h, name), buf, size);
 }
 
-static int orfs_xattr_set(const struct xattr_handler *h, orfs_idmap_t *map,
-			  struct dentry *dentry, struct inode *inode, const char *name,
-			  const void *value, size_t size, int flags)
+/**
+ * orfs_xattr_store() - SETXATTR, or REMOVEXATTR when @value is NULL
+ * @inode: the file
+ * @full: the attribute's full name
+ * @value: its value, or NULL to remove it
+ * @size: bytes at @value
+ * @flags: XATTR_CREATE or XATTR_REPLACE, or 0
+ *
+ * Return: 0 or a negative errno.
+ */
+int orfs_xattr_store(struct inode *inode, const char *full, const void *value, size_t size,
+		     int flags)
 {
 	struct orfs_sb *sbi = ORFS_SB(inode->i_sb);
-	const char *full = xattr_full_name(h, name);
 	struct orfs_fhop_req *r;
 	struct orfs_msg m;
 	int ret;
@@ -865,6 +907,13 @@ static int orfs_xattr_set(const struct xattr_handler *h, orfs_idmap_t *map,
 	if (!ret)
 		orfs_attr_expire(inode);
 	return ret;
+}
+
+static int orfs_xattr_set(const struct xattr_handler *h, orfs_idmap_t *map,
+			  struct dentry *dentry, struct inode *inode, const char *name,
+			  const void *value, size_t size, int flags)
+{
+	return orfs_xattr_store(inode, xattr_full_name(h, name), value, size, flags);
 }
 
 /**
@@ -900,6 +949,11 @@ static const struct xattr_handler orfs_xattr_trusted = {
 const struct xattr_handler *orfs_xattr_handlers[] = {
 	&orfs_xattr_user,
 	&orfs_xattr_trusted,
+#ifndef ORFS_HAVE_GET_INODE_ACL
+	/* Before 6.2, system.posix_acl_* go through handlers to ->get_acl(). */
+	&posix_acl_access_xattr_handler,
+	&posix_acl_default_xattr_handler,
+#endif
 	NULL,
 };
 
@@ -907,6 +961,7 @@ const struct inode_operations orfs_file_iops = {
 	.getattr	= orfs_getattr,
 	.setattr	= orfs_setattr,
 	.listxattr	= orfs_listxattr,
+	ORFS_ACL_IOPS
 };
 
 const struct inode_operations orfs_symlink_iops = {
@@ -920,4 +975,5 @@ const struct inode_operations orfs_special_iops = {
 	.getattr	= orfs_getattr,
 	.setattr	= orfs_setattr,
 	.listxattr	= orfs_listxattr,
+	ORFS_ACL_IOPS
 };

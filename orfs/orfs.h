@@ -357,6 +357,28 @@ ssize_t orfs_copy_range(struct file *in, loff_t pos_in, struct file *out, loff_t
 loff_t orfs_remap_range(struct file *in, loff_t pos_in, struct file *out, loff_t pos_out,
 			loff_t len, unsigned int flags);
 int orfs_check_attr(const struct orfs_attr *attr);
+ssize_t orfs_xattr_fetch(struct inode *inode, const char *name, void *buf, size_t size);
+int orfs_xattr_store(struct inode *inode, const char *full, const void *value, size_t size,
+		     int flags);
+
+/* acl.c */
+int orfs_acl_mode(struct inode *dir, umode_t *mode);
+#ifdef ORFS_HAVE_GET_INODE_ACL
+struct posix_acl *orfs_get_inode_acl(struct inode *inode, int type, bool rcu);
+struct posix_acl *orfs_get_acl(struct mnt_idmap *map, struct dentry *dentry, int type);
+int orfs_set_acl(struct mnt_idmap *map, struct dentry *dentry, struct posix_acl *acl, int type);
+#define ORFS_ACL_IOPS					\
+	.get_inode_acl	= orfs_get_inode_acl,		\
+	.get_acl	= orfs_get_acl,			\
+	.set_acl	= orfs_set_acl,
+#else
+struct posix_acl *orfs_get_acl(struct inode *inode, int type, bool rcu);
+int orfs_set_acl(struct user_namespace *ns, struct inode *inode, struct posix_acl *acl,
+		 int type);
+#define ORFS_ACL_IOPS					\
+	.get_acl	= orfs_get_acl,			\
+	.set_acl	= orfs_set_acl,
+#endif
 ssize_t orfs_listxattr(struct dentry *dentry, char *list, size_t size);
 extern const struct xattr_handler *orfs_xattr_handlers[];
 

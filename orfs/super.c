@@ -434,6 +434,8 @@ static int orfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize_bits = PAGE_SHIFT;
 	sb->s_time_gran = 1;
 	sb->s_flags |= SB_NOSEC;
+	/* ACLs are the server's: the VFS leaves the umask to orfs_acl_mode(). */
+	sb->s_flags |= SB_POSIXACL;
 
 	ret = orfs_connect(sbi);
 	if (ret) {
