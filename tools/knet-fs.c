@@ -282,6 +282,8 @@ static const char *type_name(uint32_t mode)
 	case S_IFLNK: return "symlink";
 	case S_IFIFO: return "fifo";
 	case S_IFSOCK: return "socket";
+	case S_IFCHR: return "chr";
+	case S_IFBLK: return "blk";
 	default: return "other";
 	}
 }
@@ -310,6 +312,9 @@ static int make(struct fsc *c, uint16_t op, const char *path, uint32_t mode, uin
 	r.dir = dir.fh;
 	r.mode = htole32(mode);
 	r.flags = htole32(flags);
+	/* A character device is the null device, 1:3 (0:0 is a whiteout). */
+	if (S_ISCHR(mode))
+		r.rdev = htole64(1ULL << 32 | 3);
 	m_start(&m, c, op);
 	m_put(&m, &r, sizeof(r));
 	m_name(&m, name);
