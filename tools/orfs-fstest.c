@@ -22,9 +22,11 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,6 +235,33 @@ static int t_rename_ctime(struct ctx *c)
 	      "the first exchanged file's ctime did not move");
 	CHECK(c, !stat(P(c, "rc1"), &b) && b.st_ino == a.st_ino && ts_after(&b.st_ctim, &a.st_ctim),
 	      "the second exchanged file's ctime did not move");
+	return 0;
+}
+
+/*
+ * Device nodes made by root keep their type and numbers, and open as the
+ * device of the host that opens them (here the null device: writes
+ * vanish, reads end at once).
+ */
+static int t_devices(struct ctx *c)
+{
+	struct stat st;
+	char buf[8];
+	int fd;
+
+	CHECK(c, !mknod(P(c, "null"), S_IFCHR | 0666, makedev(1, 3)), "mknod of a character device");
+	CHECK(c, !lstat(P(c, "null"), &st) && S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&
+	      minor(st.st_rdev) == 3, "character device 1:3: mode %o, %u:%u", st.st_mode,
+	      major(st.st_rdev), minor(st.st_rdev));
+	CHECK(c, !mknod(P(c, "blk"), S_IFBLK | 0600, makedev(259, 0xfffff)), "mknod of a block device");
+	CHECK(c, !lstat(P(c, "blk"), &st) && S_ISBLK(st.st_mode) && major(st.st_rdev) == 259 &&
+	      minor(st.st_rdev) == 0xfffff, "block device 259:1048575: %u:%u", major(st.st_rdev),
+	      minor(st.st_rdev));
+	fd = open(P(c, "null"), O_RDWR);
+	CHECK(c, fd >= 0, "open the null device");
+	CHECK(c, write(fd, "gone", 4) == 4 && read(fd, buf, sizeof(buf)) == 0, "the null device");
+	close(fd);
+	CHECK(c, !unlink(P(c, "null")) && !unlink(P(c, "blk")), "unlink");
 	return 0;
 }
 
@@ -632,6 +661,9 @@ static int t_perms(struct ctx *c, uid_t uid)
 		errno = 0;
 		if (chmod(P(c, "p/public"), 0666) == 0 || errno != EPERM)
 			_exit(10);
+		errno = 0;
+		if (mknod(P(c, "p/mine/dev"), S_IFCHR | 0666, makedev(1, 3)) == 0 || errno != EPERM)
+			_exit(14);
 		/*
 		 * A descriptor keeps the rights it was opened with: a file
 		 * created without write permission is written and truncated
@@ -663,6 +695,98 @@ static int t_perms(struct ctx *c, uid_t uid)
 	return 0;
 }
 
+/* A POSIX ACL entry in the kernel's xattr form (linux/posix_acl_xattr.h). */
+struct acl_ent {
+	uint16_t	tag;
+	uint16_t	perm;
+	uint32_t	id;
+};
+
+enum { ACL_USER_OBJ = 1, ACL_USER = 2, ACL_GROUP_OBJ = 4, ACL_MASK = 0x10, ACL_OTHER = 0x20 };
+
+/* Set NAME's ACL XATTR to N entries (little-endian hosts, as the form is). */
+static int acl_set(const char *path, const char *xattr, const struct acl_ent *e, int n)
+{
+	uint8_t buf[4 + 8 * 8];
+	uint32_t version = 2;
+
+	memcpy(buf, &version, 4);
+	memcpy(buf + 4, e, (size_t)n * sizeof(*e));
+	return setxattr(path, xattr, buf, 4 + (size_t)n * sizeof(*e), 0);
+}
+
+/* As UID: open PATH with FLAGS; 0 or the errno. */
+static int open_as(uid_t uid, const char *path, int flags)
+{
+	int st, fd;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+			_exit(250);
+		fd = open(path, flags);
+		_exit(fd < 0 ? errno : 0);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/*
+ * POSIX ACLs: an access ACL grants UID what the mode does not, and no
+ * one else; getxattr gives it back; a directory's default ACL is
+ * inherited by a new file (its mode's group bits become the ACL's mask);
+ * removing the ACL takes the grant away at once.
+ */
+static int t_acl(struct ctx *c, uid_t uid)
+{
+	const struct acl_ent acc[] = {
+		{ ACL_USER_OBJ, 6, 0xffffffff }, { ACL_USER, 4, uid }, { ACL_GROUP_OBJ, 0, 0xffffffff },
+		{ ACL_MASK, 4, 0xffffffff }, { ACL_OTHER, 0, 0xffffffff },
+	};
+	const struct acl_ent def[] = {
+		{ ACL_USER_OBJ, 7, 0xffffffff }, { ACL_USER, 7, uid }, { ACL_GROUP_OBJ, 5, 0xffffffff },
+		{ ACL_MASK, 7, 0xffffffff }, { ACL_OTHER, 0, 0xffffffff },
+	};
+	uint8_t buf[128];
+	struct stat st;
+	ssize_t n;
+
+	CHECK(c, !mkdir(P(c, "acl"), 0755) && !chmod(P(c, "acl"), 0755) &&
+	      !put(P(c, "acl/f"), "secret", 0) && !chmod(P(c, "acl/f"), 0600), "setup");
+	CHECK(c, open_as(uid, P(c, "acl/f"), O_RDONLY) == EACCES, "readable before the ACL");
+	CHECK(c, !acl_set(P(c, "acl/f"), "system.posix_acl_access", acc, 5), "set an access ACL");
+	n = getxattr(P(c, "acl/f"), "system.posix_acl_access", buf, sizeof(buf));
+	CHECK(c, n == 4 + 5 * 8 && !memcmp(buf + 4, acc, sizeof(acc)), "the ACL read back (%zd bytes)",
+	      n);
+	CHECK(c, !stat(P(c, "acl/f"), &st) && (st.st_mode & 0777) == 0640,
+	      "the mode's group bits are the mask: %o", st.st_mode & 0777);
+	CHECK(c, open_as(uid, P(c, "acl/f"), O_RDONLY) == 0, "the ACL's reader refused");
+	CHECK(c, open_as(uid, P(c, "acl/f"), O_WRONLY) == EACCES, "the ACL's reader may write");
+	CHECK(c, open_as(uid + 1, P(c, "acl/f"), O_RDONLY) == EACCES, "another user may read");
+	CHECK(c, !removexattr(P(c, "acl/f"), "system.posix_acl_access"), "remove the ACL");
+	CHECK(c, open_as(uid, P(c, "acl/f"), O_RDONLY) == EACCES, "readable after its removal");
+	/* A default ACL, inherited; the umask does not apply where one is. */
+	CHECK(c, !acl_set(P(c, "acl"), "system.posix_acl_default", def, 5), "set a default ACL");
+	{
+		mode_t old = umask(022);
+		int fd = open(P(c, "acl/new"), O_CREAT | O_WRONLY, 0666);
+
+		umask(old);
+		CHECK(c, fd >= 0 && !close(fd), "create under a default ACL");
+	}
+	CHECK(c, !stat(P(c, "acl/new"), &st) && (st.st_mode & 0777) == 0660,
+	      "mode %o made 0666 under umask 022 and a default ACL (want 0660)",
+	      st.st_mode & 0777);
+	n = getxattr(P(c, "acl/new"), "system.posix_acl_access", buf, sizeof(buf));
+	CHECK(c, n == 4 + 5 * 8, "the inherited ACL (%zd bytes)", n);
+	CHECK(c, open_as(uid, P(c, "acl/new"), O_WRONLY) == 0, "the default ACL's user may not write");
+	CHECK(c, open_as(uid, P(c, "acl/new"), O_RDONLY) == 0, "the default ACL's user reads");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -672,7 +796,8 @@ int main(int argc, char **argv)
 		{ "create-flags", t_create_flags }, { "unlink-open", t_unlink_open },
 		{ "dirs", t_dirs }, { "rename", t_rename }, { "rename-ctime", t_rename_ctime },
 		{ "readdir", t_readdir },
-		{ "links", t_links }, { "attrs", t_attrs }, { "xattr", t_xattr },
+		{ "links", t_links }, { "devices", t_devices }, { "attrs", t_attrs },
+		{ "xattr", t_xattr },
 		{ "sync-statfs", t_sync_statfs }, { "fallocate", t_fallocate }, { "seek", t_seek },
 		{ "copy-range", t_copy_range },
 		{ "mmap", t_mmap },
@@ -698,6 +823,11 @@ int main(int argc, char **argv)
 			c.failed = 1;
 		else
 			printf("ok permissions\n");
+		c.check = "acl";
+		if (t_acl(&c, (uid_t)strtoul(argv[2], NULL, 0)))
+			c.failed = 1;
+		else
+			printf("ok acl\n");
 	}
 	return c.failed;
 }

@@ -17,7 +17,7 @@ state=/tmp/orfs-state
 load_suite
 # The export and the reference are directories of one ext4 file system
 # on a RAM disk (tmpfs of 6.1 has neither user xattrs nor O_DIRECT).
-modprobe brd rd_nr=1 rd_size=$((512 * 1024))
+modprobe brd rd_nr=2 rd_size=$((512 * 1024))
 on_exit "rmmod brd"
 mkfs.ext4 -q -F /dev/ram0
 mkdir -p /tmp/e4 /tmp/mnt
@@ -163,12 +163,22 @@ step "the POSIX checks pass on ext4 (the reference) and on ORFS exporting it, as
 mnt
 mkdir /tmp/mnt/fs
 "$ft" /tmp/mnt/fs 1000 | tee /tmp/orfs.out
-expect_eq "checks passed on ORFS" "$(grep -c '^ok ' /tmp/orfs.out)" 17
+expect_eq "checks passed on ORFS" "$(grep -c '^ok ' /tmp/orfs.out)" 19
 # A mapped store past the end of a file shows once the file grows, on
 # 6.1's ext4 (not on 6.12's): the reference is right on the others.
-expect_eq "checks passed on ext4" "$(grep -v '^ok mmap-eof$' /tmp/ref.out | grep -c '^ok ')" 16
+expect_eq "checks passed on ext4" "$(grep -v '^ok mmap-eof$' /tmp/ref.out | grep -c '^ok ')" 18
 ((!k612)) || expect_grep '^ok mmap-eof$' /tmp/ref.out
 expect_grep '^direct: alignment 1$' /tmp/orfs.out
+# A device node made through ORFS is one on the server too, and opens
+# here as this host's device unless the mount says nodev.
+mknod /tmp/mnt/fs/nulldev c 1 3
+[ -c "$exp/fs/nulldev" ] && [ "$(stat -c %t:%T "$exp/fs/nulldev")" = 1:3 ] ||
+	fail "the server's node is not character device 1:3"
+echo gone > /tmp/mnt/fs/nulldev
+mount -o remount,nodev /tmp/mnt
+if (echo gone > /tmp/mnt/fs/nulldev) 2> /tmp/err; then fail "a device node opened on a nodev mount"; fi
+expect_grep 'Permission denied' /tmp/err
+mount -o remount,dev /tmp/mnt
 rm -rf /tmp/mnt/fs
 [ -z "$(ls -A $exp)" ] || fail "rm -rf left $(ls -A $exp)"
 
@@ -427,6 +437,70 @@ stop_server
 n=$(sed -n 's/.*(\([0-9]*\) file service requests).*/\1/p' "$ORFS_SERVER_LOG")
 echo "$n file service requests ran on the progress thread"
 [ "${n:-0}" -ge 200 ] || fail "only '$n' requests ran on the progress thread"
+start_server -s $state -e data=$exp,no_root_squash
+
+step "what the export's file system can do passes through: reflink, dedupe, collapse and insert on XFS; ext4 refuses reflink"
+# An XFS export (reflink by default) beside the ext4 one; every result is
+# checked against the bytes it must give and against the server's file.
+modprobe xfs
+mkfs.xfs -q -f /dev/ram1
+mkdir -p /tmp/xfs
+mount /dev/ram1 /tmp/xfs
+on_exit "umount /tmp/xfs"
+mkdir /tmp/xfs/exp
+stop_server
+start_server -s $state -e data=$exp,no_root_squash -e xfs=/tmp/xfs/exp,no_root_squash
+mount -t orfs "$ORFS_ADDR:/xfs" /tmp/mnt
+head -c 4M /dev/urandom > /tmp/mnt/src
+cp --reflink=always /tmp/mnt/src /tmp/mnt/clone || fail "FICLONE through ORFS"
+cmp /tmp/mnt/src /tmp/mnt/clone || fail "the clone reads differently"
+cmp /tmp/xfs/exp/src /tmp/xfs/exp/clone || fail "the server's clone differs"
+# The server's two files share their blocks (FIEMAP_EXTENT_SHARED, 0x2000).
+xfs_io -r -c "fiemap -v" /tmp/xfs/exp/clone | awk 'NR > 2 { print $NF }' > /tmp/flags
+grep -q '0x[0-9a-f]*2[0-9a-f][0-9a-f][0-9a-f]$' /tmp/flags || { cat /tmp/flags; fail "no shared extent"; }
+# FICLONERANGE of 1 MiB into the middle of another file.
+head -c 4M /dev/zero > /tmp/mnt/part
+xfs_io -c "reflink /tmp/mnt/src 1048576 2097152 1048576" /tmp/mnt/part > /dev/null ||
+	fail "FICLONERANGE through ORFS"
+python3 - /tmp/mnt/src /tmp/mnt/part <<'EOF'
+import sys
+s, p = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+want = bytes(2 << 20) + s[1 << 20:2 << 20] + bytes(1 << 20)
+sys.exit(0 if p == want else "the cloned range reads wrong")
+EOF
+# FIDEDUPERANGE: same bytes are shared, different bytes are refused.
+cp /tmp/mnt/src /tmp/mnt/same
+xfs_io -c "dedupe /tmp/mnt/src 0 0 4194304" /tmp/mnt/same | tee /tmp/out
+expect_grep 'deduped 4194304/4194304 bytes' /tmp/out
+xfs_io -c "dedupe /tmp/mnt/src 0 0 4194304" /tmp/mnt/part > /tmp/out 2>&1 || true
+cat /tmp/out
+expect_grep '(differ|did not match)' /tmp/out
+# Collapse and insert move what follows, in the cache as on the server.
+cp /tmp/mnt/src /tmp/mnt/shift
+cat /tmp/mnt/shift > /dev/null	# cached before the shift
+xfs_io -c "fcollapse 65536 65536" /tmp/mnt/shift || fail "FALLOC_FL_COLLAPSE_RANGE"
+xfs_io -c "finsert 0 4096" /tmp/mnt/shift || fail "FALLOC_FL_INSERT_RANGE"
+python3 - /tmp/mnt/src /tmp/mnt/shift /tmp/xfs/exp/shift <<'EOF'
+import sys
+s = open(sys.argv[1], "rb").read()
+want = bytes(4096) + s[:65536] + s[131072:]
+for f in sys.argv[2:]:
+    if open(f, "rb").read() != want:
+        sys.exit(f"{f}: collapse then insert read wrong")
+EOF
+echo "clone, range clone, dedupe, collapse and insert: all verified"
+umnt
+# ext4 shares no blocks: its error, not ours.
+mnt
+head -c 64k /dev/urandom > /tmp/mnt/e4src
+if cp --reflink=always /tmp/mnt/e4src /tmp/mnt/e4clone 2> /tmp/err; then
+	fail "a reflink on ext4 succeeded"
+fi
+cat /tmp/err
+expect_grep 'Operation not supported' /tmp/err
+rm -f /tmp/mnt/e4src /tmp/mnt/e4clone
+umnt
+stop_server
 start_server -s $state -e data=$exp,no_root_squash
 
 step "negative dentries: a name created on the server appears once the directory's cache expires"
