@@ -1299,13 +1299,25 @@ static int do_seek(const struct orfs_seek_req *sk, int fd, struct out *o)
  * with the caller's rights; ORFS_COPY_MAX bytes at most, fewer where the
  * kernel stops (the source's end).
  */
+/* COPY's and CLONE's reply: DONE bytes, DFD's attributes (a change if CHANGED). */
+static int copy_reply(const struct fsvc_req *rq, int dfd, uint64_t done, int changed,
+		      struct out *o)
+{
+	struct orfs_copy_rep rep;
+	int err;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.copied = htole64(done);
+	err = get_attr(rq->chg, dfd, &rep.attr, changed);
+	return err ? err : put(o, &rep, sizeof(rep));
+}
+
 static int do_copy(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 {
 	const struct orfs_copy_req *cp = &rq->u.copy;
 	loff_t off_in = (loff_t)le64toh(cp->src_offset), off_out = (loff_t)le64toh(cp->dst_offset);
 	uint64_t len = le64toh(cp->length);
 	mode_t stype = fd_type(sfd), dtype = fd_type(dfd);
-	struct orfs_copy_rep rep;
 	int in, out, err;
 	ssize_t n;
 
@@ -1323,11 +1335,7 @@ static int do_copy(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 		err = errno;
 		goto close_out;
 	}
-	memset(&rep, 0, sizeof(rep));
-	rep.copied = htole64((uint64_t)n);
-	err = get_attr(rq->chg, dfd, &rep.attr, n > 0);
-	if (!err)
-		err = put(o, &rep, sizeof(rep));
+	err = copy_reply(rq, dfd, (uint64_t)n, n > 0, o);
 close_out:
 	close(out);
 close_in:
@@ -1342,7 +1350,6 @@ static int do_clone(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 	int dedupe = !!(le32toh(cp->flags) & ORFS_CLONE_DEDUPE);
 	uint64_t len = le64toh(cp->length), done = 0;
 	mode_t stype = fd_type(sfd), dtype = fd_type(dfd);
-	struct orfs_copy_rep rep;
 	int in, out, err;
 
 	if (stype != S_IFREG || dtype != S_IFREG)
@@ -1392,11 +1399,7 @@ static int do_clone(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 	}
 	if (err)
 		goto close_out;
-	memset(&rep, 0, sizeof(rep));
-	rep.copied = htole64(done);
-	err = get_attr(rq->chg, dfd, &rep.attr, !dedupe);
-	if (!err)
-		err = put(o, &rep, sizeof(rep));
+	err = copy_reply(rq, dfd, done, !dedupe, o);
 close_out:
 	close(out);
 close_in:
