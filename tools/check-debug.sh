@@ -36,14 +36,7 @@ fi
 echo "PASS build modules $kver (W=1, -Werror)"
 pass=1
 
-if [ -n "${CHECK_TESTS:-}" ]; then
-	read -r -a tests <<< "$CHECK_TESTS"
-else
-	tests=()
-	for t in tests/guest/*.sh; do
-		[ "$t" = tests/guest/lib.sh ] || tests+=("$t")
-	done
-fi
+mapfile -t tests < <(guest_tests)
 case ${CHECK_RDMA:-both} in
 rxe | siw | both) ;;
 *) echo "CHECK_RDMA must be rxe or siw, not '$CHECK_RDMA'" >&2; exit 2 ;;

@@ -125,16 +125,10 @@ if [ "$build_ok" -ne 1 ]; then
 	finish
 fi
 
-# The demo runs too, so that what `make demo` shows cannot go stale.
-if [ -n "${CHECK_TESTS:-}" ]; then
-	read -r -a tests <<< "$CHECK_TESTS"
-else
-	tests=()
-	for t in tests/guest/*.sh; do
-		[ "$t" = tests/guest/lib.sh ] || tests+=("$t")
-	done
-	tests+=(tests/demo/demo.sh)
-fi
+# The demo runs too (unless CHECK_TESTS names the scripts), so that what
+# `make demo` shows cannot go stale.
+mapfile -t tests < <(guest_tests)
+[ -n "${CHECK_TESTS:-}" ] || tests+=(tests/demo/demo.sh)
 read -r -a iwarp_tests <<< "$IWARP_TESTS"
 iwarp_kernels=()
 for k in ${CHECK_IWARP_KERNELS-6.12}; do

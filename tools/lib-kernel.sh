@@ -37,4 +37,17 @@ debug_kernel_dir() {
 
 # The guest tests of the transport, which the iWARP lanes run over siw.
 # shellcheck disable=SC2034
+# guest_tests: the scripts to run, one a line: CHECK_TESTS's, or every
+# guest test (not tests/guest/lib.sh)
+guest_tests() {
+	local t
+	if [ -n "${CHECK_TESTS:-}" ]; then
+		printf '%s\n' $CHECK_TESTS
+		return
+	fi
+	for t in tests/guest/*.sh; do
+		[ "$t" = tests/guest/lib.sh ] || echo "$t"
+	done
+}
+
 IWARP_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs.sh"
