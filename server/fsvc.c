@@ -1163,6 +1163,24 @@ static int reopen_owner(const struct fsvc_req *rq, int fd, int flags, int *wfd)
 	return err;
 }
 
+/*
+ * reopen() for an operation that always comes from a client's descriptor
+ * (READ, WRITE, FSYNC, SEEK, FALLOCATE, COPY, CLONE): refused by the mode,
+ * the file's owner keeps the right its descriptor was opened with
+ * (reopen_owner()). *OWNER says whether that override opened it.
+ */
+static int reopen_desc(const struct fsvc_req *rq, int fd, int flags, int *nfd, int *owner)
+{
+	int err = reopen(fd, flags, nfd);
+
+	*owner = 0;
+	if (err == EACCES) {
+		err = reopen_owner(rq, fd, flags, nfd);
+		*owner = !err;
+	}
+	return err;
+}
+
 static int kill_privs(const struct fsvc_req *rq, int fd, const struct orfs_attr *a);
 
 /* The set-id bits a truncate by RQ's caller drops, dropped from FD's file. */
@@ -1253,35 +1271,40 @@ _Static_assert(ORFS_FALLOC_KEEP_SIZE == FALLOC_FL_KEEP_SIZE &&
 	       ORFS_FALLOC_COLLAPSE_RANGE == FALLOC_FL_COLLAPSE_RANGE &&
 	       ORFS_FALLOC_INSERT_RANGE == FALLOC_FL_INSERT_RANGE, "FALLOCATE's modes are Linux's");
 
-/* fallocate(2) on the file FD names, opened for writing with the caller's rights. */
-static int do_fallocate(const struct orfs_fallocate_req *fa, int fd)
+/* fallocate(2) on the file FD names, opened for writing as reopen_desc() does. */
+static int do_fallocate(const struct fsvc_req *rq, int fd)
 {
+	const struct orfs_fallocate_req *fa = &rq->u.fallocate;
 	mode_t type = fd_type(fd);
-	int wfd, err;
+	int wfd, err, owner;
 
 	if (type != S_IFREG)
 		return type == S_IFDIR ? EISDIR : ENODEV;
-	err = reopen(fd, O_WRONLY, &wfd);
+	err = reopen_desc(rq, fd, O_WRONLY, &wfd, &owner);
 	if (err)
 		return err;
 	if (fallocate(wfd, (int)le32toh(fa->mode), (off_t)le64toh(fa->offset),
 		      (off_t)le64toh(fa->length)))
 		err = errno;
+	/* As a truncate by the owner: set-id bits drop (do_setattr()). */
+	if (!err && owner)
+		err = kill_privs_fd(rq, wfd);
 	close(wfd);
 	return err;
 }
 
 /* lseek(2) for data or a hole in the file FD names, opened with the caller's rights. */
-static int do_seek(const struct orfs_seek_req *sk, int fd, struct out *o)
+static int do_seek(const struct fsvc_req *rq, int fd, struct out *o)
 {
+	const struct orfs_seek_req *sk = &rq->u.seek;
 	struct orfs_seek_rep rep;
 	mode_t type = fd_type(fd);
-	int rfd, err;
+	int rfd, err, owner;
 	off_t at;
 
 	if (type != S_IFREG)
 		return type == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen(fd, O_RDONLY, &rfd);
+	err = reopen_desc(rq, fd, O_RDONLY, &rfd, &owner);
 	if (err)
 		return err;
 	at = lseek(rfd, (off_t)le64toh(sk->offset),
@@ -1294,11 +1317,6 @@ static int do_seek(const struct orfs_seek_req *sk, int fd, struct out *o)
 	return put(o, &rep, sizeof(rep));
 }
 
-/*
- * copy_file_range(2) from the file SFD names to the one DFD names, opened
- * with the caller's rights; ORFS_COPY_MAX bytes at most, fewer where the
- * kernel stops (the source's end).
- */
 /* COPY's and CLONE's reply: DONE bytes, DFD's attributes (a change if CHANGED). */
 static int copy_reply(const struct fsvc_req *rq, int dfd, uint64_t done, int changed,
 		      struct out *o)
@@ -1312,21 +1330,26 @@ static int copy_reply(const struct fsvc_req *rq, int dfd, uint64_t done, int cha
 	return err ? err : put(o, &rep, sizeof(rep));
 }
 
+/*
+ * copy_file_range(2) from the file SFD names to the one DFD names, opened
+ * as reopen_desc() does; ORFS_COPY_MAX bytes at most, fewer where the
+ * kernel stops (the source's end).
+ */
 static int do_copy(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 {
 	const struct orfs_copy_req *cp = &rq->u.copy;
 	loff_t off_in = (loff_t)le64toh(cp->src_offset), off_out = (loff_t)le64toh(cp->dst_offset);
 	uint64_t len = le64toh(cp->length);
 	mode_t stype = fd_type(sfd), dtype = fd_type(dfd);
-	int in, out, err;
+	int in, out, err, owner;
 	ssize_t n;
 
 	if (stype != S_IFREG || dtype != S_IFREG)
 		return stype == S_IFDIR || dtype == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen(sfd, O_RDONLY, &in);
+	err = reopen_desc(rq, sfd, O_RDONLY, &in, &owner);
 	if (err)
 		return err;
-	err = reopen(dfd, O_WRONLY, &out);
+	err = reopen_desc(rq, dfd, O_WRONLY, &out, &owner);
 	if (err)
 		goto close_in;
 	n = copy_file_range(in, &off_in, out, &off_out, len < ORFS_COPY_MAX ? len : ORFS_COPY_MAX,
@@ -1350,17 +1373,17 @@ static int do_clone(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 	int dedupe = !!(le32toh(cp->flags) & ORFS_CLONE_DEDUPE);
 	uint64_t len = le64toh(cp->length), done = 0;
 	mode_t stype = fd_type(sfd), dtype = fd_type(dfd);
-	int in, out, err;
+	int in, out, err, owner;
 
 	if (stype != S_IFREG || dtype != S_IFREG)
 		return stype == S_IFDIR || dtype == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen(sfd, O_RDONLY, &in);
+	err = reopen_desc(rq, sfd, O_RDONLY, &in, &owner);
 	if (err)
 		return err;
-	err = reopen(dfd, O_WRONLY, &out);
+	err = reopen_desc(rq, dfd, O_WRONLY, &out, &owner);
 	/* A dedupe may go into a file the caller owns but may not write. */
 	if (err == EACCES && dedupe)
-		err = reopen(dfd, O_RDONLY, &out);
+		err = reopen_desc(rq, dfd, O_RDONLY, &out, &owner);
 	if (err)
 		goto close_in;
 	if (dedupe) {
@@ -1651,13 +1674,11 @@ int fsvc_io_inline(const struct fsvc_req *rq, int fd, void *body, size_t cap, ui
 static int do_inline_io(const struct fsvc_req *rq, int fd, struct out *o)
 {
 	uint32_t len;
-	int rfd, err;
+	int rfd, err, owner;
 
 	if (fd_type(fd) != S_IFREG)
 		return fd_type(fd) == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen(fd, fsvc_io_flags(rq), &rfd);
-	if (err == EACCES)	/* the owner's descriptor: see fsvc_io_open() */
-		err = reopen_owner(rq, fd, fsvc_io_flags(rq), &rfd);
+	err = reopen_desc(rq, fd, fsvc_io_flags(rq), &rfd, &owner);
 	if (err)
 		return err;
 	err = fsvc_io_inline(rq, rfd, o->p + o->len, o->cap - o->len, &len, 0, NULL);
@@ -2045,7 +2066,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		err = do_lock(rq, fd, &o);
 		break;
 	case ORFS_OP_SEEK:
-		err = do_seek(&rq->u.seek, fd, &o);
+		err = do_seek(rq, fd, &o);
 		break;
 	case ORFS_OP_COPY:
 		err = do_copy(rq, fd, fd2, &o);
@@ -2054,7 +2075,7 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		err = do_clone(rq, fd, fd2, &o);
 		break;
 	case ORFS_OP_FALLOCATE:
-		err = do_fallocate(&rq->u.fallocate, fd);
+		err = do_fallocate(rq, fd);
 		if (!err)
 			err = get_attr(rq->chg, fd, &attr, 1);
 		if (!err)
