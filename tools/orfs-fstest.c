@@ -666,17 +666,29 @@ static int t_perms(struct ctx *c, uid_t uid)
 			_exit(14);
 		/*
 		 * A descriptor keeps the rights it was opened with: a file
-		 * created without write permission is written and truncated
-		 * through the descriptor its creation returned.
+		 * created without write permission is written, truncated,
+		 * allocated, searched, copied from and into through the
+		 * descriptor its creation returned.
 		 */
 		{
 			int fd = open(P(c, "p/mine/ro"), O_CREAT | O_RDWR, 0);
+			int cfd = open(P(c, "p/mine/copy"), O_CREAT | O_RDWR, 0600);
+			loff_t in = 0, out = 4;
 
-			if (fd < 0 || write(fd, "0123456789", 10) != 10)
+			if (fd < 0 || cfd < 0 || write(fd, "0123456789", 10) != 10)
 				_exit(11);
 			if (ftruncate(fd, 4))
 				_exit(12);
-			if (fsync(fd) || close(fd))
+			if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8192))
+				_exit(15);
+			if (lseek(fd, 0, SEEK_DATA) != 0)
+				_exit(16);
+			if (copy_file_range(fd, &in, cfd, NULL, 4, 0) != 4)
+				_exit(17);
+			in = 0;
+			if (copy_file_range(cfd, &in, fd, &out, 4, 0) != 4)
+				_exit(18);
+			if (fsync(fd) || close(fd) || close(cfd))
 				_exit(13);
 		}
 		_exit(0);
@@ -689,8 +701,9 @@ static int t_perms(struct ctx *c, uid_t uid)
 		char buf[16] = "";
 
 		CHECK(c, !stat(P(c, "p/mine/ok"), &s) && s.st_uid == uid, "owner of a user's file");
-		CHECK(c, get(P(c, "p/mine/ro"), buf, sizeof(buf)) == 4 && !strcmp(buf, "0123"),
-		      "a mode 0 file written and truncated through its descriptor: '%s'", buf);
+		CHECK(c, get(P(c, "p/mine/ro"), buf, sizeof(buf)) == 8 && !strcmp(buf, "01230123"),
+		      "a mode 0 file written, truncated and copied into through its descriptor: '%s'",
+		      buf);
 	}
 	return 0;
 }
