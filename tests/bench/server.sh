@@ -16,10 +16,13 @@ out=$ORFS_RESULTS/server.tsv
 pool=64
 secs=${BENCH_SECONDS:-10}
 truncate -s 1G /tmp/benchvol
+# One host runs every stream here; a server lets one host hold 64
+# connections by default (security.md, "Per-host bounds").
+printf 'peer_connections 256\n' > /tmp/bench-server.conf
 
 declare -A streams_mbps
 for n in 8 64 256; do
-	start_server -b bench=/tmp/benchvol -m $pool
+	start_server -c /tmp/bench-server.conf -b bench=/tmp/benchvol -m $pool
 	"$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -n bench -w write -S $n -q 1 -b 65536 -T "$secs" \
 		> "/tmp/load-$n.out" 2>&1 || { cat "/tmp/load-$n.out"; fail "knet-load with $n streams"; }
 	hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$ORFS_SERVER_PID/status")
