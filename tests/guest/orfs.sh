@@ -511,6 +511,37 @@ sleep 1.5
 stat /tmp/mnt/late > /dev/null || fail "a name created on the server stayed invisible"
 umnt
 
+step "an ACL changed on the server reaches the client's permission checks within the attribute timeout"
+# acl FILE TAG:PERM:ID...: set FILE's access ACL on the server (the
+# kernel's xattr form; the guest has no setfacl). ID -1: no qualifier.
+acl() {
+	python3 - "$@" <<'PY'
+import os, struct, sys
+b = struct.pack("<I", 2)
+for e in sys.argv[2:]:
+    t, p, i = e.split(":")
+    b += struct.pack("<HHI", int(t, 0), int(p), int(i) & 0xffffffff)
+os.setxattr(sys.argv[1], "system.posix_acl_access", b)
+PY
+}
+as_user() { setpriv --reuid=1000 --regid=1000 --clear-groups "$@"; }
+echo secret > $exp/aclf
+chmod 600 $exp/aclf
+mnt -o actimeo=1
+as_user test -r /tmp/mnt/aclf && fail "uid 1000 may read a 0600 file of root"
+# Granted: the mode's group bits become the mask (r), the ctime moves.
+acl $exp/aclf 1:6:-1 2:4:1000 4:0:-1 0x10:4:-1 0x20:0:-1
+sleep 1.5
+as_user test -r /tmp/mnt/aclf || fail "an ACL entry granted on the server is not seen"
+expect_eq "read through a granted ACL entry" "$(as_user cat /tmp/mnt/aclf)" secret
+# Moved to another user: mode, owner and mtime stay, only the ctime moves.
+acl $exp/aclf 1:6:-1 2:4:1001 4:0:-1 0x10:4:-1 0x20:0:-1
+sleep 1.5
+as_user test -r /tmp/mnt/aclf && fail "an ACL entry removed on the server is still honoured"
+expect_fail as_user cat /tmp/mnt/aclf
+rm /tmp/mnt/aclf
+umnt
+
 step "two clients: a name one creates is seen by the other at its next walk (noac)"
 # /tmp/mnt asks the server at each walk (noac); /tmp/mnt2 is a second
 # client. Each round: the second client changes the directory, the first
