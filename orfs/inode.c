@@ -34,6 +34,12 @@ static void orfs_set_times(struct inode *inode, const struct orfs_attr *a)
 	inode_set_ctime_to_ts(inode, orfs_ts(&a->ctime));
 }
 
+void orfs_set_write_times(struct inode *inode, const struct orfs_attr *a)
+{
+	inode_set_mtime_to_ts(inode, orfs_ts(&a->mtime));
+	inode_set_ctime_to_ts(inode, orfs_ts(&a->ctime));
+}
+
 /* Did the ctime move while the mtime stayed (a change of metadata alone)? */
 static bool orfs_meta_moved(struct inode *inode, const struct orfs_attr *a)
 {
@@ -46,6 +52,12 @@ static bool orfs_meta_moved(struct inode *inode, const struct orfs_attr *a)
 static void orfs_set_times(struct inode *inode, const struct orfs_attr *a)
 {
 	inode->i_atime = orfs_ts(&a->atime);
+	inode->i_mtime = orfs_ts(&a->mtime);
+	inode->i_ctime = orfs_ts(&a->ctime);
+}
+
+void orfs_set_write_times(struct inode *inode, const struct orfs_attr *a)
+{
 	inode->i_mtime = orfs_ts(&a->mtime);
 	inode->i_ctime = orfs_ts(&a->ctime);
 }

@@ -56,9 +56,21 @@ static int orfs_io_result(struct inode *inode, u16 op, loff_t pos, u32 len, u32 
 	}
 	orfs_stats_data(ORFS_SB(inode->i_sb), op, *count);
 	if (op == ORFS_OP_WRITE) {
+		u64 change = le64_to_cpu(rep->attr.change);
+
 		/* Our own change: keep our pages. */
 		spin_lock(&inode->i_lock);
-		ORFS_I(inode)->change = le64_to_cpu(rep->attr.change);
+		/*
+		 * The times are the server's once nothing is left to write, as
+		 * NFS takes a WRITE's post-operation attributes: stat() after
+		 * close() shows what a GETATTR will, not the times write()
+		 * set here and then changed under a chmod. A reply older than
+		 * one taken already (the change moves forward) leaves them.
+		 */
+		if (change > ORFS_I(inode)->change &&
+		    !mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY))
+			orfs_set_write_times(inode, &rep->attr);
+		ORFS_I(inode)->change = change;
 		if (pos + *count > i_size_read(inode))
 			i_size_write(inode, pos + *count);
 		spin_unlock(&inode->i_lock);

@@ -346,6 +346,8 @@ extern const struct inode_operations orfs_special_iops;
 struct inode *orfs_iget(struct super_block *sb, const struct orfs_fh *fh,
 			const struct orfs_attr *attr);
 void orfs_refresh(struct inode *inode, const struct orfs_attr *attr);
+/* A WRITE's mtime and ctime from the server's reply (A); under i_lock. */
+void orfs_set_write_times(struct inode *inode, const struct orfs_attr *a);
 int orfs_revalidate(struct inode *inode, bool force);
 int orfs_revalidate_file(struct inode *inode, bool force);
 int orfs_getattr(orfs_idmap_t *map, const struct path *path, struct kstat *st,
