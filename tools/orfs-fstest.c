@@ -243,6 +243,98 @@ static int t_rename_ctime(struct ctx *c)
  * device of the host that opens them (here the null device: writes
  * vanish, reads end at once).
  */
+/*
+ * After WHAT: PATH's mtime moved if WANT_M, its ctime if WANT_C, and
+ * neither otherwise, against BEFORE.
+ */
+static int moved(struct ctx *c, const char *what, const char *path, const struct stat *before,
+		 int want_m, int want_c)
+{
+	struct stat a;
+
+	CHECK(c, !lstat(path, &a), "%s: lstat %s", what, path);
+	CHECK(c, !want_m == !ts_after(&a.st_mtim, &before->st_mtim), "%s: %s's mtime %s", what,
+	      path, want_m ? "did not move" : "moved");
+	CHECK(c, !want_c == !ts_after(&a.st_ctim, &before->st_ctim), "%s: %s's ctime %s", what,
+	      path, want_c ? "did not move" : "moved");
+	return 0;
+}
+
+/* The time stamps of every inode an operation changes, and of no other. */
+static int t_times(struct ctx *c)
+{
+	char d[4096], e[4096], f[4096], l[4096], g[4096], sub[4096], sl[4096];
+	struct stat sd, se, sf;
+	struct timespec ts[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+
+	snprintf(d, sizeof(d), "%s/td", c->dir);
+	snprintf(e, sizeof(e), "%s/te", c->dir);
+	snprintf(f, sizeof(f), "%s/td/f", c->dir);
+	snprintf(l, sizeof(l), "%s/te/l", c->dir);
+	snprintf(g, sizeof(g), "%s/te/g", c->dir);
+	snprintf(sub, sizeof(sub), "%s/td/sub", c->dir);
+	snprintf(sl, sizeof(sl), "%s/td/sl", c->dir);
+	CHECK(c, !mkdir(d, 0755) && !mkdir(e, 0755), "setup");
+#define SNAP() do {							\
+	CHECK(c, !stat(d, &sd) && !stat(e, &se), "stat");		\
+	if (stat(f, &sf))						\
+		memset(&sf, 0, sizeof(sf));				\
+	next_tick();							\
+} while (0)
+#define MOVED(what, path, st, m, ch) do {				\
+	if (moved(c, what, path, st, m, ch))				\
+		return -1;						\
+} while (0)
+	SNAP();
+	CHECK(c, !put(f, "data", 0), "create");
+	MOVED("create", d, &sd, 1, 1);
+	MOVED("create", e, &se, 0, 0);
+	SNAP();
+	CHECK(c, !put(f, "more", O_APPEND), "write");
+	MOVED("write", f, &sf, 1, 1);
+	MOVED("write", d, &sd, 0, 0);
+	SNAP();
+	CHECK(c, !chmod(f, 0640), "chmod");
+	MOVED("chmod", f, &sf, 0, 1);
+	SNAP();
+	CHECK(c, !utimensat(AT_FDCWD, f, ts, 0), "utimensat");
+	CHECK(c, !stat(f, &sf) && sf.st_mtim.tv_sec == 1000000000, "mtime set");
+	SNAP();
+	CHECK(c, !truncate(f, 2), "truncate");
+	MOVED("truncate", f, &sf, 1, 1);
+	SNAP();
+	CHECK(c, !link(f, l), "link");
+	MOVED("link", f, &sf, 0, 1);
+	MOVED("link", e, &se, 1, 1);
+	MOVED("link", d, &sd, 0, 0);
+	SNAP();
+	CHECK(c, !unlink(l), "unlink");
+	MOVED("unlink of another link", f, &sf, 0, 1);
+	MOVED("unlink", e, &se, 1, 1);
+	SNAP();
+	CHECK(c, !mkdir(sub, 0755), "mkdir");
+	MOVED("mkdir", d, &sd, 1, 1);
+	SNAP();
+	CHECK(c, !rmdir(sub), "rmdir");
+	MOVED("rmdir", d, &sd, 1, 1);
+	SNAP();
+	CHECK(c, !symlink("f", sl), "symlink");
+	MOVED("symlink", d, &sd, 1, 1);
+	SNAP();
+	CHECK(c, !unlink(sl), "unlink of a symlink");
+	MOVED("unlink of a symlink", d, &sd, 1, 1);
+	MOVED("unlink of a symlink", f, &sf, 0, 0);
+	SNAP();
+	CHECK(c, !rename(f, g), "rename");
+	MOVED("rename", d, &sd, 1, 1);
+	MOVED("rename", e, &se, 1, 1);
+	MOVED("rename", g, &sf, 0, 1);
+	CHECK(c, !unlink(g) && !rmdir(d) && !rmdir(e), "cleanup");
+#undef SNAP
+#undef MOVED
+	return 0;
+}
+
 static int t_devices(struct ctx *c)
 {
 	struct stat st;
@@ -361,8 +453,13 @@ static int t_xattr(struct ctx *c)
 	char buf[256];
 	ssize_t n;
 
-	CHECK(c, !put(P(c, "xa"), "x", 0), "write");
+	struct stat sb;
+
+	CHECK(c, !put(P(c, "xa"), "x", 0) && !stat(P(c, "xa"), &sb), "write");
+	next_tick();
 	CHECK(c, !setxattr(P(c, "xa"), "user.color", "blue", 4, XATTR_CREATE), "setxattr");
+	if (moved(c, "setxattr", P(c, "xa"), &sb, 0, 1))
+		return -1;
 	errno = 0;
 	CHECK(c, setxattr(P(c, "xa"), "user.color", "red", 3, XATTR_CREATE) < 0 &&
 	      errno == EEXIST, "XATTR_CREATE twice");
@@ -708,6 +805,126 @@ static int t_perms(struct ctx *c, uid_t uid)
 	return 0;
 }
 
+/*
+ * Who may do what, as UID against root's files, class by class: the
+ * owner's bits decide for the owner and the group's for a member, even
+ * where a later class allows more; a directory needs x to be walked and r
+ * to be read; in a sticky directory only a file's owner removes or
+ * renames it. Each refusal with its errno.
+ */
+static int t_perm_matrix(struct ctx *c, uid_t uid)
+{
+	static const struct {
+		const char	*name;
+		uid_t		owner;	/* 0: root, 1: UID */
+		int		group;	/* 0: root's, 1: UID's */
+		mode_t		mode;
+		int		rd, wr;	/* 0 or the errno UID gets */
+	} f[] = {
+		{ "g640", 0, 1, 0640, 0, EACCES },
+		{ "o604", 0, 0, 0604, 0, EACCES },
+		{ "g606", 0, 1, 0606, EACCES, EACCES },	/* a member gets the group's bits */
+		{ "u077", 1, 1, 0077, EACCES, EACCES },	/* the owner gets the owner's */
+		{ "g060", 0, 1, 0060, 0, 0 },
+		{ "o007", 0, 0, 0007, 0, 0 },
+	};
+	char path[4096];
+	struct timespec ts[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	size_t i;
+	pid_t pid;
+	int st;
+
+	CHECK(c, !mkdir(P(c, "pm"), 0755) && !chmod(P(c, "pm"), 0755), "setup");
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		snprintf(path, sizeof(path), "%s/pm/%s", c->dir, f[i].name);
+		CHECK(c, !put(path, "data", 0) &&
+		      !chown(path, f[i].owner ? uid : 0, f[i].group ? uid : 0) &&
+		      !chmod(path, f[i].mode), "setup %s", f[i].name);
+	}
+	CHECK(c, !mkdir(P(c, "pm/x711"), 0711) && !chmod(P(c, "pm/x711"), 0711) &&
+	      !put(P(c, "pm/x711/in"), "in", 0), "setup x711");
+	CHECK(c, !mkdir(P(c, "pm/r744"), 0744) && !chmod(P(c, "pm/r744"), 0744) &&
+	      !put(P(c, "pm/r744/in"), "in", 0), "setup r744");
+	CHECK(c, !mkdir(P(c, "pm/sticky"), 0777) && !chmod(P(c, "pm/sticky"), 01777) &&
+	      !put(P(c, "pm/sticky/roots"), "root's", 0) && !chmod(P(c, "pm/sticky/roots"), 0666),
+	      "setup sticky");
+	pid = fork();
+	CHECK(c, pid >= 0, "fork");
+	if (!pid) {
+		struct stat sb;
+		int fd, err;
+
+		if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+			_exit(100);
+		for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			snprintf(path, sizeof(path), "%s/pm/%s", c->dir, f[i].name);
+			errno = 0;
+			fd = open(path, O_RDONLY);
+			err = fd < 0 ? errno : 0;
+			if (fd >= 0)
+				close(fd);
+			if (err != f[i].rd) {
+				fprintf(stderr, "read %s: %s\n", f[i].name, strerror(err));
+				_exit(1);
+			}
+			errno = 0;
+			fd = open(path, O_WRONLY);
+			err = fd < 0 ? errno : 0;
+			if (fd >= 0)
+				close(fd);
+			if (err != f[i].wr) {
+				fprintf(stderr, "write %s: %s\n", f[i].name, strerror(err));
+				_exit(2);
+			}
+		}
+		/* Walked but not read; read but not walked. */
+		if (stat(P(c, "pm/x711/in"), &sb) || get(P(c, "pm/x711/in"), path, 8) != 2)
+			_exit(3);
+		errno = 0;
+		if (opendir(P(c, "pm/x711")) || errno != EACCES)
+			_exit(4);
+		errno = 0;
+		if (stat(P(c, "pm/r744/in"), &sb) == 0 || errno != EACCES)
+			_exit(5);
+		/* Sticky: write root's file, not remove or rename it; own files freely. */
+		if (put(P(c, "pm/sticky/roots"), "user's", O_TRUNC))
+			_exit(6);
+		errno = 0;
+		if (unlink(P(c, "pm/sticky/roots")) == 0 || errno != EPERM)
+			_exit(7);
+		errno = 0;
+		if (rename(P2(c, "pm/sticky/roots"), P2(c, "pm/sticky/moved")) == 0 || errno != EPERM)
+			_exit(8);
+		if (put(P(c, "pm/sticky/mine"), "mine", 0) ||
+		    rename(P2(c, "pm/sticky/mine"), P2(c, "pm/sticky/mine2")) ||
+		    unlink(P(c, "pm/sticky/mine2")))
+			_exit(9);
+		/* A writer may set the times to now, not to a time of its choice. */
+		if (utimensat(AT_FDCWD, P(c, "pm/sticky/roots"), NULL, 0))
+			_exit(10);
+		errno = 0;
+		if (utimensat(AT_FDCWD, P(c, "pm/sticky/roots"), ts, 0) == 0 || errno != EPERM)
+			_exit(11);
+		/* Nor give away a file, or give it a group it is not in. */
+		errno = 0;
+		if (chown(P(c, "pm/u077"), 0, (gid_t)-1) == 0 || errno != EPERM)
+			_exit(12);
+		errno = 0;
+		if (chown(P(c, "pm/u077"), (uid_t)-1, 0) == 0 || errno != EPERM)
+			_exit(13);
+		_exit(0);
+	}
+	CHECK(c, waitpid(pid, &st, 0) == pid && WIFEXITED(st), "wait");
+	CHECK(c, WEXITSTATUS(st) == 0, "as uid %u: check %d failed", uid, WEXITSTATUS(st));
+	{
+		char buf[16] = "";
+
+		CHECK(c, get(P(c, "pm/sticky/roots"), buf, sizeof(buf)) == 6 && !strcmp(buf, "user's"),
+		      "root's file in the sticky directory: '%s'", buf);
+	}
+	return 0;
+}
+
 /* A POSIX ACL entry in the kernel's xattr form (linux/posix_acl_xattr.h). */
 struct acl_ent {
 	uint16_t	tag;
@@ -808,7 +1025,7 @@ int main(int argc, char **argv)
 	} checks[] = {
 		{ "create-flags", t_create_flags }, { "unlink-open", t_unlink_open },
 		{ "dirs", t_dirs }, { "rename", t_rename }, { "rename-ctime", t_rename_ctime },
-		{ "readdir", t_readdir },
+		{ "times", t_times }, { "readdir", t_readdir },
 		{ "links", t_links }, { "devices", t_devices }, { "attrs", t_attrs },
 		{ "xattr", t_xattr },
 		{ "sync-statfs", t_sync_statfs }, { "fallocate", t_fallocate }, { "seek", t_seek },
@@ -836,6 +1053,11 @@ int main(int argc, char **argv)
 			c.failed = 1;
 		else
 			printf("ok permissions\n");
+		c.check = "perm-matrix";
+		if (t_perm_matrix(&c, (uid_t)strtoul(argv[2], NULL, 0)))
+			c.failed = 1;
+		else
+			printf("ok perm-matrix\n");
 		c.check = "acl";
 		if (t_acl(&c, (uid_t)strtoul(argv[2], NULL, 0)))
 			c.failed = 1;
