@@ -2,7 +2,7 @@
 #
 # ORFS / MXBD / knet / regcache: remote storage over RDMA.
 #
-#   make             modules for one kernel, the server, tools and unit tests
+#   make             modules for one kernel, the server, unit tests and test programs
 #   make deps        install everything needed (apt-get; idempotent)
 #   make demo        build, boot a guest, show the suite at work
 #   make check       unit tests, static checks, in-guest tests on 6.1 and 6.12
@@ -25,7 +25,7 @@
 SHELL := /bin/bash
 .SUFFIXES:
 
-KVER ?= $(shell . tools/lib-kernel.sh && resolve_kernel "")
+KVER ?= $(shell . scripts/lib-kernel.sh && resolve_kernel "")
 KDIR ?= /lib/modules/$(KVER)/build
 # The release the kernel reports (uname -r); Debian's kernel.release differs.
 KREL := $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
@@ -42,7 +42,8 @@ USER_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE \
 	-I. -fno-strict-aliasing $(EXTRA_CFLAGS)
 BIN := build/bin
 
-# Userspace programs: the server, the tools and the unit tests.
+# Userspace programs: the server, the unit tests and the test programs
+# (tests/src/, never installed). tools/ holds what make install installs.
 SERVER_LIB_SRC := server/proto.c server/dispatch.c server/auth.c server/block.c server/sched.c \
 	server/config.c server/fsvc.c server/siphash.c server/replay.c server/fdcache.c \
 	server/locks.c
@@ -64,7 +65,7 @@ modules:
 
 # Modules for every installed kernel (what the guest tests need).
 modules-all:
-	@set -e; for v in $$(. tools/lib-kernel.sh && list_kernels); do \
+	@set -e; for v in $$(. scripts/lib-kernel.sh && list_kernels); do \
 		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build; \
 	done
 
@@ -78,43 +79,43 @@ $(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric -lrdmacm -libverbs -lcrypto
 
-KCLIENT_SRC := tools/kclient.c $(FAB_SRC) server/proto.c server/auth.c
+KCLIENT_SRC := tests/src/kclient.c $(FAB_SRC) server/proto.c server/auth.c
 
-$(BIN)/knet-ping: tools/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
+$(BIN)/knet-ping: tests/src/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-ping.c $(KCLIENT_SRC) -lfabric -lcrypto
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-ping.c $(KCLIENT_SRC) -lfabric -lcrypto
 
-$(BIN)/knet-fs: tools/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
+$(BIN)/knet-fs: tests/src/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-fs.c $(KCLIENT_SRC) -lfabric -lcrypto
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-fs.c $(KCLIENT_SRC) -lfabric -lcrypto
 
-$(BIN)/knet-test: tools/knet-test.c tools/ktest.c tools/ktest.h server/proto.c $(USER_HDR)
+$(BIN)/knet-test: tests/src/knet-test.c tests/src/ktest.c tests/src/ktest.h server/proto.c $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-test.c tools/ktest.c server/proto.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-test.c tests/src/ktest.c server/proto.c
 
-$(BIN)/orfs-fsx: tools/orfs-fsx.c
+$(BIN)/orfs-fsx: tests/src/orfs-fsx.c
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/orfs-fsx.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/orfs-fsx.c
 
-$(BIN)/folio-count: tools/folio-count.c
+$(BIN)/folio-count: tests/src/folio-count.c
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/folio-count.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/folio-count.c
 
-$(BIN)/log-replay: tools/log-replay.c
+$(BIN)/log-replay: tests/src/log-replay.c
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/log-replay.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/log-replay.c
 
-$(BIN)/orfs-fstest: tools/orfs-fstest.c
+$(BIN)/orfs-fstest: tests/src/orfs-fstest.c
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/orfs-fstest.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/orfs-fstest.c
 
-$(BIN)/regcache-test: tools/regcache-test.c tools/ktest.c tools/ktest.h server/proto.c $(USER_HDR)
+$(BIN)/regcache-test: tests/src/regcache-test.c tests/src/ktest.c tests/src/ktest.h server/proto.c $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/regcache-test.c tools/ktest.c server/proto.c -lpthread
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/regcache-test.c tests/src/ktest.c server/proto.c -lpthread
 
-$(BIN)/knet-load: tools/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tools/kclient.h
+$(BIN)/knet-load: tests/src/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tools/knet-load.c $(KCLIENT_SRC) -lfabric -lcrypto
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-load.c $(KCLIENT_SRC) -lfabric -lcrypto
 
 $(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c $(USER_HDR)
 	@mkdir -p $(BIN)
@@ -151,52 +152,50 @@ fuzz: $(BIN)/fuzz-server $(BIN)/fuzz-seeds
 		-artifact_prefix=build/fuzz/ build/fuzz/corpus build/fuzz/seeds
 
 deps:
-	@tools/deps.sh
+	@scripts/deps.sh
 
 demo: deps
-	@tools/demo.sh
+	@scripts/demo.sh
 
 check: deps
-	@tools/check.sh
+	@scripts/check.sh
 
 check-quick: deps
-	@CHECK_QUICK=1 tools/check.sh
+	@CHECK_QUICK=1 scripts/check.sh
 
 # siw.ko, which Debian's kernels lack, built from their linux-source packages.
 siw: deps
-	@set -e; for v in $$(. tools/lib-kernel.sh && list_kernels); do tools/build-siw.sh $$v; done
+	@set -e; for v in $$(. scripts/lib-kernel.sh && list_kernels); do scripts/build-siw.sh $$v; done
 
 debug-kernel: deps
-	@tools/debug-kernel.sh > /dev/null
+	@scripts/debug-kernel.sh > /dev/null
 
 check-debug: deps
-	@tools/check-debug.sh
+	@scripts/check-debug.sh
 
 check-iwarp: deps
 	@CHECK_IWARP_KERNELS="6.1 6.12" \
-		CHECK_TESTS="$$(. tools/lib-kernel.sh && echo "$$IWARP_TESTS")" tools/check.sh
+		CHECK_TESTS="$$(. scripts/lib-kernel.sh && echo "$$IWARP_TESTS")" scripts/check.sh
 
 bench: deps
-	@tools/bench.sh $(BENCH)
+	@scripts/bench.sh $(BENCH)
 
 lint:
-	@tools/lint.sh
+	@scripts/lint.sh
 
 sparse:
-	@set -e; for v in $$(. tools/lib-kernel.sh && list_kernels); do \
+	@set -e; for v in $$(. scripts/lib-kernel.sh && list_kernels); do \
 		echo "sparse: $$v"; \
 		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build C=2 STRICT=1; \
 	done
 
-# make install [DESTDIR=...] [PREFIX=/usr/local]: the server, the tools, the
-# man page, the systemd unit, an example configuration, and the modules for
-# KVER into /lib/modules/KVER/extra (then depmod).
+# make install [DESTDIR=...] [PREFIX=/usr/local]: the server, the tools in
+# tools/, the man page, the systemd units, an example configuration, and
+# the modules for KVER into /lib/modules/KVER/extra (then depmod); no test
+# program.
 PREFIX ?= /usr/local
 install: all
 	install -D -m 755 $(BIN)/orfs-server $(DESTDIR)$(PREFIX)/sbin/orfs-server
-	install -D -m 755 $(BIN)/knet-ping $(DESTDIR)$(PREFIX)/bin/knet-ping
-	install -D -m 755 $(BIN)/knet-load $(DESTDIR)$(PREFIX)/bin/knet-load
-	install -D -m 755 $(BIN)/knet-fs $(DESTDIR)$(PREFIX)/bin/knet-fs
 	install -D -m 755 tools/mount.orfs $(DESTDIR)/sbin/mount.orfs
 	install -D -m 755 tools/orfsstat $(DESTDIR)$(PREFIX)/bin/orfsstat
 	install -D -m 755 tools/mxbdctl $(DESTDIR)$(PREFIX)/sbin/mxbdctl

@@ -4,7 +4,7 @@
 # serves is a device-mapper log-writes target, which logs every write,
 # FLUSH and FUA that reaches it in the order they became durable. A
 # "power cut" is the server killed, a mark in the log, and the log
-# replayed (tools/log-replay.c) onto a fresh copy of the device up to the
+# replayed (tests/src/log-replay.c) onto a fresh copy of the device up to the
 # mark, keeping only what a FLUSH or FUA made durable: what a real power
 # cut leaves. The server then serves the replayed copy.
 #

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# Helpers for in-guest test scripts. tools/guest-init runs each script with
+# Helpers for in-guest test scripts. tests/harness/guest-init runs each script with
 #   ORFS_PROJ     the project's top directory (read-only)
 #   ORFS_KVER     the running kernel's version
 #   ORFS_KMOD     where this kernel's build of our modules is
@@ -10,7 +10,7 @@
 # anything else to fail. Cleanup registered with on_exit runs in any case.
 set -euo pipefail
 
-: "${ORFS_KMOD:?not running inside the test guest (use tools/vm run)}"
+: "${ORFS_KMOD:?not running inside the test guest (use tests/harness/vm run)}"
 
 _exit_hooks=()
 _exit_rc=0	# set by a cleanup that finds something wrong
@@ -203,7 +203,7 @@ check_knet_objects() {
 
 # kmemleak_scan: on a kernel with kmemleak (the debug kernel), scan for
 # leaks now; kmemleak logs "N new suspected memory leaks", which fails the
-# script (tools/lib-results.sh), and the objects are shown here
+# script (tests/harness/lib-results.sh), and the objects are shown here
 kmemleak_scan() {
 	local f=/sys/kernel/debug/kmemleak
 	[ -w "$f" ] || return 0

@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Tests of the harness's verdicts (tools/lib-results.sh) on made-up guest
+# Tests of the harness's verdicts (tests/harness/lib-results.sh) on made-up guest
 # results: a test harness that cannot fail a test is worse than none.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. tools/lib-results.sh
+. tests/harness/lib-results.sh
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -67,7 +67,7 @@ expect console '^FAIL k kernel-log' "1 1 0"
 mkcase skipbad 77 "[2.0] WARNING: CPU: 0 PID: 1 at x"
 expect skipbad '^FAIL k skipbad' "0 1 0"
 # A boot that crashed, or was stopped as late, before the guest's init:
-# booted once more by tools/vm; anything else is not.
+# booted once more by tests/harness/vm; anything else is not.
 early() {
 	n=$((n + 1))
 	local dir=$tmp/early$n want=$1 qrc=$2 console=$3 initran=$4 late=${5:-no} got=no

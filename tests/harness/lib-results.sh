@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# Host-side verdicts on a guest run (sourced by tools/vm).
+# Host-side verdicts on a guest run (sourced by tests/harness/vm).
 
 # Kernel log lines that fail a run whatever the scripts said.
 BAD_KERNEL_LINES='WARNING:|BUG:|BUG [^ ]+ \((Not tainted|Tainted)|Oops|kernel BUG at|general protection fault|list_(add|del) corruption|list corruption|possible circular locking|possible recursive locking|inconsistent lock state|lockdep is turned off|INFO: task .* blocked for more than|soft lockup|hard LOCKUP|rcu_sched detected stall|rcu: INFO|Kernel panic|UBSAN:|refcount_t:|KASAN:|unreferenced object|suspected memory leak|ODEBUG:'
@@ -12,9 +12,9 @@ bad_lines() {
 
 # boot_failed_early RESULTS QEMU_RC: true when the guest's kernel died
 # while booting, before the guest's init ran (it writes boot.dmesg before
-# loading anything of ours), or when tools/vm stopped a boot whose init
+# loading anything of ours), or when tests/harness/vm stopped a boot whose init
 # had not started in time (the mark init-late), so before any module or
-# script of ours: tools/vm boots such a guest once more. Any other hang
+# script of ours: tests/harness/vm boots such a guest once more. Any other hang
 # (QEMU killed, 137) or a crash after init is never retried.
 boot_failed_early() {
 	[ -e "$1/init-late" ] && return 0
@@ -79,7 +79,7 @@ verdicts() {
 }
 
 # guest_run SPEC KVER RDMA SCRIPT...: for make check and make check-debug,
-# one guest boot of kernel SPEC (tools/vm --kernel), version KVER, over
+# one guest boot of kernel SPEC (tests/harness/vm --kernel), version KVER, over
 # RDMA (rxe or siw); its verdicts are added to the caller's pass, fail and
 # skip, its output kept in $log/guest-KVER-RDMA.log
 guest_run() {
@@ -87,7 +87,7 @@ guest_run() {
 	shift 3
 	[ $# -gt 0 ] || return 0
 	echo "== in-guest tests on $v over $rdma"
-	tools/vm run --kernel "$spec" --rdma "$rdma" --results "$res" "$@" | tee "$log/guest-$v-$rdma.log"
+	tests/harness/vm run --kernel "$spec" --rdma "$rdma" --results "$res" "$@" | tee "$log/guest-$v-$rdma.log"
 	if [ -f "$res/summary" ]; then
 		read -r gp gf gs < "$res/summary"
 		pass=$((pass + gp)); fail=$((fail + gf)); skip=$((skip + gs))

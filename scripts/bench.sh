@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/bench.sh [NAME] (make bench [BENCH=NAME]): run every benchmark in
+# scripts/bench.sh [NAME] (make bench [BENCH=NAME]): run every benchmark in
 # tests/bench/ (or only NAME) in one guest boot of the newest kernel (or
 # BENCH_KERNEL=6.1). A benchmark writes "$ORFS_RESULTS/NAME.tsv", one row a
 # figure: metric<TAB>ours<TAB>peer<TAB>unit, peer empty where there is none,
@@ -10,7 +10,7 @@
 # do not fail for being slow, only for not producing their figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. tools/lib-kernel.sh
+. scripts/lib-kernel.sh
 
 name=${1:-}
 kver=$(resolve_kernel "${BENCH_KERNEL:-}") || { echo "bench: no kernel installed (make deps)" >&2; exit 2; }
@@ -26,7 +26,7 @@ else
 fi
 
 res=build/vm/$kver/bench
-tools/vm run --kernel "$kver" --results "$res" --timeout 900 "${scripts[@]}" | tee build/bench-run.log
+tests/harness/vm run --kernel "$kver" --results "$res" --timeout 900 "${scripts[@]}" | tee build/bench-run.log
 mkdir -p build/bench
 rc=0
 for s in "${scripts[@]}"; do

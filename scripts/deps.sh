@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/deps.sh (make deps): install with apt-get everything the project
+# scripts/deps.sh (make deps): install with apt-get everything the project
 # builds, tests and benchmarks with, on Debian 12 (bookworm). Idempotent;
 # when everything is present it only checks and returns in well under a
 # second. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=tools/lib-kernel.sh
+# shellcheck source=scripts/lib-kernel.sh
 . "$here/lib-kernel.sh"
 
 # The 6.1 kernel is bookworm's default; 6.12 comes from bookworm-backports

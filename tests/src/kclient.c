@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/kclient.h"
+#include "tests/src/kclient.h"
 
 #define CONNECT_TIMEOUT_MS 10000
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/check.sh (make check): everything that decides whether a change may
+# scripts/check.sh (make check): everything that decides whether a change may
 # land, in this order:
 #   1. build: modules for every installed kernel with W=1 -Werror, userspace
 #   2. unit tests (CUnit), again under ASan and UBSan, the harness's own
@@ -24,8 +24,8 @@
 # (default 6.12; empty: none, "6.1 6.12": both).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-# shellcheck source=tools/lib-kernel.sh
-. tools/lib-kernel.sh
+# shellcheck source=scripts/lib-kernel.sh
+. scripts/lib-kernel.sh
 
 pass=0 fail=0 skip=0
 log=build/check
@@ -106,7 +106,7 @@ run_item "harness self-test" "$log/harness.log" tests/harness/test-verdicts.sh
 		"$log/fuzz.log" make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 
 echo "== static checks"
-run_item "checkpatch, kernel-doc, shellcheck" "$log/lint.log" tools/lint.sh
+run_item "checkpatch, kernel-doc, shellcheck" "$log/lint.log" scripts/lint.sh
 for v in "${kernels[@]}"; do
 	# C=2 runs sparse on every file even when its object is up to date.
 	if make --no-print-directory "$jobs" modules KVER="$v" C=2 > "$log/sparse-$v.log" 2>&1 &&
@@ -135,14 +135,14 @@ for k in ${CHECK_IWARP_KERNELS-6.12}; do
 	v=$(resolve_kernel "$k") && iwarp_kernels+=("$v")
 done
 
-# shellcheck source=tools/lib-results.sh
-. tools/lib-results.sh
+# shellcheck source=tests/harness/lib-results.sh
+. tests/harness/lib-results.sh
 
 for v in "${kernels[@]}"; do
 	on_siw=()
 	if [[ " ${iwarp_kernels[*]} " == *" $v "* ]]; then
 		# A siw.ko for the kernel, from its linux-source package.
-		if ! tools/build-siw.sh "$v" > "$log/siw-$v.log" 2>&1; then
+		if ! scripts/build-siw.sh "$v" > "$log/siw-$v.log" 2>&1; then
 			ko "build siw for $v (log: $log/siw-$v.log)"
 			continue
 		fi

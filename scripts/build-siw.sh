@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/build-siw.sh KVER [KDIR]: build soft-iWARP (siw.ko) for an installed
+# scripts/build-siw.sh KVER [KDIR]: build soft-iWARP (siw.ko) for an installed
 # Debian kernel that lacks it (CONFIG_RDMA_SIW is off in Debian's 6.1 and
 # 6.12). The driver's sources come from the matching linux-source-X.Y
 # package (make deps installs it), extracted at build time into
@@ -12,7 +12,7 @@ set -euo pipefail
 
 die() { echo "build-siw: $*" >&2; exit 2; }
 
-kver=${1:?usage: tools/build-siw.sh KVER [KDIR]}
+kver=${1:?usage: scripts/build-siw.sh KVER [KDIR]}
 kdir=${2:-/lib/modules/$kver/build}
 proj=$(cd "$(dirname "$0")/.." && pwd)
 [ -e "$kdir/Makefile" ] || die "no kernel headers at $kdir"

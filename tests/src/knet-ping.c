@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tools/kclient.h"
+#include "tests/src/kclient.h"
 
 #define MSG_SIZE	8192
 #define DEPTH		8

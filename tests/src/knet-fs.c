@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "orfs/uapi/orfs_proto.h"
-#include "tools/kclient.h"
+#include "tests/src/kclient.h"
 
 #define MSG_SIZE	8192
 #define DEPTH		4

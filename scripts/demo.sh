@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/demo.sh (make demo): build everything, boot a guest of the newest
+# scripts/demo.sh (make demo): build everything, boot a guest of the newest
 # kernel (DEMO_KERNEL=6.1 for the other), bring up soft-RoCE, load the
 # suite and show what it does, narrating each step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. tools/lib-kernel.sh
+. scripts/lib-kernel.sh
 
 kver=$(resolve_kernel "${DEMO_KERNEL:-}") || { echo "demo: no kernel installed (make deps)" >&2; exit 2; }
 echo "demo: building the modules for $kver, the server, tools and tests"
@@ -17,7 +17,7 @@ echo "demo: booting $kver under QEMU with soft-RoCE (about 20 s)"
 res=build/vm/$kver/demo
 mkdir -p "$res"
 set +e
-tools/vm run --kernel "$kver" --results "$res" tests/demo/demo.sh > "$res.verdict" 2>&1
+tests/harness/vm run --kernel "$kver" --results "$res" tests/demo/demo.sh > "$res.verdict" 2>&1
 set -e
 cat "$res/demo.log" 2>/dev/null || true
 echo

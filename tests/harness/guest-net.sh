@@ -6,8 +6,8 @@
 #    interface in the initial namespace; not on lo (rdma_cm cannot resolve
 #    a route there) and not across namespaces (Documentation/testbed.md).
 #  - Soft-iWARP (siw0) on iw0, 10.76.0.1, beside it, when the guest is
-#    booted for iWARP (tools/vm --rdma siw): siw.ko is built from Debian's
-#    linux-source by tools/build-siw.sh, as the stock kernels lack it.
+#    booted for iWARP (tests/harness/vm --rdma siw): siw.ko is built from Debian's
+#    linux-source by scripts/build-siw.sh, as the stock kernels lack it.
 # ORFS_ADDR, ORFS_DEV and ORFS_RDMA_DEV name the one the tests use.
 if [ "${ORFS_RDMA:-rxe}" = siw ]; then
 	export ORFS_DEV=iw0 ORFS_ADDR=10.76.0.1 ORFS_RDMA_DEV=siw0
@@ -29,7 +29,7 @@ bed_net_up() {
 	rdma link add rxe0 type rxe netdev dummy0 || return 1
 	if [ "$ORFS_RDMA" = siw ]; then
 		modprobe -a ib_core libcrc32c || return 1
-		# The debug kernel has siw; Debian's get tools/build-siw.sh's.
+		# The debug kernel has siw; Debian's get scripts/build-siw.sh's.
 		modprobe siw 2>/dev/null || insmod "$ORFS_PROJ/build/siw/$ORFS_KVER/siw.ko" || return 1
 		bed_dummy iw0 10.76.0.1 || return 1
 		rdma link add siw0 type siw netdev iw0 || return 1

@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/check-debug.sh (make check-debug): the in-guest tests on the debug
+# scripts/check-debug.sh (make check-debug): the in-guest tests on the debug
 # kernel (make debug-kernel: KASAN, lockdep, DEBUG_OBJECTS, kmemleak,
 # DEBUG_LIST, DEBUG_SG): every guest test over soft-RoCE, then the
 # transport's tests (knet, block, mxbd, orfs) over soft-iWARP. Any KASAN,
 # lockdep, DEBUG_OBJECTS or kmemleak report fails the script that ran
-# (tools/lib-results.sh). Ends with "N passed, N failed" as make check.
+# (tests/harness/lib-results.sh). Ends with "N passed, N failed" as make check.
 #
 # CHECK_TESTS="tests/guest/x.sh ..." narrows it to those scripts, and
 # CHECK_RDMA=rxe or CHECK_RDMA=siw to one transport; VM_TIMEOUT_SCALE
@@ -14,16 +14,16 @@
 # slower.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-# shellcheck source=tools/lib-kernel.sh
-. tools/lib-kernel.sh
-# shellcheck source=tools/lib-results.sh
-. tools/lib-results.sh
+# shellcheck source=scripts/lib-kernel.sh
+. scripts/lib-kernel.sh
+# shellcheck source=tests/harness/lib-results.sh
+. tests/harness/lib-results.sh
 
 pass=0 fail=0 skip=0
 log=build/check-debug
 mkdir -p "$log"
 
-dir=$(tools/debug-kernel.sh) || { echo "FAIL debug kernel: not built"; echo; echo "0 passed, 1 failed"; exit 1; }
+dir=$(scripts/debug-kernel.sh) || { echo "FAIL debug kernel: not built"; echo; echo "0 passed, 1 failed"; exit 1; }
 kver=$(cat "$dir/release")
 echo "== debug kernel $kver ($dir)"
 if ! make --no-print-directory -j"$(nproc)" modules KDIR="$dir/build" STRICT=1 > "$log/build.log" 2>&1 ||

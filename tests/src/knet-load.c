@@ -28,7 +28,7 @@
 #include <time.h>
 
 #include "mxbd/uapi/mxbd_proto.h"
-#include "tools/kclient.h"
+#include "tests/src/kclient.h"
 
 #define MSG_SIZE	8192
 #define RX_DEPTH	8

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/lint.sh (make lint): checkpatch and kernel-doc over our kernel
+# scripts/lint.sh (make lint): checkpatch and kernel-doc over our kernel
 # code, shellcheck over our shell scripts. checkpatch and kernel-doc are
 # extracted at run time from Debian's linux-source-6.1 package into build/
 # and never committed. Exits non-zero on any error or warning.

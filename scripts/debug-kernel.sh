@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tools/debug-kernel.sh (make debug-kernel): build, once per machine, the
+# scripts/debug-kernel.sh (make debug-kernel): build, once per machine, the
 # 6.12 kernel of the debug lane from Debian's linux-source-6.12: Debian's
 # configuration, slimmed to the modules the test guest loads
-# (tools/debug-kernel/modules.list, as make localmodconfig does), with
-# tools/debug-kernel/debug.config merged over it (KASAN, lockdep,
+# (scripts/debug-kernel/modules.list, as make localmodconfig does), with
+# scripts/debug-kernel/debug.config merged over it (KASAN, lockdep,
 # DEBUG_OBJECTS, kmemleak, DEBUG_LIST, DEBUG_SG, rxe and siw).
 #
 # Everything goes to $ORFS_KERNEL_CACHE (default /var/cache/orfs-kernel),
@@ -17,8 +17,8 @@
 set -euo pipefail
 
 proj=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=tools/lib-kernel.sh
-. "$proj/tools/lib-kernel.sh"
+# shellcheck source=scripts/lib-kernel.sh
+. "$proj/scripts/lib-kernel.sh"
 die() { echo "debug-kernel: $*" >&2; exit 2; }
 
 series=6.12
@@ -27,8 +27,8 @@ tarball=/usr/src/linux-source-$series.tar.xz
 stock=$(resolve_kernel "$series") || die "no Debian $series kernel installed (make deps)"
 base=/boot/config-$stock
 [ -r "$base" ] || die "$base is missing"
-frag=$proj/tools/debug-kernel/debug.config
-list=$proj/tools/debug-kernel/modules.list
+frag=$proj/scripts/debug-kernel/debug.config
+list=$proj/scripts/debug-kernel/modules.list
 src_ver=$(dpkg-query -W -f='${Version}' "linux-source-$series")
 
 root=${ORFS_KERNEL_CACHE:-/var/cache/orfs-kernel}

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# Helpers shared by the Makefile and tools/vm to find installed kernels.
+# Helpers shared by the Makefile and tests/harness/vm to find installed kernels.
 # A kernel is usable when its image and its build headers are installed.
 
 # list_kernels: every usable kernel version, oldest first
@@ -28,7 +28,7 @@ resolve_kernel() {
 }
 
 # debug_kernel_dir: the directory of the debug kernel `make debug-kernel`
-# built last (tools/debug-kernel.sh), if there is one
+# built last (scripts/debug-kernel.sh), if there is one
 debug_kernel_dir() {
 	local d=${ORFS_KERNEL_CACHE:-/var/cache/orfs-kernel}/current
 	[ -e "$d/ok" ] || return 1
