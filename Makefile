@@ -34,6 +34,7 @@ KOUT := build/kmod/$(KREL)
 
 # Kernel sources, copied into $(KOUT) (Kbuild writes next to the sources).
 KSRC := Kbuild $(wildcard knet/Kbuild knet/*.[ch] knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h \
+	tests/kmod/Kbuild tests/kmod/*.[ch] \
 	regcache/Kbuild regcache/*.[ch] orfs/Kbuild orfs/*.[ch] \
 	mxbd/Kbuild mxbd/*.[ch])
 

@@ -2,6 +2,7 @@
 /*
  * knet: in-kernel network shim between the ORFS/MXBD clients and RDMA.
  * Upper layers use only this header; they never touch verbs or rkeys.
+ * What knet's own files share is in knet_int.h.
  */
 #ifndef _KNET_H
 #define _KNET_H
@@ -319,7 +320,6 @@ struct knet_srq {
 };
 
 int knet_session_open(struct knet_session *s, int *reason);
-void knet_ep_set_session(struct knet_ep *ep, struct knet_session *s);
 bool knet_session_retryable(int err);
 int knet_sleep_killable(unsigned int ms);
 int knet_session_call(struct knet_session *s, struct knet_request *rq);
@@ -327,39 +327,13 @@ void knet_session_submit(struct knet_session *s, struct knet_srq *srq);
 void knet_session_abort(struct knet_session *s);
 int knet_session_probe(struct knet_session *s);
 void knet_session_close(struct knet_session *s);
-int knet_session_init(void);
-void knet_session_exit(void);
-struct workqueue_struct *knet_wq(void);
-
-/* knet_main.c: where endpoints publish their counters, and device caches */
-struct dentry *knet_debugfs_endpoints(void);
 
 /*
- * Objects knet holds, counted for debugfs knet/objects: all must be zero
- * once the modules using knet are gone (tests check; unload warns).
+ * The server-style strategies: submit without waiting, each request ending
+ * with its callback or on its endpoint's done list, collected with
+ * knet_ep_wait_any().
  */
-enum knet_obj {
-	KNET_OBJ_EP,		/* endpoints */
-	KNET_OBJ_GROUP,		/* completion groups */
-	KNET_OBJ_MR,		/* fast-registration MRs */
-	KNET_OBJ_PIN,		/* regcache entries held by requests */
-	KNET_OBJ_MAP,		/* scatterlists DMA-mapped for requests */
-	KNET_OBJ_NR
-};
-
-void knet_obj_add(enum knet_obj o, int n);
-struct ib_device;
-struct knet_device;
-struct regcache;
-int knet_device_attach(struct ib_device *dev, struct list_head *ep_node,
-		       struct knet_device **kdev, struct regcache **rc);
-void knet_device_detach(struct knet_device *kdev, struct list_head *ep_node);
-void knet_ep_device_removed(struct list_head *ep_node);
-/* knet_auth.c */
-int knet_ep_auth(struct knet_ep *ep, const struct knet_ep_params *p);
 int knet_submit(struct knet_ep *ep, struct knet_request *rq);
-bool knet_ep_dead(struct knet_ep *ep);
-void knet_ep_break(struct knet_ep *ep);
 struct knet_request *knet_ep_wait_any(struct knet_ep *ep, unsigned long timeout);
 
 #endif /* _KNET_H */

@@ -16,7 +16,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
-#include "knet.h"
+#include "knet_int.h"
 
 /**
  * knet_secret_lookup() - read a secret from the keyring

@@ -23,7 +23,7 @@
 #include <net/ipv6.h>
 #include <rdma/ib_verbs.h>
 
-#include "knet.h"
+#include "knet_int.h"
 #include "regcache.h"
 
 /**

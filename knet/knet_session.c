@@ -29,7 +29,7 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
-#include "knet.h"
+#include "knet_int.h"
 
 #define KNET_BACKOFF_MIN_MS	100
 #define KNET_BACKOFF_MAX_MS	4000

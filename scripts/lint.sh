@@ -20,7 +20,7 @@ if [ ! -x "$cp_dir/scripts/kernel-doc" ] || [ "$tarball" -nt "$cp_dir/scripts/ch
 fi
 
 mapfile -t files < <(git ls-files -co --exclude-standard -- \
-	'knet/*.[ch]' 'regcache/*.[ch]' 'orfs/*.[ch]' 'mxbd/*.[ch]')
+	'knet/*.[ch]' 'regcache/*.[ch]' 'orfs/*.[ch]' 'mxbd/*.[ch]' 'tests/kmod/*.[ch]')
 [ ${#files[@]} -gt 0 ] || { echo "lint: no kernel sources found" >&2; exit 2; }
 # Tracepoint headers keep the TRACE_EVENT() layout the kernel's own use,
 # which --strict reads as misaligned or open-ended lines: those two checks

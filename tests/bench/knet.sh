@@ -18,7 +18,7 @@ kt() { "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" "$@"; }
 row() { bench_row "$out" "$@"; }
 
 load_suite
-insmod "$ORFS_KMOD/knet/knet_test.ko"
+insmod "$ORFS_KMOD/tests/kmod/knet_test.ko"
 on_exit "rmmod knet_test"
 truncate -s 512M /tmp/bvol
 start_server -b bvol=/tmp/bvol

@@ -61,7 +61,7 @@ say "Moving verified data to the volume: 4 streams of 64 KiB blocks, every byte 
 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -n vol0 -w verify -S 4 -q 2 -b 65536 -N 32 | grep -v '^result'
 
 say "From the kernel: knet connects to the volume and moves pages through per-request FRWR"
-insmod "$ORFS_KMOD/knet/knet_test.ko"
+insmod "$ORFS_KMOD/tests/kmod/knet_test.ko"
 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n vol0 -w verify -b 1048576 -N 4 -m pages -o 100
 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n vol0 -w batch -b 65536 -N 128 -q 24
 dmesg | grep 'knet: connected' | tail -n 1

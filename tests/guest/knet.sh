@@ -12,7 +12,7 @@
 kt() { timeout 120 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" "$@"; }
 
 load_suite
-insmod "$ORFS_KMOD/knet/knet_test.ko"
+insmod "$ORFS_KMOD/tests/kmod/knet_test.ko"
 on_exit "rmmod knet_test"
 truncate -s 64M /tmp/kvol
 start_server -b kvol=/tmp/kvol

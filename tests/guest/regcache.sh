@@ -15,7 +15,7 @@ stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$stats"; }
 stat_is() { [ "$(stat_of "$1")" = "$2" ]; }
 
 load_suite
-insmod "$ORFS_KMOD/knet/knet_test.ko"
+insmod "$ORFS_KMOD/tests/kmod/knet_test.ko"
 on_exit "rmmod knet_test"
 truncate -s 64M /tmp/rvol
 start_server -b rvol=/tmp/rvol

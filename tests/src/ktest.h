@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "knet/uapi/knet_test.h"
+#include "tests/kmod/knet_test.h"
 
 /*
  * Open /dev/knet_test and connect to volume NAME at ADDR (IPv4 text), as a

@@ -5,7 +5,9 @@
  * Each open file may connect one endpoint; requests copy the caller's data
  * into kernel memory of the kind asked (a kmalloc buffer, or pages starting
  * at any offset) so that knet's descriptors are exercised as a kernel
- * client would use them.
+ * client would use them. Its data requests are the server's volume
+ * service's READ and WRITE, whose wire format MXBD's uapi header holds:
+ * only that header, not the MXBD module.
  */
 #define pr_fmt(fmt) "knet_test: " fmt
 
@@ -20,9 +22,9 @@
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 
-#include "knet.h"
-#include "../mxbd/uapi/mxbd_proto.h"
-#include "uapi/knet_test.h"
+#include "knet/knet.h"
+#include "mxbd/uapi/mxbd_proto.h"
+#include "knet_test.h"
 
 #define KNET_TEST_MAX_DATA	SZ_1M
 #define KNET_TEST_MAX_BODY	4096
