@@ -74,7 +74,8 @@ userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-loa
 	$(BIN)/knet-test $(BIN)/regcache-test $(BIN)/orfs-fstest $(BIN)/orfs-fsx $(BIN)/folio-count \
 	$(BIN)/log-replay
 
-SERVER_SRC := server/main.c server/engine.c server/workers.c
+SERVER_SRC := server/main.c server/conn.c server/exports.c server/reload.c server/shard.c \
+	server/fabric.c server/hotplug.c server/fault.c server/engine.c server/workers.c
 
 $(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)

@@ -42,11 +42,6 @@ enum { JOB_TAG_REQ = 1, JOB_TAG_CHUNK, JOB_TAG_FSVC, JOB_TAG_FOPEN, JOB_TAG_FOPE
 
 static void schedule(struct shard *s);
 
-static int is_file(const struct conn *c)
-{
-	return c->ex->cfg.service == KNET_SVC_FILE;
-}
-
 static void req_finish(struct req *r)
 {
 	struct conn *c = r->c;
@@ -65,12 +60,6 @@ static void req_finish(struct req *r)
 	conn_maybe_free(c);
 }
 
-/* The body of a block service reply. */
-union block_body {
-	struct mxbd_info	info;
-	struct mxbd_ident	ident;
-};
-
 /* R's reply body (INFO and IDENT have one) into B; returns its length. */
 static uint32_t block_body(struct req *r, union block_body *b)
 {
@@ -85,166 +74,6 @@ static uint32_t block_body(struct req *r, union block_body *b)
 		return sizeof(b->ident);
 	}
 	return 0;
-}
-
-/* Make the reply in BUF (N bytes) lie as FAULT says; returns its new length. */
-static size_t inject_fault(int fault, char *buf, size_t n)
-{
-	struct knet_hdr h;
-	size_t extra = 0;
-
-	memcpy(&h, buf, sizeof(h));
-	switch (fault) {
-	case FAULT_TAG:
-		h.tag = htole32(le32toh(h.tag) ^ 0x5a5a00);
-		break;
-	case FAULT_INLINE:
-		extra = 64;
-		h.inline_len = htole32(le32toh(h.inline_len) + (uint32_t)extra);
-		break;
-	case FAULT_OPCODE:
-		h.opcode = htole16(le16toh(h.opcode) ^ 0x5a);
-		break;
-	case FAULT_BODY:
-		extra = 2048;
-		h.body_len = htole32(le32toh(h.body_len) + (uint32_t)extra);
-		memmove(buf + sizeof(h) + extra, buf + sizeof(h), n - sizeof(h));
-		break;
-	}
-	if (n + extra > SRV_TX_SIZE)
-		return n;
-	memset(buf + n, 0x5a, fault == FAULT_INLINE ? extra : 0);
-	memcpy(buf, &h, sizeof(h));
-	return n + extra;
-}
-
-/* The next number of the "fs-random" fault's generator (xorshift64). */
-static uint32_t fault_rand(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return (uint32_t)(*x >> 32);
-}
-
-/*
- * "fs-random" and "block-random": of eight replies, one gets a random
- * status (mostly values no errno has), three get one to four random bytes
- * of their BODY (LEN bytes; none for most block replies) changed (mostly
- * in its first 256 bytes, where the fields are), four stay true.
- */
-static void scramble(struct req *r, uint8_t *body, uint32_t len)
-{
-	uint64_t *rng = &r->c->sh->fault_rng;
-	uint32_t roll = fault_rand(rng) % 8, n, span;
-
-	if (roll == 0) {
-		n = fault_rand(rng) % 32;	/* one draw after the other: a seed's run repeats */
-		r->f.status = fault_rand(rng) >> n;
-		return;
-	}
-	if (roll > 3 || !body || !len || r->f.status)
-		return;
-	span = len > 256 && fault_rand(rng) % 4 ? 256 : len;
-	for (n = 1 + fault_rand(rng) % 4; n; n--)
-		body[fault_rand(rng) % span] ^= (uint8_t)(1 + fault_rand(rng) % 255);
-}
-
-/*
- * Make a file service reply body lie as FAULT says (a test aid): the
- * framing stays right, the content is what no file system can hold.
- */
-static void inject_fs_fault(int fault, struct req *r)
-{
-	uint8_t *b = r->fbody;
-	uint32_t v;
-
-	if (fault == FAULT_FS_RANDOM) {
-		scramble(r, r->fbody, r->fbody_len);
-		return;
-	}
-	if (fault == FAULT_FS_BUSY) {
-		r->f.status = EINPROGRESS;
-		return;
-	}
-	if (fault == FAULT_FS_STATUS) {
-		r->f.status = r->c->s->fault_status;
-		return;
-	}
-	if (!b || r->f.status)
-		return;
-	switch (fault) {
-	case FAULT_FS_NAME:
-		/* The first entry's name, after the header and the entry. */
-		if (r->fr.op == ORFS_OP_READDIR && r->fbody_len > sizeof(struct orfs_readdir_rep) +
-		    sizeof(struct orfs_dirent))
-			b[sizeof(struct orfs_readdir_rep) + sizeof(struct orfs_dirent)] = '/';
-		break;
-	case FAULT_FS_COUNT:
-		if (r->fr.op == ORFS_OP_READ) {
-			v = htole32(le32toh(r->fr.u.io.length) + 4096);
-			memcpy(b + offsetof(struct orfs_io_rep, count), &v, sizeof(v));
-		}
-		break;
-	case FAULT_FS_ATTR:
-	case FAULT_FS_MODE:
-	case FAULT_FS_OWNER:
-		/* GETATTR's body is the attributes; LOOKUP's has them after the handle. */
-		if (r->fr.op == ORFS_OP_LOOKUP)
-			b += offsetof(struct orfs_entry_rep, attr);
-		else if (r->fr.op != ORFS_OP_GETATTR)
-			break;
-		if (fault == FAULT_FS_OWNER) {
-			v = htole32(UINT32_MAX);
-			memcpy(b + offsetof(struct orfs_attr, uid), &v, sizeof(v));
-			break;
-		}
-		memcpy(&v, b + offsetof(struct orfs_attr, mode), sizeof(v));
-		v = htole32(le32toh(v) | (fault == FAULT_FS_MODE ? 0x10000 : S_IFMT));
-		memcpy(b + offsetof(struct orfs_attr, mode), &v, sizeof(v));
-		break;
-	case FAULT_FS_LOOP: {
-		/* A subdirectory that is the export's root, its own ancestor. */
-		struct orfs_entry_rep *e = (struct orfs_entry_rep *)b, root;
-		struct fsvc_req rq = { .op = ORFS_OP_GETROOT };
-		int none = -1;
-
-		if (r->fr.op == ORFS_OP_LOOKUP && S_ISDIR(le32toh(e->attr.mode)) &&
-		    !fsvc_execute(&r->c->ex->fx, &rq, &none, &root, sizeof(root), &v))
-			memcpy(e, &root, sizeof(root));
-		break;
-	}
-	}
-}
-
-/*
- * Make a block service reply lie as FAULT says (a test aid), well framed:
- * its body B, BLEN bytes long. Returns the body's new length.
- */
-static uint32_t inject_block_fault(int fault, struct req *r, union block_body *b, uint32_t blen)
-{
-	if (fault == FAULT_BLOCK_RANDOM) {
-		scramble(r, (uint8_t *)b, blen);
-		return r->f.status ? 0 : blen;
-	}
-	if (fault == FAULT_BLOCK_INFO && blen && r->br.opcode == MXBD_OP_INFO)
-		b->info.physical_block = htole32(3000);
-	return blen;
-}
-
-/*
- * Whether a test fault makes R's reply lie: once the client is set up. A
- * file connection opens with SESSION, and a mount's first one asks GETROOT
- * too: every other reply lies, on every connection of the mount. A block
- * connection lies from its third reply on.
- */
-static int fault_lies(const struct conn *c, const struct req *r)
-{
-	if (!c->s->fault || r->f.opcode == KNET_OP_AUTH)
-		return 0;
-	if (is_file(c))
-		return r->f.opcode != ORFS_OP_SESSION && r->f.opcode != ORFS_OP_GETROOT;
-	return c->st.requests > 2;
 }
 
 /*
@@ -326,7 +155,7 @@ static void reply(struct req *r)
 		ilen = 0;
 		n = proto_build_reply(conn_tx_buf(c, t), SRV_TX_SIZE, &r->f, 1, &r->auth_rep, blen,
 				      NULL, 0);
-	} else if (is_file(c)) {
+	} else if (conn_is_file(c)) {
 		const uint8_t *body = r->fbody;
 
 		if (lie && c->s->fault >= FAULT_FS_NAME)
@@ -669,7 +498,7 @@ static void chunk_job(struct chunk *ch, int kind)
 	ch->job.owner = ch;
 	ch->job.peer = c->peer_key;
 	ch->job.tag = JOB_TAG_CHUNK;
-	if (is_file(c)) {
+	if (conn_is_file(c)) {
 		ch->job.run = run_file_io;
 		ch->job.kind = kind;
 		ch->job.fd = r->fd;
@@ -735,7 +564,7 @@ static void req_progress(struct req *r)
 	if (r->status || r->done == r->br.length) {
 		if (r->inflight)
 			return;
-		if (is_file(r->c))
+		if (conn_is_file(r->c))
 			file_io_finish(r);
 		reply(r);
 		return;
@@ -1192,7 +1021,7 @@ void eng_on_recv(struct conn *c, int slot, uint32_t len)
 		reply(r);
 		return;
 	}
-	if (is_file(c)) {
+	if (conn_is_file(c)) {
 		file_start(r, msg, len);
 		return;
 	}
@@ -1324,7 +1153,7 @@ static void jobs_done(struct job *j)
 				chunk_done(ch, j->result < 0 ? -j->result : 0);
 			} else {
 				/* Read from the volume or file: push it. */
-				if (is_file(c) && (uint32_t)j->result < ch->len &&
+				if (conn_is_file(c) && (uint32_t)j->result < ch->len &&
 				    ch->r->br.offset + ch->off + (uint32_t)j->result < ch->r->eof_at)
 					ch->r->eof_at = ch->r->br.offset + ch->off + (uint32_t)j->result;
 				chunk_rdma(ch);

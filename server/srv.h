@@ -330,7 +330,23 @@ enum srv_fault {
 	FAULT_NO_SYNC,		/* "no-sync": FLUSH, FUA and FSYNC promise what they did not do */
 };
 
-/* main.c */
+/* The body of a block service reply. */
+union block_body {
+	struct mxbd_info	info;
+	struct mxbd_ident	ident;
+};
+
+static inline int conn_is_file(const struct conn *c)
+{
+	return c->ex->cfg.service == KNET_SVC_FILE;
+}
+
+/* main.c: options, the configuration's check, signals and the main loop */
+void srv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* CLOCK_MONOTONIC in microseconds */
+uint64_t now_us(void);
+
+/* conn.c: connections, their requests to connect and their CM events */
 char *conn_rx_buf(struct conn *c, int i);
 char *conn_tx_buf(struct conn *c, int i);
 int conn_post_recv(struct conn *c, int i);
@@ -338,9 +354,59 @@ void conn_close(struct conn *c, const char *why);
 void conn_maybe_free(struct conn *c);
 void conn_get(struct conn *c);
 void conn_put(struct conn *c);
-void srv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* CLOCK_MONOTONIC in microseconds */
-uint64_t now_us(void);
+void conn_free(struct conn *c);
+void reject(fid_t pep, struct fi_info *info, int reason, const char *what);
+void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datalen);
+void handle_eq(struct shard *sh);
+void apply_allow(struct shard *sh);
+int idle_sweep(struct shard *sh);
+
+/* exports.c: exports and volumes, each host's connections, the handle key */
+int load_key(struct srv *s, const char *dir, int make);
+struct export *find_export(struct srv *s, const char *name, int service);
+int export_add(struct srv *s, const struct cfg_export *cfg);
+void export_release(struct srv *s, struct export *ex);
+struct export *export_get(struct srv *s, const char *name, int service);
+void export_put(struct srv *s, struct export *ex);
+int peer_conn_get(struct srv *s, const struct cfg_addr *ip);
+void peer_conn_put(struct srv *s, const struct cfg_addr *ip);
+
+/* reload.c */
+void srv_reload(struct srv *s);
+
+/* shard.c: progress threads */
+int epoll_add(int epfd, int fd);
+void mail_wake(struct shard *sh);
+int shard_load(struct shard *sh);
+uint32_t shard_chunks(const struct srv *s, int i);
+int shard_open(struct shard *sh, uint32_t nchunks);
+void shard_close(struct shard *sh);
+void shard_reset(struct shard *sh);
+void *shard_main(void *arg);
+void order_shards(struct srv *s, int stop);
+
+/* fabric.c: devices, domains, queues and listeners opened and closed */
+int listen_getinfo(const struct srv *s, int i, const char *port, struct fi_info **info);
+int any_getinfo(const struct srv *s, struct fi_info **info);
+int any_devices(const struct srv *s, int i, struct fi_info **any);
+size_t appendf(char *buf, size_t len, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+const char *dev_str(const struct config *c, struct fi_info *const info[], struct fi_info *any,
+		    char *buf, size_t len);
+int srv_open(struct srv *s);
+void srv_close(struct srv *s);
+
+/* hotplug.c: connection requests handed over, devices lost and back */
+void handle_listen(struct srv *s);
+int dev_watch(struct srv *s);
+void reap_retired(struct srv *s);
+
+/* fault.c: lying replies, a test aid (-F) */
+int fault_configure(struct srv *s, int enabled);
+int fault_lies(const struct conn *c, const struct req *r);
+size_t inject_fault(int fault, char *buf, size_t n);
+void inject_fs_fault(int fault, struct req *r);
+uint32_t inject_block_fault(int fault, struct req *r, union block_body *b, uint32_t blen);
 
 /* engine.c */
 void eng_on_recv(struct conn *c, int slot, uint32_t len);
