@@ -711,49 +711,289 @@ static int take_blob(struct cursor *c, const char **s, uint32_t *n, uint32_t max
 	return 0;
 }
 
-int fsvc_op_mutates(uint16_t op)
+/* What an operation needs around its handler (fsvc_ops[]). */
+#define OP_MUTATES	0x01	/* refused on a read-only export */
+#define OP_REPEAT_BAD	0x02	/* repeating it would fail or act twice (the replay cache) */
+#define OP_DIR_FH	0x04	/* its handle is a directory the caller may keep open */
+#define OP_NO_FH	0x08	/* no handle: runs before any is opened */
+#define OP_FH2		0x10	/* a second handle */
+#define OP_AS_SERVER	0x20	/* attributes: not protected beyond lookup */
+#define OP_DATA		0x40	/* data the engine moves when in segments */
+
+struct dec;
+struct op_ctx;
+
+/* One file service operation: its name, decoder, handler and needs. */
+struct fsvc_op {
+	const char	*name;
+	int		(*decode)(struct dec *d, struct fsvc_req *rq);
+	int		(*exec)(struct op_ctx *x);
+	unsigned int	flags;
+};
+
+static const struct fsvc_op *fsvc_op(uint16_t op);
+
+/*
+ * Each operation's decoder: the body after struct orfs_req, at D's cursor,
+ * into RQ. The table below (fsvc_ops[]) names it.
+ */
+struct dec {
+	struct cursor	c;
+	const void	*msg;		/* the whole message: segments, inline data */
+	uint32_t	inline_max;
+};
+
+static int dec_none(struct dec *d, struct fsvc_req *rq)
 {
-	switch (op) {
-	case ORFS_OP_SETATTR: case ORFS_OP_CREATE: case ORFS_OP_MKDIR: case ORFS_OP_MKNOD:
-	case ORFS_OP_SYMLINK: case ORFS_OP_LINK: case ORFS_OP_UNLINK: case ORFS_OP_RMDIR:
-	case ORFS_OP_RENAME: case ORFS_OP_WRITE: case ORFS_OP_SETXATTR: case ORFS_OP_REMOVEXATTR:
-	case ORFS_OP_FALLOCATE: case ORFS_OP_COPY: case ORFS_OP_CLONE:
-		return 1;
-	}
+	(void)d;
+	(void)rq;
 	return 0;
 }
 
-int fsvc_op_nonidempotent(uint16_t op)
+static int dec_session(struct dec *d, struct fsvc_req *rq)
 {
-	/*
-	 * Repeating these would fail (EEXIST, ENOENT) or do it twice; a LOCK
-	 * repeated after an UNLOCK of the same owner would take it again.
-	 */
-	return (fsvc_op_mutates(op) && op != ORFS_OP_WRITE && op != ORFS_OP_SETATTR &&
-		op != ORFS_OP_FALLOCATE && op != ORFS_OP_COPY && op != ORFS_OP_CLONE) ||
-	       op == ORFS_OP_LOCK;
+	return take(&d->c, &rq->u.session, sizeof(rq->u.session));
 }
 
-int fsvc_op_dir_fh(uint16_t op)
+/* LOOKUP, UNLINK, RMDIR: a directory and a name in it. */
+static int dec_fh_name(struct dec *d, struct fsvc_req *rq)
 {
-	switch (op) {
-	case ORFS_OP_LOOKUP: case ORFS_OP_CREATE: case ORFS_OP_MKDIR: case ORFS_OP_MKNOD:
-	case ORFS_OP_SYMLINK: case ORFS_OP_UNLINK: case ORFS_OP_RMDIR: case ORFS_OP_RENAME:
-	case ORFS_OP_READDIR:
-		return 1;
-	default:
-		return 0;
-	}
+	int err = take(&d->c, &rq->fh, sizeof(rq->fh));
+
+	return err ? err : take_name(&d->c, &rq->name, &rq->name_len, 1);
+}
+
+/* GETATTR, READLINK, STATFS, LISTXATTR: a handle, no flags. */
+static int dec_fhop(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.fhop, sizeof(rq->u.fhop));
+
+	rq->fh = rq->u.fhop.fh;
+	return err;
+}
+
+static int dec_fsync(struct dec *d, struct fsvc_req *rq)
+{
+	int err = dec_fhop(d, rq);
+
+	if (!err && (le32toh(rq->u.fhop.flags) & ~(uint32_t)(ORFS_FSYNC_DATA | ORFS_FSYNC_VERF)))
+		err = EINVAL;
+	return err;
+}
+
+/* GETXATTR, REMOVEXATTR: a handle and an attribute's name. */
+static int dec_xattr_name(struct dec *d, struct fsvc_req *rq)
+{
+	int err = dec_fhop(d, rq);
+
+	return err ? err : take_name(&d->c, &rq->name, &rq->name_len, 0);
+}
+
+static int dec_setxattr(struct dec *d, struct fsvc_req *rq)
+{
+	int err = dec_xattr_name(d, rq);
+
+	if (!err)
+		err = take_blob(&d->c, &rq->str2, &rq->str2_len, ORFS_XATTR_SIZE_MAX, 0);
+	if (!err && (le32toh(rq->u.fhop.flags) & ~(uint32_t)(XATTR_CREATE | XATTR_REPLACE)))
+		err = EINVAL;
+	return err;
+}
+
+static int dec_setattr(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.setattr, sizeof(rq->u.setattr));
+	uint32_t valid = le32toh(rq->u.setattr.valid);
+
+	rq->fh = rq->u.setattr.fh;
+	if (!err && (valid & ~(uint32_t)(ORFS_SET_ALL | ORFS_SET_SIZE_OPEN)))
+		err = EINVAL;
+	if (!err && (valid & ORFS_SET_SIZE_OPEN) && !(valid & ORFS_SET_SIZE))
+		err = EINVAL;
+	if (!err && (valid & ORFS_SET_SIZE) && le64toh(rq->u.setattr.size) > INT64_MAX)
+		err = EFBIG;
+	return err;
+}
+
+/* CREATE, MKDIR: a directory, a name, a mode. */
+static int dec_create(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.create, sizeof(rq->u.create));
+
+	rq->fh = rq->u.create.dir;
+	if (!err)
+		err = take_name(&d->c, &rq->name, &rq->name_len, 1);
+	if (!err && (le32toh(rq->u.create.flags) & ~(uint32_t)ORFS_CREATE_EXCL))
+		err = EINVAL;
+	return err;
+}
+
+static int dec_mknod(struct dec *d, struct fsvc_req *rq)
+{
+	int err = dec_create(d, rq);
+	uint32_t type = le32toh(rq->u.create.mode) & S_IFMT;
+	uint64_t rdev = le64toh(rq->u.create.rdev);
+
+	/* A device's number within dev_t; nothing else has one. */
+	if (!err && (type == S_IFCHR || type == S_IFBLK ?
+		     (rdev >> 32) > ORFS_RDEV_MAJOR_MAX || (rdev & 0xffffffffu) > ORFS_RDEV_MINOR_MAX :
+		     rdev != 0))
+		err = EINVAL;
+	return err;
+}
+
+static int dec_symlink(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.create, sizeof(rq->u.create));
+
+	rq->fh = rq->u.create.dir;
+	if (!err)
+		err = take_name(&d->c, &rq->name, &rq->name_len, 1);
+	if (!err)
+		err = take_blob(&d->c, &rq->str2, &rq->str2_len, ORFS_PATH_MAX, 1);
+	if (!err && (le32toh(rq->u.create.flags) & ~(uint32_t)ORFS_CREATE_EXCL))
+		err = EINVAL;
+	return err;
+}
+
+static int dec_link(struct dec *d, struct fsvc_req *rq)
+{
+	struct orfs_link_req l;
+	int err = take(&d->c, &l, sizeof(l));
+
+	if (err)
+		return err;
+	rq->fh = l.fh;
+	rq->fh2 = l.dir;
+	return take_name(&d->c, &rq->name, &rq->name_len, 1);
+}
+
+static int dec_rename(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.rename, sizeof(rq->u.rename));
+	uint32_t flags = le32toh(rq->u.rename.flags);
+
+	rq->fh = rq->u.rename.olddir;
+	rq->fh2 = rq->u.rename.newdir;
+	if (!err)
+		err = take_name(&d->c, &rq->name, &rq->name_len, 1);
+	if (!err)
+		err = take_name(&d->c, &rq->str2, &rq->str2_len, 1);
+	if (!err && ((flags & ~(uint32_t)(ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE)) ||
+		     flags == (ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE) ||
+		     rq->u.rename.reserved))
+		err = EINVAL;
+	return err;
+}
+
+static int dec_readdir(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.readdir, sizeof(rq->u.readdir));
+
+	rq->fh = rq->u.readdir.dir;
+	if (!err && (!le32toh(rq->u.readdir.max_bytes) || rq->u.readdir.reserved))
+		err = EINVAL;
+	return err;
+}
+
+static int dec_lock(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.lock, sizeof(rq->u.lock));
+	uint32_t type = le32toh(rq->u.lock.type), flags = le32toh(rq->u.lock.flags);
+
+	rq->fh = rq->u.lock.fh;
+	if (!err && (type < ORFS_LOCK_READ || type > ORFS_LOCK_UNLOCK ||
+		     (flags & ~(uint32_t)(ORFS_LOCK_TEST | ORFS_LOCK_RECLAIM |
+					  ORFS_LOCK_REVOKED_SEEN | ORFS_LOCK_WAIT |
+					  ORFS_LOCK_HOLD)) ||
+		     ((flags & ORFS_LOCK_REVOKED_SEEN) && !(flags & ORFS_LOCK_TEST)) ||
+		     ((flags & ORFS_LOCK_WAIT) && flags != ORFS_LOCK_WAIT &&
+		      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_TEST) &&
+		      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_HOLD)) ||
+		     ((flags & ORFS_LOCK_HOLD) && flags != ORFS_LOCK_HOLD &&
+		      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_HOLD)) ||
+		     (type == ORFS_LOCK_UNLOCK && flags) ||
+		     le64toh(rq->u.lock.start) > le64toh(rq->u.lock.end)))
+		err = EINVAL;
+	return err;
+}
+
+static int dec_fallocate(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.fallocate, sizeof(rq->u.fallocate));
+	uint32_t mode = le32toh(rq->u.fallocate.mode);
+
+	rq->fh = rq->u.fallocate.fh;
+	if (!err && rq->u.fallocate.reserved)
+		err = EINVAL;
+	/* The kernel checks the rest (lengths, combinations). */
+	if (!err && (mode & ~(uint32_t)(ORFS_FALLOC_KEEP_SIZE | ORFS_FALLOC_PUNCH_HOLE |
+					ORFS_FALLOC_ZERO_RANGE | ORFS_FALLOC_COLLAPSE_RANGE |
+					ORFS_FALLOC_INSERT_RANGE)))
+		err = EOPNOTSUPP;
+	if (!err && (le64toh(rq->u.fallocate.offset) > INT64_MAX ||
+		     le64toh(rq->u.fallocate.length) > INT64_MAX))
+		err = EINVAL;
+	return err;
+}
+
+/* COPY and CLONE: two files and their ranges; CLONE may dedupe. */
+static int dec_copy(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.copy, sizeof(rq->u.copy));
+
+	rq->fh = rq->u.copy.src;
+	rq->fh2 = rq->u.copy.dst;
+	if (!err && ((le32toh(rq->u.copy.flags) &
+		      ~(uint32_t)(rq->op == ORFS_OP_CLONE ? ORFS_CLONE_DEDUPE : 0)) ||
+		     rq->u.copy.reserved ||
+		     le64toh(rq->u.copy.src_offset) > INT64_MAX ||
+		     le64toh(rq->u.copy.dst_offset) > INT64_MAX ||
+		     le64toh(rq->u.copy.length) > INT64_MAX))
+		err = EINVAL;
+	return err;
+}
+
+static int dec_seek(struct dec *d, struct fsvc_req *rq)
+{
+	int err = take(&d->c, &rq->u.seek, sizeof(rq->u.seek));
+	uint32_t whence = le32toh(rq->u.seek.whence);
+
+	rq->fh = rq->u.seek.fh;
+	if (!err && (rq->u.seek.reserved || le64toh(rq->u.seek.offset) > INT64_MAX ||
+		     (whence != ORFS_SEEK_DATA && whence != ORFS_SEEK_HOLE)))
+		err = EINVAL;
+	return err;
+}
+
+/* READ and WRITE: their data inline or in segments, checked against LENGTH. */
+static int dec_io(struct dec *d, struct fsvc_req *rq)
+{
+	uint32_t length, flags;
+	int err = take(&d->c, &rq->u.io, sizeof(rq->u.io));
+
+	if (err)
+		return err;
+	rq->fh = rq->u.io.fh;
+	length = le32toh(rq->u.io.length);
+	flags = le32toh(rq->u.io.flags);
+	if (flags & ~(uint32_t)(ORFS_WRITE_SYNC | ORFS_WRITE_DSYNC | ORFS_WRITE_VERF) ||
+	    (flags && rq->op == ORFS_OP_READ) || length > (1U << 20) ||
+	    le64toh(rq->u.io.offset) > (uint64_t)INT64_MAX - length)
+		return EINVAL;
+	return proto_check_data(d->msg, rq->seg_off, rq->nsegs, rq->inl_len, length, d->inline_max,
+				rq->op == ORFS_OP_WRITE);
 }
 
 int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 		uint32_t inline_max, struct fsvc_req *rq)
 {
+	struct dec d = { .msg = msg, .inline_max = inline_max };
+	const struct fsvc_op *op;
 	struct knet_hdr h;
 	struct orfs_req base;
-	struct cursor c;
 	uint32_t body_len, i;
-	int err = 0;
+	int err;
 
 	(void)len;	/* knet_hdr_check() tied every length to it already */
 	memcpy(&h, msg, sizeof(h));
@@ -764,12 +1004,13 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 	rq->seg_off = (uint32_t)sizeof(h) + body_len;
 	rq->inl_len = le32toh(h.inline_len);
 	rq->inl = (const uint8_t *)msg + rq->seg_off + rq->nsegs * (uint32_t)sizeof(struct knet_seg);
-	c.p = (const uint8_t *)msg + sizeof(h);
-	c.left = body_len;
+	d.c.p = (const uint8_t *)msg + sizeof(h);
+	d.c.left = body_len;
 
-	if (rq->op < ORFS_OP_SESSION || rq->op > ORFS_OP_LAST)
+	op = fsvc_op(rq->op);
+	if (!op)
 		return EOPNOTSUPP;
-	if (take(&c, &base, sizeof(base)))
+	if (take(&d.c, &base, sizeof(base)))
 		return EINVAL;
 	rq->xid = le64toh(base.xid);
 	rq->uid = le32toh(base.cred.uid);
@@ -780,203 +1021,12 @@ int fsvc_decode(const struct fsvc_export *fx, const void *msg, uint32_t len,
 	for (i = 0; i < rq->ngroups; i++)
 		rq->groups[i] = le32toh(base.cred.groups[i]);
 	cred_wanted(fx, rq, &rq->eff);
-	if (fx->read_only && fsvc_op_mutates(rq->op))
+	if (fx->read_only && (op->flags & OP_MUTATES))
 		return EROFS;
-	if ((rq->nsegs || rq->inl_len) && rq->op != ORFS_OP_READ && rq->op != ORFS_OP_WRITE)
+	if ((rq->nsegs || rq->inl_len) && !(op->flags & OP_DATA))
 		return EINVAL;
-
-	switch (rq->op) {
-	case ORFS_OP_SESSION:
-		err = take(&c, &rq->u.session, sizeof(rq->u.session));
-		break;
-	case ORFS_OP_GETROOT:
-		break;
-	case ORFS_OP_LOOKUP:
-	case ORFS_OP_UNLINK:
-	case ORFS_OP_RMDIR:
-		err = take(&c, &rq->fh, sizeof(rq->fh));
-		if (!err)
-			err = take_name(&c, &rq->name, &rq->name_len, 1);
-		break;
-	case ORFS_OP_GETATTR:
-	case ORFS_OP_READLINK:
-	case ORFS_OP_STATFS:
-	case ORFS_OP_LISTXATTR:
-	case ORFS_OP_FSYNC:
-		err = take(&c, &rq->u.fhop, sizeof(rq->u.fhop));
-		rq->fh = rq->u.fhop.fh;
-		if (!err && rq->op == ORFS_OP_FSYNC &&
-		    (le32toh(rq->u.fhop.flags) & ~(uint32_t)(ORFS_FSYNC_DATA | ORFS_FSYNC_VERF)))
-			err = EINVAL;
-		break;
-	case ORFS_OP_GETXATTR:
-	case ORFS_OP_REMOVEXATTR:
-	case ORFS_OP_SETXATTR:
-		err = take(&c, &rq->u.fhop, sizeof(rq->u.fhop));
-		rq->fh = rq->u.fhop.fh;
-		if (!err)
-			err = take_name(&c, &rq->name, &rq->name_len, 0);
-		if (!err && rq->op == ORFS_OP_SETXATTR) {
-			err = take_blob(&c, &rq->str2, &rq->str2_len, ORFS_XATTR_SIZE_MAX, 0);
-			if (!err && (le32toh(rq->u.fhop.flags) & ~(uint32_t)(XATTR_CREATE | XATTR_REPLACE)))
-				err = EINVAL;
-		}
-		break;
-	case ORFS_OP_SETATTR:
-		err = take(&c, &rq->u.setattr, sizeof(rq->u.setattr));
-		rq->fh = rq->u.setattr.fh;
-		if (!err && (le32toh(rq->u.setattr.valid) & ~(uint32_t)(ORFS_SET_ALL | ORFS_SET_SIZE_OPEN)))
-			err = EINVAL;
-		if (!err && (le32toh(rq->u.setattr.valid) & ORFS_SET_SIZE_OPEN) &&
-		    !(le32toh(rq->u.setattr.valid) & ORFS_SET_SIZE))
-			err = EINVAL;
-		if (!err && ((le32toh(rq->u.setattr.valid) & ORFS_SET_SIZE) &&
-			     le64toh(rq->u.setattr.size) > INT64_MAX))
-			err = EFBIG;
-		break;
-	case ORFS_OP_CREATE:
-	case ORFS_OP_MKDIR:
-	case ORFS_OP_MKNOD:
-	case ORFS_OP_SYMLINK:
-		err = take(&c, &rq->u.create, sizeof(rq->u.create));
-		rq->fh = rq->u.create.dir;
-		if (!err)
-			err = take_name(&c, &rq->name, &rq->name_len, 1);
-		if (!err && rq->op == ORFS_OP_SYMLINK)
-			err = take_blob(&c, &rq->str2, &rq->str2_len, ORFS_PATH_MAX, 1);
-		if (!err && (le32toh(rq->u.create.flags) & ~(uint32_t)ORFS_CREATE_EXCL))
-			err = EINVAL;
-		if (!err && rq->op == ORFS_OP_MKNOD) {
-			uint32_t type = le32toh(rq->u.create.mode) & S_IFMT;
-			uint64_t rdev = le64toh(rq->u.create.rdev);
-
-			/* A device's number within dev_t; nothing else has one. */
-			if (type == S_IFCHR || type == S_IFBLK ?
-			    (rdev >> 32) > ORFS_RDEV_MAJOR_MAX ||
-			    (rdev & 0xffffffffu) > ORFS_RDEV_MINOR_MAX : rdev != 0)
-				err = EINVAL;
-		}
-		break;
-	case ORFS_OP_LINK: {
-		struct orfs_link_req l;
-
-		err = take(&c, &l, sizeof(l));
-		if (!err) {
-			rq->fh = l.fh;
-			rq->fh2 = l.dir;
-			err = take_name(&c, &rq->name, &rq->name_len, 1);
-		}
-		break;
-	}
-	case ORFS_OP_RENAME: {
-		uint32_t flags;
-
-		err = take(&c, &rq->u.rename, sizeof(rq->u.rename));
-		rq->fh = rq->u.rename.olddir;
-		rq->fh2 = rq->u.rename.newdir;
-		if (!err)
-			err = take_name(&c, &rq->name, &rq->name_len, 1);
-		if (!err)
-			err = take_name(&c, &rq->str2, &rq->str2_len, 1);
-		flags = le32toh(rq->u.rename.flags);
-		if (!err && ((flags & ~(uint32_t)(ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE)) ||
-			     flags == (ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE) ||
-			     rq->u.rename.reserved))
-			err = EINVAL;
-		break;
-	}
-	case ORFS_OP_READDIR:
-		err = take(&c, &rq->u.readdir, sizeof(rq->u.readdir));
-		rq->fh = rq->u.readdir.dir;
-		if (!err && (!le32toh(rq->u.readdir.max_bytes) || rq->u.readdir.reserved))
-			err = EINVAL;
-		break;
-	case ORFS_OP_LOCK: {
-		uint32_t type, flags;
-
-		err = take(&c, &rq->u.lock, sizeof(rq->u.lock));
-		rq->fh = rq->u.lock.fh;
-		type = le32toh(rq->u.lock.type);
-		flags = le32toh(rq->u.lock.flags);
-		if (!err && (type < ORFS_LOCK_READ || type > ORFS_LOCK_UNLOCK ||
-			     (flags & ~(uint32_t)(ORFS_LOCK_TEST | ORFS_LOCK_RECLAIM |
-						  ORFS_LOCK_REVOKED_SEEN | ORFS_LOCK_WAIT |
-						  ORFS_LOCK_HOLD)) ||
-			     ((flags & ORFS_LOCK_REVOKED_SEEN) && !(flags & ORFS_LOCK_TEST)) ||
-			     ((flags & ORFS_LOCK_WAIT) && flags != ORFS_LOCK_WAIT &&
-			      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_TEST) &&
-			      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_HOLD)) ||
-			     ((flags & ORFS_LOCK_HOLD) && flags != ORFS_LOCK_HOLD &&
-			      flags != (ORFS_LOCK_WAIT | ORFS_LOCK_HOLD)) ||
-			     (type == ORFS_LOCK_UNLOCK && flags) ||
-			     le64toh(rq->u.lock.start) > le64toh(rq->u.lock.end)))
-			err = EINVAL;
-		break;
-	}
-	case ORFS_OP_FALLOCATE: {
-		uint32_t mode;
-
-		err = take(&c, &rq->u.fallocate, sizeof(rq->u.fallocate));
-		rq->fh = rq->u.fallocate.fh;
-		mode = le32toh(rq->u.fallocate.mode);
-		if (!err && rq->u.fallocate.reserved)
-			err = EINVAL;
-		/* The kernel checks the rest (lengths, combinations). */
-		if (!err && (mode & ~(uint32_t)(ORFS_FALLOC_KEEP_SIZE | ORFS_FALLOC_PUNCH_HOLE |
-						ORFS_FALLOC_ZERO_RANGE | ORFS_FALLOC_COLLAPSE_RANGE |
-						ORFS_FALLOC_INSERT_RANGE)))
-			err = EOPNOTSUPP;
-		if (!err && (le64toh(rq->u.fallocate.offset) > INT64_MAX ||
-			     le64toh(rq->u.fallocate.length) > INT64_MAX))
-			err = EINVAL;
-		break;
-	}
-	case ORFS_OP_COPY:
-	case ORFS_OP_CLONE:
-		err = take(&c, &rq->u.copy, sizeof(rq->u.copy));
-		rq->fh = rq->u.copy.src;
-		rq->fh2 = rq->u.copy.dst;
-		if (!err && ((le32toh(rq->u.copy.flags) &
-			      ~(uint32_t)(rq->op == ORFS_OP_CLONE ? ORFS_CLONE_DEDUPE : 0)) ||
-			     rq->u.copy.reserved ||
-			     le64toh(rq->u.copy.src_offset) > INT64_MAX ||
-			     le64toh(rq->u.copy.dst_offset) > INT64_MAX ||
-			     le64toh(rq->u.copy.length) > INT64_MAX))
-			err = EINVAL;
-		break;
-	case ORFS_OP_SEEK: {
-		uint32_t whence;
-
-		err = take(&c, &rq->u.seek, sizeof(rq->u.seek));
-		rq->fh = rq->u.seek.fh;
-		whence = le32toh(rq->u.seek.whence);
-		if (!err && (rq->u.seek.reserved || le64toh(rq->u.seek.offset) > INT64_MAX ||
-			     (whence != ORFS_SEEK_DATA && whence != ORFS_SEEK_HOLE)))
-			err = EINVAL;
-		break;
-	}
-	case ORFS_OP_READ:
-	case ORFS_OP_WRITE: {
-		uint32_t length, flags;
-
-		err = take(&c, &rq->u.io, sizeof(rq->u.io));
-		if (err)
-			break;
-		rq->fh = rq->u.io.fh;
-		length = le32toh(rq->u.io.length);
-		flags = le32toh(rq->u.io.flags);
-		if (flags & ~(uint32_t)(ORFS_WRITE_SYNC | ORFS_WRITE_DSYNC | ORFS_WRITE_VERF) ||
-		    (flags && rq->op == ORFS_OP_READ) || length > (1U << 20) ||
-		    le64toh(rq->u.io.offset) > (uint64_t)INT64_MAX - length) {
-			err = EINVAL;
-			break;
-		}
-		err = proto_check_data(msg, rq->seg_off, rq->nsegs, rq->inl_len, length, inline_max,
-				       rq->op == ORFS_OP_WRITE);
-		break;
-	}
-	}
-	if (!err && c.left)
+	err = op->decode(&d, rq);
+	if (!err && d.c.left)
 		err = EINVAL;	/* trailing bytes in the body */
 	return err;
 }
@@ -1798,15 +1848,367 @@ int fsvc_io_reply(const struct fsvc_req *rq, int fd, uint32_t count, void *body,
 	return 0;
 }
 
+/* What an operation's handler works on, set up by fsvc_execute(). */
+struct op_ctx {
+	const struct fsvc_export	*fx;
+	const struct fsvc_req		*rq;
+	int				fd;	/* the handle's file; -1 for OP_NO_FH */
+	int				fd2;	/* the second handle's, for OP_FH2 */
+	const char			*name;	/* rq->name, terminated */
+	const char			*name2;	/* rq->str2, terminated */
+	const char			*path;	/* fd's /proc path */
+	struct out			*o;	/* the reply's body */
+};
+
+/* FD's attributes as the reply (CHANGED: a change was just made). */
+static int reply_attr(struct op_ctx *x, int fd, int changed)
+{
+	struct orfs_attr attr;
+	int err = get_attr(x->rq->chg, fd, &attr, changed);
+
+	return err ? err : put(x->o, &attr, sizeof(attr));
+}
+
+/* A name just made in the handle's directory: note the change, reply its entry. */
+static int made(struct op_ctx *x, int err)
+{
+	if (err)
+		return err;
+	chg_note(x->rq->chg, x->fd);
+	return entry_reply(x->fx, x->rq->chg, x->fd, x->name, x->o);
+}
+
+static int exec_session(struct op_ctx *x)
+{
+	struct orfs_session_rep rep = { htole64(x->fx->boot), htole32(1U << 20), htole32(1U << 20),
+					htole32(x->rq->session_flags | ORFS_SESSION_VERF), 0 };
+
+	return put(x->o, &rep, sizeof(rep));
+}
+
+static int exec_getroot(struct op_ctx *x)
+{
+	struct orfs_entry_rep rep;
+	int err = fsvc_make_fh(x->fx, x->fx->root_fd, "", &rep.fh);
+
+	if (!err)
+		err = get_attr(x->rq->chg, x->fx->root_fd, &rep.attr, 0);
+	return err ? err : put(x->o, &rep, sizeof(rep));
+}
+
+static int exec_lookup(struct op_ctx *x)
+{
+	return entry_reply(x->fx, x->rq->chg, x->fd, x->name, x->o);
+}
+
+static int exec_getattr(struct op_ctx *x)
+{
+	return reply_attr(x, x->fd, 0);
+}
+
+static int exec_setattr(struct op_ctx *x)
+{
+	int err = do_setattr(x->rq, x->fd);
+
+	return err ? err : reply_attr(x, x->fd, 1);
+}
+
+static int exec_create(struct op_ctx *x)
+{
+	const struct fsvc_req *rq = x->rq;
+	int err = 0;
+
+	if (mknodat(x->fd, x->name, S_IFREG | (le32toh(rq->u.create.mode) & 07777), 0)) {
+		err = errno;
+		if (err == EEXIST && !(le32toh(rq->u.create.flags) & ORFS_CREATE_EXCL)) {
+			struct stat st;
+
+			err = fstatat(x->fd, x->name, &st, AT_SYMLINK_NOFOLLOW) ? errno :
+			      S_ISREG(st.st_mode) ? 0 : EEXIST;
+		}
+		/* An existing file opened without O_EXCL: nothing changed. */
+		return err ? err : entry_reply(x->fx, rq->chg, x->fd, x->name, x->o);
+	}
+	return made(x, 0);
+}
+
+static int exec_mkdir(struct op_ctx *x)
+{
+	return made(x, mkdirat(x->fd, x->name, le32toh(x->rq->u.create.mode) & 07777) ? errno : 0);
+}
+
+static int exec_mknod(struct op_ctx *x)
+{
+	uint32_t mode = le32toh(x->rq->u.create.mode);
+	uint64_t rdev = le64toh(x->rq->u.create.rdev);
+
+	/*
+	 * FIFOs, sockets, regular files and device nodes. A device node is
+	 * made with the caller's rights (the server's kernel allows it to
+	 * unsquashed root, CAP_MKNOD), and the server never opens one:
+	 * every open here is of a regular file or a directory, or O_PATH.
+	 */
+	if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISREG(mode) && !S_ISCHR(mode) &&
+	    !S_ISBLK(mode))
+		return EPERM;	/* a directory, as mknod(2) says; or no type */
+	return made(x, mknodat(x->fd, x->name, mode & (S_IFMT | 07777),
+			       makedev((unsigned int)(rdev >> 32),
+				       (unsigned int)(rdev & 0xffffffffu))) ? errno : 0);
+}
+
+static int exec_symlink(struct op_ctx *x)
+{
+	return made(x, symlinkat(x->name2, x->fd, x->name) ? errno : 0);
+}
+
+static int exec_link(struct op_ctx *x)
+{
+	if (fd_type(x->fd) == S_IFDIR)
+		return EPERM;
+	/*
+	 * Following the descriptor's /proc link stops at the file it names:
+	 * a symbolic link is linked itself, as link(2) does.
+	 */
+	if (linkat(AT_FDCWD, x->path, x->fd2, x->name, AT_SYMLINK_FOLLOW))
+		return errno;
+	chg_note(x->rq->chg, x->fd2);
+	return reply_attr(x, x->fd, 1);
+}
+
+static int exec_unlink(struct op_ctx *x)
+{
+	if (frees_much(x->fd, x->name))
+		return FSVC_ELSEWHERE;
+	if (unlinkat(x->fd, x->name, 0))
+		return errno;
+	chg_note(x->rq->chg, x->fd);
+	return 0;
+}
+
+static int exec_rmdir(struct op_ctx *x)
+{
+	if (unlinkat(x->fd, x->name, AT_REMOVEDIR))
+		return errno;
+	chg_note(x->rq->chg, x->fd);
+	return 0;
+}
+
+static int exec_rename(struct op_ctx *x)
+{
+	uint32_t flags = le32toh(x->rq->u.rename.flags);
+
+	if (!(flags & (ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE)) && frees_much(x->fd2, x->name2))
+		return FSVC_ELSEWHERE;
+	if (syscall(SYS_renameat2, x->fd, x->name, x->fd2, x->name2,
+		    (flags & ORFS_RENAME_NOREPLACE ? RENAME_NOREPLACE : 0) |
+		    (flags & ORFS_RENAME_EXCHANGE ? RENAME_EXCHANGE : 0)))
+		return errno;
+	chg_note(x->rq->chg, x->fd);
+	if (x->fd2 != x->fd)
+		chg_note(x->rq->chg, x->fd2);
+	return 0;
+}
+
+static int exec_readlink(struct op_ctx *x)
+{
+	char target[ORFS_PATH_MAX + 1];
+	ssize_t n = readlinkat(x->fd, "", target, sizeof(target));
+	uint32_t len;
+	int err;
+
+	if (n < 0)
+		return errno == ENOENT ? EINVAL : errno;	/* not a symlink */
+	if (n > ORFS_PATH_MAX)
+		return ENAMETOOLONG;
+	len = htole32((uint32_t)n);
+	err = put(x->o, &len, sizeof(len));
+	return err ? err : put(x->o, target, (size_t)n);
+}
+
+static int exec_readdir(struct op_ctx *x)
+{
+	return fd_type(x->fd) == S_IFDIR ? do_readdir(&x->rq->u.readdir, x->fd, x->o) : ENOTDIR;
+}
+
+static int exec_statfs(struct op_ctx *x)
+{
+	struct orfs_statfs_rep rep;
+	struct statfs sf;
+
+	if (fstatfs(x->fd, &sf))
+		return errno;
+	memset(&rep, 0, sizeof(rep));
+	rep.blocks = htole64(sf.f_blocks);
+	rep.bfree = htole64(sf.f_bfree);
+	rep.bavail = htole64(sf.f_bavail);
+	rep.files = htole64(sf.f_files);
+	rep.ffree = htole64(sf.f_ffree);
+	rep.bsize = htole32((uint32_t)sf.f_bsize);
+	rep.namelen = htole32((uint32_t)sf.f_namelen);
+	rep.frsize = htole32((uint32_t)sf.f_frsize);
+	return put(x->o, &rep, sizeof(rep));
+}
+
+/* READ and WRITE with their data inline (the engine moves segments). */
+static int exec_io(struct op_ctx *x)
+{
+	return do_inline_io(x->rq, x->fd, x->o);
+}
+
+static int exec_fsync(struct op_ctx *x)
+{
+	const struct fsvc_req *rq = x->rq;
+	uint32_t fl = le32toh(rq->u.fhop.flags);
+	mode_t type = fd_type(x->fd);
+	int rfd, owner, err;
+
+	if (type != S_IFREG && type != S_IFDIR)
+		return EINVAL;
+	/* A sync of a file comes from a descriptor: see fsvc_io_open(). */
+	if (type == S_IFREG)
+		err = reopen_desc(rq, x->fd, O_RDONLY, &rfd, &owner);
+	else
+		err = reopen(x->fd, O_RDONLY, &rfd);
+	if (err)
+		return err;
+	err = ((fl & ORFS_FSYNC_DATA) ? fdatasync(rfd) : fsync(rfd)) ? errno : 0;
+	close(rfd);
+	/*
+	 * A failed sync may have dropped what any client wrote unstable
+	 * (the error is told once): all send it again.
+	 */
+	if (err)
+		fsvc_verf_lost(rq->verf);
+	else if (fl & ORFS_FSYNC_VERF)
+		err = put_verf(x->o, rq->verf);
+	return err;
+}
+
+/* GETXATTR, SETXATTR, LISTXATTR, REMOVEXATTR. */
+static int exec_xattr(struct op_ctx *x)
+{
+	return do_xattr(x->rq, x->fd, x->o);
+}
+
+static int exec_lock(struct op_ctx *x)
+{
+	return do_lock(x->rq, x->fd, x->o);
+}
+
+static int exec_fallocate(struct op_ctx *x)
+{
+	int err = do_fallocate(x->rq, x->fd);
+
+	return err ? err : reply_attr(x, x->fd, 1);
+}
+
+static int exec_seek(struct op_ctx *x)
+{
+	return do_seek(x->rq, x->fd, x->o);
+}
+
+static int exec_copy(struct op_ctx *x)
+{
+	return do_copy(x->rq, x->fd, x->fd2, x->o);
+}
+
+static int exec_clone(struct op_ctx *x)
+{
+	return do_clone(x->rq, x->fd, x->fd2, x->o);
+}
+
+/* The file service's operations, as nfsd4_ops[]: one entry each. */
+static const struct fsvc_op fsvc_ops[ORFS_OP_LAST + 1] = {
+	[ORFS_OP_SESSION]	= { "SESSION", dec_session, exec_session, OP_NO_FH },
+	[ORFS_OP_GETROOT]	= { "GETROOT", dec_none, exec_getroot, OP_NO_FH },
+	[ORFS_OP_LOOKUP]	= { "LOOKUP", dec_fh_name, exec_lookup, OP_DIR_FH },
+	[ORFS_OP_GETATTR]	= { "GETATTR", dec_fhop, exec_getattr, OP_AS_SERVER },
+	[ORFS_OP_SETATTR]	= { "SETATTR", dec_setattr, exec_setattr, OP_MUTATES },
+	[ORFS_OP_CREATE]	= { "CREATE", dec_create, exec_create,
+				    OP_MUTATES | OP_REPEAT_BAD | OP_DIR_FH },
+	[ORFS_OP_MKDIR]		= { "MKDIR", dec_create, exec_mkdir,
+				    OP_MUTATES | OP_REPEAT_BAD | OP_DIR_FH },
+	[ORFS_OP_MKNOD]		= { "MKNOD", dec_mknod, exec_mknod,
+				    OP_MUTATES | OP_REPEAT_BAD | OP_DIR_FH },
+	[ORFS_OP_SYMLINK]	= { "SYMLINK", dec_symlink, exec_symlink,
+				    OP_MUTATES | OP_REPEAT_BAD | OP_DIR_FH },
+	[ORFS_OP_LINK]		= { "LINK", dec_link, exec_link, OP_MUTATES | OP_REPEAT_BAD | OP_FH2 },
+	[ORFS_OP_UNLINK]	= { "UNLINK", dec_fh_name, exec_unlink,
+				    OP_MUTATES | OP_REPEAT_BAD | OP_DIR_FH },
+	[ORFS_OP_RMDIR]		= { "RMDIR", dec_fh_name, exec_rmdir,
+				    OP_MUTATES | OP_REPEAT_BAD | OP_DIR_FH },
+	[ORFS_OP_RENAME]	= { "RENAME", dec_rename, exec_rename,
+				    OP_MUTATES | OP_REPEAT_BAD | OP_DIR_FH | OP_FH2 },
+	[ORFS_OP_READLINK]	= { "READLINK", dec_fhop, exec_readlink, 0 },
+	[ORFS_OP_READDIR]	= { "READDIR", dec_readdir, exec_readdir, OP_DIR_FH },
+	[ORFS_OP_STATFS]	= { "STATFS", dec_fhop, exec_statfs, OP_AS_SERVER },
+	[ORFS_OP_READ]		= { "READ", dec_io, exec_io, OP_DATA },
+	[ORFS_OP_WRITE]		= { "WRITE", dec_io, exec_io, OP_MUTATES | OP_DATA },
+	[ORFS_OP_FSYNC]		= { "FSYNC", dec_fsync, exec_fsync, 0 },
+	[ORFS_OP_GETXATTR]	= { "GETXATTR", dec_xattr_name, exec_xattr, 0 },
+	[ORFS_OP_SETXATTR]	= { "SETXATTR", dec_setxattr, exec_xattr,
+				    OP_MUTATES | OP_REPEAT_BAD },
+	[ORFS_OP_LISTXATTR]	= { "LISTXATTR", dec_fhop, exec_xattr, 0 },
+	[ORFS_OP_REMOVEXATTR]	= { "REMOVEXATTR", dec_xattr_name, exec_xattr,
+				    OP_MUTATES | OP_REPEAT_BAD },
+	[ORFS_OP_LOCK]		= { "LOCK", dec_lock, exec_lock, OP_REPEAT_BAD },
+	[ORFS_OP_FALLOCATE]	= { "FALLOCATE", dec_fallocate, exec_fallocate, OP_MUTATES },
+	[ORFS_OP_SEEK]		= { "SEEK", dec_seek, exec_seek, 0 },
+	[ORFS_OP_COPY]		= { "COPY", dec_copy, exec_copy, OP_MUTATES | OP_FH2 },
+	[ORFS_OP_CLONE]		= { "CLONE", dec_copy, exec_clone, OP_MUTATES | OP_FH2 },
+};
+
+/* OP's entry, or NULL for an opcode the file service does not have. */
+static const struct fsvc_op *fsvc_op(uint16_t op)
+{
+	if (op < ORFS_OP_SESSION || op > ORFS_OP_LAST || !fsvc_ops[op].exec)
+		return NULL;
+	return &fsvc_ops[op];
+}
+
+static unsigned int op_flags(uint16_t op)
+{
+	const struct fsvc_op *d = fsvc_op(op);
+
+	return d ? d->flags : 0;
+}
+
+int fsvc_op_mutates(uint16_t op)
+{
+	return !!(op_flags(op) & OP_MUTATES);
+}
+
+int fsvc_op_nonidempotent(uint16_t op)
+{
+	return !!(op_flags(op) & OP_REPEAT_BAD);
+}
+
+int fsvc_op_dir_fh(uint16_t op)
+{
+	return !!(op_flags(op) & OP_DIR_FH);
+}
+
+const char *fsvc_op_name(uint16_t op)
+{
+	const struct fsvc_op *d = fsvc_op(op);
+
+	return d ? d->name : NULL;
+}
+
 int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fh_fd,
 		 void *body, size_t cap, uint32_t *body_len)
 {
 	char name[ORFS_NAME_MAX + 1], name2[ORFS_PATH_MAX + 1], path[32];
 	struct out o = { .p = body, .cap = cap, .len = 0 };
-	int fd = -1, fd2 = -1, rfd, err = 0;
-	struct orfs_attr attr;
+	struct op_ctx x = { .fx = fx, .rq = rq, .fd = -1, .fd2 = -1, .name = name, .name2 = name2,
+			    .path = path, .o = &o };
+	const struct fsvc_op *op = fsvc_op(rq->op);
+	int err = 0;
 
 	*body_len = 0;
+	if (!op)
+		return EOPNOTSUPP;
+	name[0] = name2[0] = path[0] = '\0';
 	if (rq->name) {
 		memcpy(name, rq->name, rq->name_len);
 		name[rq->name_len] = '\0';
@@ -1815,280 +2217,41 @@ int fsvc_execute(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		memcpy(name2, rq->str2, rq->str2_len < ORFS_PATH_MAX ? rq->str2_len : ORFS_PATH_MAX);
 		name2[rq->str2_len < ORFS_PATH_MAX ? rq->str2_len : ORFS_PATH_MAX] = '\0';
 	}
-
+	if (op->flags & OP_NO_FH) {
+		err = op->exec(&x);
+		goto done;
+	}
+	if ((op->flags & OP_DATA) && rq->nsegs)
+		return EINVAL;	/* the engine moves segment data */
 	/* Handles open as root, before the caller's credentials apply. */
-	switch (rq->op) {
-	case ORFS_OP_SESSION: {
-		struct orfs_session_rep rep = { htole64(fx->boot), htole32(1U << 20),
-						htole32(1U << 20),
-						htole32(rq->session_flags | ORFS_SESSION_VERF), 0 };
-
-		err = put(&o, &rep, sizeof(rep));
-		goto done;
-	}
-	case ORFS_OP_GETROOT: {
-		struct orfs_entry_rep rep;
-
-		err = fsvc_make_fh(fx, fx->root_fd, "", &rep.fh);
-		if (!err)
-			err = get_attr(rq->chg, fx->root_fd, &rep.attr, 0);
-		if (!err)
-			err = put(&o, &rep, sizeof(rep));
-		goto done;
-	}
-	case ORFS_OP_READ:
-	case ORFS_OP_WRITE:
-		if (rq->nsegs)
-			return EINVAL;	/* the engine moves segment data */
-		break;
-	default:
-		break;
-	}
-	fd = *fh_fd;
-	if (fd < 0) {
-		err = fh_open(fx, &rq->fh, O_PATH, &fd);
+	x.fd = *fh_fd;
+	if (x.fd < 0) {
+		err = fh_open(fx, &rq->fh, O_PATH, &x.fd);
 		if (err)
 			goto done;
-		if (fsvc_op_dir_fh(rq->op))
-			*fh_fd = fd;	/* a directory: the caller may keep it */
+		if (op->flags & OP_DIR_FH)
+			*fh_fd = x.fd;	/* a directory: the caller may keep it */
 	}
-	if (rq->op == ORFS_OP_LINK || rq->op == ORFS_OP_RENAME || rq->op == ORFS_OP_COPY ||
-	    rq->op == ORFS_OP_CLONE) {
+	if (op->flags & OP_FH2) {
 		if (!memcmp(&rq->fh2, &rq->fh, sizeof(rq->fh)))
-			fd2 = fd;
+			x.fd2 = x.fd;
 		else
-			err = fh_open(fx, &rq->fh2, O_PATH, &fd2);
+			err = fh_open(fx, &rq->fh2, O_PATH, &x.fd2);
 		if (err)
 			goto done;
 	}
-	/* Attributes are not protected beyond lookup. */
-	if (rq->op != ORFS_OP_GETATTR && rq->op != ORFS_OP_STATFS) {
+	if (!(op->flags & OP_AS_SERVER)) {
 		err = cred_enter(rq);
 		if (err)
 			goto done;
 	}
-
-	proc_path(fd, path, sizeof(path));
-	switch (rq->op) {
-	case ORFS_OP_LOOKUP:
-		err = entry_reply(fx, rq->chg, fd, name, &o);
-		break;
-	case ORFS_OP_GETATTR:
-		err = get_attr(rq->chg, fd, &attr, 0);
-		if (!err)
-			err = put(&o, &attr, sizeof(attr));
-		break;
-	case ORFS_OP_SETATTR:
-		err = do_setattr(rq, fd);
-		if (!err)
-			err = get_attr(rq->chg, fd, &attr, 1);
-		if (!err)
-			err = put(&o, &attr, sizeof(attr));
-		break;
-	case ORFS_OP_CREATE:
-		if (mknodat(fd, name, S_IFREG | (le32toh(rq->u.create.mode) & 07777), 0)) {
-			err = errno;
-			if (err == EEXIST && !(le32toh(rq->u.create.flags) & ORFS_CREATE_EXCL)) {
-				struct stat st;
-
-				err = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) ? errno :
-				      S_ISREG(st.st_mode) ? 0 : EEXIST;
-			}
-		} else {
-			chg_note(rq->chg, fd);
-		}
-		if (!err)
-			err = entry_reply(fx, rq->chg, fd, name, &o);
-		break;
-	case ORFS_OP_MKDIR:
-		err = mkdirat(fd, name, le32toh(rq->u.create.mode) & 07777) ? errno : 0;
-		if (!err) {
-			chg_note(rq->chg, fd);
-			err = entry_reply(fx, rq->chg, fd, name, &o);
-		}
-		break;
-	case ORFS_OP_MKNOD: {
-		uint32_t mode = le32toh(rq->u.create.mode);
-
-		uint64_t rdev = le64toh(rq->u.create.rdev);
-
-		/*
-		 * FIFOs, sockets, regular files and device nodes. A device
-		 * node is made with the caller's rights (the server's kernel
-		 * allows it to unsquashed root, CAP_MKNOD), and the server
-		 * never opens one: every open here is of a regular file or a
-		 * directory, or O_PATH.
-		 */
-		if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISREG(mode) && !S_ISCHR(mode) &&
-		    !S_ISBLK(mode)) {
-			err = EPERM;	/* a directory, as mknod(2) says; or no type */
-			break;
-		}
-		err = mknodat(fd, name, mode & (S_IFMT | 07777),
-			      makedev((unsigned int)(rdev >> 32), (unsigned int)(rdev & 0xffffffffu))) ?
-		      errno : 0;
-		if (!err) {
-			chg_note(rq->chg, fd);
-			err = entry_reply(fx, rq->chg, fd, name, &o);
-		}
-		break;
-	}
-	case ORFS_OP_SYMLINK:
-		err = symlinkat(name2, fd, name) ? errno : 0;
-		if (!err) {
-			chg_note(rq->chg, fd);
-			err = entry_reply(fx, rq->chg, fd, name, &o);
-		}
-		break;
-	case ORFS_OP_LINK:
-		if (fd_type(fd) == S_IFDIR) {
-			err = EPERM;
-			break;
-		}
-		/*
-		 * Following the descriptor's /proc link stops at the file it
-		 * names: a symbolic link is linked itself, as link(2) does.
-		 */
-		err = linkat(AT_FDCWD, path, fd2, name, AT_SYMLINK_FOLLOW) ? errno : 0;
-		if (!err) {
-			chg_note(rq->chg, fd2);
-			err = get_attr(rq->chg, fd, &attr, 1);
-		}
-		if (!err)
-			err = put(&o, &attr, sizeof(attr));
-		break;
-	case ORFS_OP_UNLINK:
-		if (frees_much(fd, name))
-			err = FSVC_ELSEWHERE;
-		else
-			err = unlinkat(fd, name, 0) ? errno : 0;
-		if (!err)
-			chg_note(rq->chg, fd);
-		break;
-	case ORFS_OP_RMDIR:
-		err = unlinkat(fd, name, AT_REMOVEDIR) ? errno : 0;
-		if (!err)
-			chg_note(rq->chg, fd);
-		break;
-	case ORFS_OP_RENAME:
-		if (!(le32toh(rq->u.rename.flags) & (ORFS_RENAME_NOREPLACE | ORFS_RENAME_EXCHANGE)) &&
-		    frees_much(fd2, name2)) {
-			err = FSVC_ELSEWHERE;
-			break;
-		}
-		err = syscall(SYS_renameat2, fd, name, fd2, name2,
-			      (le32toh(rq->u.rename.flags) & ORFS_RENAME_NOREPLACE ? RENAME_NOREPLACE : 0) |
-			      (le32toh(rq->u.rename.flags) & ORFS_RENAME_EXCHANGE ? RENAME_EXCHANGE : 0)) ?
-			errno : 0;
-		if (!err) {
-			chg_note(rq->chg, fd);
-			if (fd2 != fd)
-				chg_note(rq->chg, fd2);
-		}
-		break;
-	case ORFS_OP_READLINK: {
-		char target[ORFS_PATH_MAX + 1];
-		ssize_t n = readlinkat(fd, "", target, sizeof(target));
-		uint32_t len;
-
-		if (n < 0) {
-			err = errno == ENOENT ? EINVAL : errno;	/* not a symlink */
-			break;
-		}
-		if (n > ORFS_PATH_MAX) {
-			err = ENAMETOOLONG;
-			break;
-		}
-		len = htole32((uint32_t)n);
-		err = put(&o, &len, sizeof(len));
-		if (!err)
-			err = put(&o, target, (size_t)n);
-		break;
-	}
-	case ORFS_OP_READDIR:
-		err = fd_type(fd) == S_IFDIR ? do_readdir(&rq->u.readdir, fd, &o) : ENOTDIR;
-		break;
-	case ORFS_OP_STATFS: {
-		struct orfs_statfs_rep rep;
-		struct statfs sf;
-
-		if (fstatfs(fd, &sf)) {
-			err = errno;
-			break;
-		}
-		memset(&rep, 0, sizeof(rep));
-		rep.blocks = htole64(sf.f_blocks);
-		rep.bfree = htole64(sf.f_bfree);
-		rep.bavail = htole64(sf.f_bavail);
-		rep.files = htole64(sf.f_files);
-		rep.ffree = htole64(sf.f_ffree);
-		rep.bsize = htole32((uint32_t)sf.f_bsize);
-		rep.namelen = htole32((uint32_t)sf.f_namelen);
-		rep.frsize = htole32((uint32_t)sf.f_frsize);
-		err = put(&o, &rep, sizeof(rep));
-		break;
-	}
-	case ORFS_OP_READ:
-	case ORFS_OP_WRITE:
-		err = do_inline_io(rq, fd, &o);
-		break;
-	case ORFS_OP_FSYNC:
-		if (fd_type(fd) != S_IFREG && fd_type(fd) != S_IFDIR) {
-			err = EINVAL;
-			break;
-		}
-		err = reopen(fd, O_RDONLY, &rfd);
-		/* A sync comes from a descriptor: see fsvc_io_open(). */
-		if (err == EACCES && fd_type(fd) == S_IFREG)
-			err = reopen_owner(rq, fd, O_RDONLY, &rfd);
-		if (!err) {
-			uint32_t fl = le32toh(rq->u.fhop.flags);
-
-			err = ((fl & ORFS_FSYNC_DATA) ? fdatasync(rfd) : fsync(rfd)) ? errno : 0;
-			close(rfd);
-			/*
-			 * A failed sync may have dropped what any client wrote
-			 * unstable (the error is told once): all send it again.
-			 */
-			if (err)
-				fsvc_verf_lost(rq->verf);
-			else if (fl & ORFS_FSYNC_VERF)
-				err = put_verf(&o, rq->verf);
-		}
-		break;
-	case ORFS_OP_GETXATTR:
-	case ORFS_OP_SETXATTR:
-	case ORFS_OP_LISTXATTR:
-	case ORFS_OP_REMOVEXATTR:
-		err = do_xattr(rq, fd, &o);
-		break;
-	case ORFS_OP_LOCK:
-		err = do_lock(rq, fd, &o);
-		break;
-	case ORFS_OP_SEEK:
-		err = do_seek(rq, fd, &o);
-		break;
-	case ORFS_OP_COPY:
-		err = do_copy(rq, fd, fd2, &o);
-		break;
-	case ORFS_OP_CLONE:
-		err = do_clone(rq, fd, fd2, &o);
-		break;
-	case ORFS_OP_FALLOCATE:
-		err = do_fallocate(rq, fd);
-		if (!err)
-			err = get_attr(rq->chg, fd, &attr, 1);
-		if (!err)
-			err = put(&o, &attr, sizeof(attr));
-		break;
-	default:
-		err = EOPNOTSUPP;
-	}
+	proc_path(x.fd, path, sizeof(path));
+	err = op->exec(&x);
 done:
-	if (fd2 >= 0 && fd2 != fd)
-		close(fd2);
-	if (fd >= 0 && fd != *fh_fd)
-		close(fd);
+	if (x.fd2 >= 0 && x.fd2 != x.fd)
+		close(x.fd2);
+	if (x.fd >= 0 && x.fd != *fh_fd)
+		close(x.fd);
 	if (!err)
 		*body_len = o.len;
 	return err;

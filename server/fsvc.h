@@ -160,6 +160,9 @@ int fsvc_op_nonidempotent(uint16_t op);
  */
 int fsvc_op_dir_fh(uint16_t op);
 
+/* The operation's name ("LOOKUP"), or NULL for one the service does not have. */
+const char *fsvc_op_name(uint16_t op);
+
 /*
  * Execute RQ with its credentials. The reply body goes to BODY (CAP bytes),
  * its length to *BODY_LEN; inline READ data goes right after the body.

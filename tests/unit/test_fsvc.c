@@ -2135,11 +2135,42 @@ static void test_locks_service(void)
 	locks_destroy(&lk);
 }
 
+/* The table of operations: every opcode of the protocol, nothing else. */
+static void test_op_table(void)
+{
+	static const char *const names[] = {
+		"SESSION", "GETROOT", "LOOKUP", "GETATTR", "SETATTR", "CREATE", "MKDIR", "MKNOD",
+		"SYMLINK", "LINK", "UNLINK", "RMDIR", "RENAME", "READLINK", "READDIR", "STATFS",
+		"READ", "WRITE", "FSYNC", "GETXATTR", "SETXATTR", "LISTXATTR", "REMOVEXATTR",
+		"LOCK", "FALLOCATE", "SEEK", "COPY", "CLONE",
+	};
+	uint16_t op;
+
+	CU_ASSERT_EQUAL(sizeof(names) / sizeof(names[0]), ORFS_OP_LAST - ORFS_OP_SESSION + 1);
+	for (op = ORFS_OP_SESSION; op <= ORFS_OP_LAST; op++) {
+		const char *n = fsvc_op_name(op);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+		CU_ASSERT_STRING_EQUAL(n, names[op - ORFS_OP_SESSION]);
+		/* What cannot be repeated changes something, or is a lock. */
+		if (fsvc_op_nonidempotent(op))
+			CU_ASSERT(fsvc_op_mutates(op) || op == ORFS_OP_LOCK);
+	}
+	CU_ASSERT_PTR_NULL(fsvc_op_name(ORFS_OP_SESSION - 1));
+	CU_ASSERT_PTR_NULL(fsvc_op_name(ORFS_OP_LAST + 1));
+	CU_ASSERT_PTR_NULL(fsvc_op_name(0));
+	CU_ASSERT(!fsvc_op_mutates(ORFS_OP_READ) && fsvc_op_mutates(ORFS_OP_WRITE));
+	CU_ASSERT(fsvc_op_dir_fh(ORFS_OP_READDIR) && !fsvc_op_dir_fh(ORFS_OP_GETATTR));
+	CU_ASSERT(fsvc_op_nonidempotent(ORFS_OP_CREATE) && !fsvc_op_nonidempotent(ORFS_OP_WRITE));
+	CU_ASSERT(!fsvc_op_mutates(ORFS_OP_LAST + 1) && !fsvc_op_dir_fh(ORFS_OP_LAST + 1));
+}
+
 int unit_add_fsvc_suite(void)
 {
 	CU_pSuite s = CU_add_suite("file service", setup, teardown);
 
 	if (!s ||
+	    !CU_add_test(s, "the operations' table: every opcode, its name and needs", test_op_table) ||
 	    !CU_add_test(s, "handles: stable, sealed, per export, stale after removal", test_handles) ||
 	    !CU_add_test(s, "handles outside the export: directories refused, all with subtree_check",
 			 test_subtree_check) ||
