@@ -45,10 +45,15 @@ BIN := build/bin
 
 # Userspace programs: the server, the unit tests and the test programs
 # (tests/src/, never installed). tools/ holds what make install installs.
-SERVER_LIB_SRC := server/proto.c server/dispatch.c server/auth.c server/block.c server/sched.c \
-	server/config.c server/fsvc.c server/siphash.c server/replay.c server/fdcache.c \
-	server/locks.c
-FAB_SRC := server/fab.c
+# The protocol, authentication and libfabric helpers the server and the test
+# programs share, built once into a static library both link.
+COMMON_SRC := server/proto.c server/auth.c server/fab.c
+COMMON_LIB := build/lib/libknetuser.a
+# The server's code the unit tests and the fuzzer build too (with proto.c and
+# auth.c: they build without libfabric).
+SERVER_CORE_SRC := server/dispatch.c server/block.c server/sched.c server/config.c server/fsvc.c \
+	server/siphash.c server/replay.c server/fdcache.c server/locks.c
+SERVER_LIB_SRC := server/proto.c server/auth.c $(SERVER_CORE_SRC)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h)
 
@@ -77,11 +82,19 @@ userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-loa
 SERVER_SRC := server/main.c server/conn.c server/exports.c server/reload.c server/shard.c \
 	server/fabric.c server/hotplug.c server/fault.c server/engine.c server/workers.c
 
-$(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) $(USER_HDR)
-	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_LIB_SRC) $(FAB_SRC) -lfabric -lrdmacm -libverbs -lcrypto
+$(COMMON_LIB): $(COMMON_SRC) $(USER_HDR)
+	@mkdir -p build/lib/obj
+	@set -e; for f in $(COMMON_SRC); do \
+		$(CC) $(USER_CFLAGS) -c -o build/lib/obj/$$(basename $$f .c).o $$f; done
+	@rm -f $@
+	ar rcs $@ $(patsubst server/%.c,build/lib/obj/%.o,$(COMMON_SRC))
 
-KCLIENT_SRC := tests/src/kclient.c $(FAB_SRC) server/proto.c server/auth.c
+$(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_CORE_SRC) $(COMMON_LIB) $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_CORE_SRC) $(COMMON_LIB) \
+		-lfabric -lrdmacm -libverbs -lcrypto
+
+KCLIENT_SRC := tests/src/kclient.c $(COMMON_LIB)
 
 $(BIN)/knet-ping: tests/src/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
@@ -91,9 +104,9 @@ $(BIN)/knet-fs: tests/src/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-fs.c $(KCLIENT_SRC) -lfabric -lcrypto
 
-$(BIN)/knet-test: tests/src/knet-test.c tests/src/ktest.c tests/src/ktest.h server/proto.c $(USER_HDR)
+$(BIN)/knet-test: tests/src/knet-test.c tests/src/ktest.c tests/src/ktest.h $(COMMON_LIB) $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-test.c tests/src/ktest.c server/proto.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-test.c tests/src/ktest.c $(COMMON_LIB)
 
 $(BIN)/orfs-fsx: tests/src/orfs-fsx.c
 	@mkdir -p $(BIN)
@@ -111,9 +124,10 @@ $(BIN)/orfs-fstest: tests/src/orfs-fstest.c
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tests/src/orfs-fstest.c
 
-$(BIN)/regcache-test: tests/src/regcache-test.c tests/src/ktest.c tests/src/ktest.h server/proto.c $(USER_HDR)
+$(BIN)/regcache-test: tests/src/regcache-test.c tests/src/ktest.c tests/src/ktest.h $(COMMON_LIB) \
+		$(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tests/src/regcache-test.c tests/src/ktest.c server/proto.c -lpthread
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/regcache-test.c tests/src/ktest.c $(COMMON_LIB) -lpthread
 
 $(BIN)/knet-load: tests/src/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
@@ -140,9 +154,9 @@ $(BIN)/fuzz-server: tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC) $(USER_HDR)
 	@mkdir -p $(BIN)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_server.c $(SERVER_LIB_SRC) -lcrypto
 
-$(BIN)/fuzz-seeds: tests/fuzz/seeds.c server/proto.c $(USER_HDR) orfs/uapi/orfs_proto.h
+$(BIN)/fuzz-seeds: tests/fuzz/seeds.c $(COMMON_LIB) $(USER_HDR) orfs/uapi/orfs_proto.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tests/fuzz/seeds.c server/proto.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/fuzz/seeds.c $(COMMON_LIB)
 
 .PHONY: fuzz
 # make fuzz [FUZZ_SECONDS=n]: run the fuzzer for a bounded time; the corpus
