@@ -13,10 +13,11 @@
 #   make debug-kernel  build (once) the 6.12 debug kernel: KASAN, lockdep, kmemleak...
 #   make check-debug the in-guest tests on the debug kernel, over rxe and siw
 #   make bench       benchmarks in the guest (BENCH=<name> for one)
-#   make lint        checkpatch and kernel-doc over our kernel code, shellcheck
+#   make lint        checkpatch and kernel-doc over our kernel code, shellcheck,
+#                    man --warnings over the manual pages
 #   make sparse      sparse over our kernel code, every installed kernel
 #   make fuzz        the server's decoding under libFuzzer (FUZZ_SECONDS=30)
-#   make install     server, tools, man page, systemd unit, modules (DESTDIR=)
+#   make install     server, tools, man pages, systemd units, modules (DESTDIR=)
 #
 # KVER=<version> or KDIR=<kernel build dir> picks the kernel; the default is
 # the newest installed Debian headers. Modules for kernel V are built in
@@ -218,7 +219,8 @@ install: all
 	install -D -m 644 tools/mxbd-volumes.service $(DESTDIR)/etc/systemd/system/mxbd-volumes.service
 	install -D -m 644 tools/mxbd-volumes.example $(DESTDIR)/etc/mxbd/volumes.example
 	install -D -m 644 tools/60-mxbd.rules $(DESTDIR)/etc/udev/rules.d/60-mxbd.rules
-	install -D -m 644 Documentation/man/orfs-server.8 $(DESTDIR)$(PREFIX)/share/man/man8/orfs-server.8
+	set -e; for p in Documentation/man/*.[158]; do \
+		install -D -m 644 $$p $(DESTDIR)$(PREFIX)/share/man/man$${p##*.}/$${p##*/}; done
 	install -D -m 644 server/orfs-server.service $(DESTDIR)/etc/systemd/system/orfs-server.service
 	install -D -m 644 server/orfs-server.conf.example $(DESTDIR)/etc/orfs/orfs-server.conf.example
 	install -d $(DESTDIR)/lib/modules/$(KREL)/extra

@@ -6,7 +6,7 @@
 #   1. build: modules for every installed kernel with W=1 -Werror, userspace
 #   2. unit tests (CUnit), again under ASan and UBSan, the harness's own
 #      tests, a bounded fuzzing run
-#   3. static checks: checkpatch, kernel-doc, shellcheck, sparse on 6.1
+#   3. static checks: checkpatch, kernel-doc, shellcheck, man, sparse on 6.1
 #      and 6.12
 #   4. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh and the demo,
 #      tests/demo/demo.sh) over soft-RoCE (rxe); on 6.12 the tests of the
@@ -106,7 +106,7 @@ run_item "harness self-test" "$log/harness.log" tests/harness/test-verdicts.sh
 		"$log/fuzz.log" make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 
 echo "== static checks"
-run_item "checkpatch, kernel-doc, shellcheck" "$log/lint.log" scripts/lint.sh
+run_item "checkpatch, kernel-doc, shellcheck, man" "$log/lint.log" scripts/lint.sh
 for v in "${kernels[@]}"; do
 	# C=2 runs sparse on every file even when its object is up to date.
 	if make --no-print-directory "$jobs" modules KVER="$v" C=2 > "$log/sparse-$v.log" 2>&1 &&

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # scripts/lint.sh (make lint): checkpatch and kernel-doc over our kernel
-# code, shellcheck over our shell scripts. checkpatch and kernel-doc are
-# extracted at run time from Debian's linux-source-6.1 package into build/
-# and never committed. Exits non-zero on any error or warning.
+# code, shellcheck over our shell scripts, man --warnings over our manual
+# pages. checkpatch and kernel-doc are extracted at run time from Debian's
+# linux-source-6.1 package into build/ and never committed. Exits non-zero
+# on any error or warning.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,3 +56,15 @@ while IFS= read -r f; do
 done < <(git ls-files -co --exclude-standard -- ':!build')
 shellcheck -x -S warning "${scripts[@]}"
 echo "lint: shellcheck clean on ${#scripts[@]} scripts"
+
+# Every manual page through man's own check (troff's warnings go to
+# stderr; man exits 0 with them, so any output is a failure).
+command -v man > /dev/null || { echo "lint: man is not installed (run 'make deps')" >&2; exit 2; }
+pages=(Documentation/man/*.[1-8])
+bad=0
+for p in "${pages[@]}"; do
+	w=$(MANWIDTH=80 man --warnings -l "$p" 2>&1 > /dev/null) || { echo "$p: man failed: $w"; bad=1; continue; }
+	[ -z "$w" ] || { echo "$p: $w"; bad=1; }
+done
+[ "$bad" = 0 ] || { echo "lint: manual page warnings" >&2; exit 1; }
+echo "lint: man --warnings clean on ${#pages[@]} pages"
