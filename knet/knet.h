@@ -319,6 +319,38 @@ struct knet_srq {
 	struct work_struct	work;
 };
 
+/*
+ * Reconnecting to a lost server: one policy for every upper layer, as
+ * nvme's nvmf_should_reconnect(). Tries start at once, then wait from
+ * KNET_RECONNECT_MIN_MS, doubling up to KNET_RECONNECT_MAX_MS, until a
+ * number of tries or a loss timeout (seconds; KNET_LOSS_FOREVER: none)
+ * runs out.
+ */
+#define KNET_RECONNECT_MIN_MS	100
+#define KNET_RECONNECT_MAX_MS	4000
+#define KNET_LOSS_FOREVER	(-1)
+
+/**
+ * struct knet_reconnect - the state of the reconnect policy for one loss
+ * @lost_at: jiffies when the server was lost
+ * @backoff_ms: the wait after the next failed try
+ * @tries: tries so far
+ * @max_tries: tries at most (0: no bound)
+ * @loss_timeout: seconds to try for at most, or KNET_LOSS_FOREVER
+ */
+struct knet_reconnect {
+	unsigned long	lost_at;
+	unsigned int	backoff_ms;
+	unsigned int	tries;
+	unsigned int	max_tries;
+	int		loss_timeout;
+};
+
+void knet_reconnect_start(struct knet_reconnect *r, unsigned int max_tries, int loss_timeout);
+bool knet_reconnect_may_try(struct knet_reconnect *r);
+long knet_reconnect_next(struct knet_reconnect *r);
+unsigned int knet_reconnect_elapsed_ms(const struct knet_reconnect *r);
+
 int knet_session_open(struct knet_session *s, int *reason);
 bool knet_session_retryable(int err);
 int knet_sleep_killable(unsigned int ms);

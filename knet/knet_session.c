@@ -31,9 +31,6 @@
 
 #include "knet_int.h"
 
-#define KNET_BACKOFF_MIN_MS	100
-#define KNET_BACKOFF_MAX_MS	4000
-
 static struct workqueue_struct *knet_session_wq;
 
 /*
@@ -312,6 +309,70 @@ static int knet_session_admit(struct knet_session *s, const struct knet_request 
 }
 
 /**
+ * knet_reconnect_start() - a server was lost: the policy starts over
+ * @r: the policy's state
+ * @max_tries: tries at most (0: no bound)
+ * @loss_timeout: seconds to try for at most, or KNET_LOSS_FOREVER
+ */
+void knet_reconnect_start(struct knet_reconnect *r, unsigned int max_tries, int loss_timeout)
+{
+	r->lost_at = jiffies;
+	r->backoff_ms = KNET_RECONNECT_MIN_MS;
+	r->tries = 0;
+	r->max_tries = max_tries;
+	r->loss_timeout = loss_timeout;
+}
+EXPORT_SYMBOL_GPL(knet_reconnect_start);
+
+/**
+ * knet_reconnect_may_try() - count one more try, if the tries allow it
+ * @r: the policy's state
+ *
+ * Return: false when @r->max_tries tries were made already.
+ */
+bool knet_reconnect_may_try(struct knet_reconnect *r)
+{
+	return !(++r->tries >= r->max_tries && r->max_tries);
+}
+EXPORT_SYMBOL_GPL(knet_reconnect_may_try);
+
+/**
+ * knet_reconnect_next() - a try failed: how long to wait before the next
+ * @r: the policy's state
+ *
+ * The wait doubles from one try to the next, up to KNET_RECONNECT_MAX_MS;
+ * the last one ends at the loss timeout, not a backoff after it.
+ *
+ * Return: the wait in jiffies, or -ETIMEDOUT when the loss timeout has
+ * passed: give up.
+ */
+long knet_reconnect_next(struct knet_reconnect *r)
+{
+	unsigned long delay = msecs_to_jiffies(r->backoff_ms), deadline;
+
+	r->backoff_ms = min(2 * r->backoff_ms, (unsigned int)KNET_RECONNECT_MAX_MS);
+	if (r->loss_timeout == KNET_LOSS_FOREVER)
+		return (long)delay;
+	deadline = r->lost_at + (unsigned long)r->loss_timeout * HZ;
+	if (time_after_eq(jiffies, deadline))
+		return -ETIMEDOUT;
+	return (long)min(delay, deadline - jiffies);
+}
+EXPORT_SYMBOL_GPL(knet_reconnect_next);
+
+/**
+ * knet_reconnect_elapsed_ms() - how long since the server was lost
+ * @r: the policy's state
+ *
+ * Return: milliseconds since knet_reconnect_start().
+ */
+unsigned int knet_reconnect_elapsed_ms(const struct knet_reconnect *r)
+{
+	return jiffies_to_msecs(jiffies - r->lost_at);
+}
+EXPORT_SYMBOL_GPL(knet_reconnect_elapsed_ms);
+
+/**
  * knet_session_call() - knet_call() that survives the connection
  * @s: the session
  * @rq: the request; sent again unchanged after a reconnect
@@ -324,10 +385,12 @@ static int knet_session_admit(struct knet_session *s, const struct knet_request 
  */
 int knet_session_call(struct knet_session *s, struct knet_request *rq)
 {
-	unsigned int tries = 0, backoff = KNET_BACKOFF_MIN_MS;
+	struct knet_reconnect rc;
 	struct knet_session_ep *se;
 	int admit, ret;
 	u64 gen;
+
+	knet_reconnect_start(&rc, s->hard ? 0 : s->retries, KNET_LOSS_FOREVER);
 
 	for (;;) {
 		if (READ_ONCE(s->shutdown))
@@ -360,7 +423,9 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 			atomic_inc(&s->resent);	/* else never sent: no endpoint */
 		/* A new connection, then the same request again. */
 		do {
-			if (++tries >= s->retries && !s->hard)
+			/* A remount may change them meanwhile. */
+			rc.max_tries = READ_ONCE(s->hard) ? 0 : READ_ONCE(s->retries);
+			if (!knet_reconnect_may_try(&rc))
 				return -EIO;
 			if (fatal_signal_pending(current))
 				return -EINTR;
@@ -369,13 +434,12 @@ int knet_session_call(struct knet_session *s, struct knet_request *rq)
 				return ret;
 			if (ret) {
 				atomic_inc(&s->connect_failures);
-				if (tries < 2 || !(tries % 16))
+				if (rc.tries < 2 || !(rc.tries % 16))
 					pr_warn_ratelimited("%pISc: server not responding (%d), %s\n",
 							    &s->params.addr, ret,
 							    s->hard ? "still trying" : "timed out");
-				if (knet_sleep_killable(backoff))
+				if (knet_sleep_killable(jiffies_to_msecs(knet_reconnect_next(&rc))))
 					return -EINTR;
-				backoff = min(backoff * 2, KNET_BACKOFF_MAX_MS);
 				if (READ_ONCE(s->shutdown))
 					return -EIO;
 				gen = 0;

@@ -19,7 +19,7 @@
 #define MXBD_MINORS		16
 #define MXBD_MAX_DEVS		256
 #define MXBD_MAX_QUEUES		16
-#define MXBD_LOSS_FOREVER	(-1)
+#define MXBD_LOSS_FOREVER	KNET_LOSS_FOREVER
 #define MXBD_MAX_DEPTH		4096
 #define MXBD_MAX_IO_TIMEOUT	3600	/* s */
 #define MXBD_MAX_LOSS_TIMEOUT	86400	/* s */
@@ -86,8 +86,7 @@ enum mxbd_state {
  * @err_work: takes a broken connection down, holding its requests
  * @reconnect_work: connects again, with backoff, until the loss time-out
  * @rescan_work: asks the server for the volume's size now and then
- * @lost_at: jiffies when the connection was lost
- * @backoff_ms: the next reconnect delay
+ * @rc: knet's reconnect policy, from the connection's loss on
  * @reconnects: connections made again
  * @held: requests held at a connection loss and sent again
  * @failed: requests ended with an error by a transport failure
@@ -107,8 +106,7 @@ struct mxbd_dev {
 	struct work_struct	err_work;
 	struct delayed_work	reconnect_work;
 	struct delayed_work	rescan_work;
-	unsigned long		lost_at;
-	unsigned int		backoff_ms;
+	struct knet_reconnect	rc;
 	atomic_t		reconnects;
 	atomic64_t		held;
 	atomic64_t		failed;

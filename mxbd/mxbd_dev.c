@@ -25,8 +25,6 @@
 
 /* A request is sent again at most this many times after connection losses. */
 #define MXBD_MAX_RETRIES	10
-#define MXBD_BACKOFF_MIN_MS	100
-#define MXBD_BACKOFF_MAX_MS	4000
 #define MXBD_MAX_SEGS		128
 #define MXBD_MAX_PHYS_BLOCK	SZ_1M
 
@@ -459,8 +457,7 @@ static void mxbd_err_work(struct work_struct *w)
 	}
 	pr_warn("%s: connection to %pISc lost: I/O held, reconnecting\n", mxbd_name(d),
 		&d->opts.addr);
-	d->lost_at = jiffies;
-	d->backoff_ms = MXBD_BACKOFF_MIN_MS;
+	knet_reconnect_start(&d->rc, 0, d->opts.loss_timeout);
 	mod_delayed_work(mxbd_wq, &d->reconnect_work, 0);
 out:
 	mutex_unlock(&d->lock);
@@ -480,8 +477,8 @@ static void mxbd_reconnect_work(struct work_struct *w)
 {
 	struct mxbd_dev *d = container_of(to_delayed_work(w), struct mxbd_dev, reconnect_work);
 	struct mxbd_info info;
-	unsigned long delay;
 	struct knet_mq *mq;
+	long delay;
 	int reason, ret;
 
 	mutex_lock(&d->lock);
@@ -508,27 +505,19 @@ static void mxbd_reconnect_work(struct work_struct *w)
 			spin_unlock_irq(&d->state_lock);
 			atomic_inc(&d->reconnects);
 			pr_info("%s: reconnected to %pISc after %u ms\n", mxbd_name(d),
-				&d->opts.addr, jiffies_to_msecs(jiffies - d->lost_at));
+				&d->opts.addr, knet_reconnect_elapsed_ms(&d->rc));
 			mxbd_release_held(d);
 			goto out;
 		}
 		knet_mq_destroy(mq);
 	}
-	delay = msecs_to_jiffies(d->backoff_ms);
-	d->backoff_ms = min(2 * d->backoff_ms, MXBD_BACKOFF_MAX_MS);
-	if (d->opts.loss_timeout != MXBD_LOSS_FOREVER) {
-		unsigned long deadline = d->lost_at + d->opts.loss_timeout * HZ;
-
-		if (time_after_eq(jiffies, deadline)) {
-			pr_err("%s: no server for %d s: failing I/O\n", mxbd_name(d),
-			       d->opts.loss_timeout);
-			mxbd_fail(d);
-			goto out;
-		}
-		/* The last try comes at the deadline, not a backoff after it. */
-		delay = min(delay, deadline - jiffies);
+	delay = knet_reconnect_next(&d->rc);
+	if (delay < 0) {
+		pr_err("%s: no server for %d s: failing I/O\n", mxbd_name(d), d->opts.loss_timeout);
+		mxbd_fail(d);
+		goto out;
 	}
-	queue_delayed_work(mxbd_wq, &d->reconnect_work, delay);
+	queue_delayed_work(mxbd_wq, &d->reconnect_work, (unsigned long)delay);
 out:
 	mutex_unlock(&d->lock);
 }
