@@ -505,27 +505,29 @@ static int srv_start(struct srv *s)
 	return 0;
 }
 
-/* The last log line: what the server did, over all its progress threads. */
-static void report_stop(const struct srv *s)
+/* What the server did, over all its progress threads: summed before they go. */
+struct stop_counts {
+	unsigned long		jobs_now, names_now, poll_hits;
+	unsigned long long	buffer_waits;
+};
+
+static void count_stop(const struct srv *s, struct stop_counts *n)
 {
-	unsigned long jobs_now = 0, names_now = 0, poll_hits = 0;
-	unsigned long long buffer_waits = 0;
 	int i;
 
+	memset(n, 0, sizeof(*n));
 	for (i = 0; i < s->nshards; i++) {
-		buffer_waits += s->shards[i].buffer_waits;
-		jobs_now += s->shards[i].jobs_now;
-		names_now += s->shards[i].names_now;
-		poll_hits += s->shards[i].poll_hits;
+		n->buffer_waits += s->shards[i].buffer_waits;
+		n->jobs_now += s->shards[i].jobs_now;
+		n->names_now += s->shards[i].names_now;
+		n->poll_hits += s->shards[i].poll_hits;
 	}
-	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker (%lu file service requests), %lu polls found work, %lu open files used again, %lu directories used again)",
-		(unsigned long long)buffer_waits, jobs_now, names_now, poll_hits,
-		s->fdc.hits, s->fdc.dir_hits);
 }
 
 int main(int argc, char **argv)
 {
 	static struct srv s;
+	struct stop_counts n;
 	int ret, check = 0, faults = 0;
 
 	/*
@@ -575,9 +577,11 @@ int main(int argc, char **argv)
 	if (ret)
 		goto out;
 	ret = main_loop(&s) ? 1 : 0;
+	count_stop(&s, &n);
 	srv_close(&s);
 	locks_destroy(&s.locks);
-	report_stop(&s);
+	srv_log("stopped (%llu waits for a buffer, %lu jobs done without a worker (%lu file service requests), %lu polls found work, %lu open files used again, %lu directories used again)",
+		n.buffer_waits, n.jobs_now, n.names_now, n.poll_hits, s.fdc.hits, s.fdc.dir_hits);
 	return ret;
 out:
 	srv_close(&s);
