@@ -17,7 +17,8 @@
 #                    man --warnings over the manual pages
 #   make sparse      sparse over our kernel code, every installed kernel
 #   make fuzz        the server's decoding under libFuzzer (FUZZ_SECONDS=30)
-#   make install     server, tools, man pages, systemd units, modules (DESTDIR=)
+#   make install     server, tools, man pages, systemd units, modules (DESTDIR=);
+#                    install-user without the modules, for DKMS (make dkms-src)
 #
 # KVER=<version> or KDIR=<kernel build dir> picks the kernel; the default is
 # the newest installed Debian headers. Modules for kernel V are built in
@@ -58,7 +59,14 @@ SERVER_LIB_SRC := server/proto.c server/auth.c $(SERVER_CORE_SRC)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h)
 
-.PHONY: all modules modules-all userspace deps demo check check-quick check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
+# The suite's version: dkms.conf's.
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+# What DKMS builds from: the modules' sources and their build glue.
+DKMS_SRC := dkms.conf Makefile Kbuild scripts/lib-kernel.sh $(wildcard knet/Kbuild knet/*.[ch] \
+	knet/uapi/*.h regcache/Kbuild regcache/*.[ch] orfs/Kbuild orfs/*.[ch] orfs/uapi/*.h \
+	mxbd/Kbuild mxbd/*.[ch] mxbd/uapi/*.h)
+
+.PHONY: all modules modules-all userspace dkms-src install-user install-modules deps demo check check-quick check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
 all: modules userspace
 
 help:
@@ -206,12 +214,15 @@ sparse:
 		$(MAKE) --no-print-directory modules KVER=$$v KDIR=/lib/modules/$$v/build C=2 STRICT=1; \
 	done
 
-# make install [DESTDIR=...] [PREFIX=/usr/local]: the server, the tools in
-# tools/, the man page, the systemd units, an example configuration, and
-# the modules for KVER into /lib/modules/KVER/extra (then depmod); no test
-# program.
+# make install [DESTDIR=...] [PREFIX=/usr/local]: install-user and
+# install-modules. install-user: the server, the tools in tools/, the manual
+# pages, the systemd units and an example configuration (no test program);
+# install-modules: the modules for KVER into /lib/modules/KVER/extra, then
+# depmod. With DKMS (make dkms-src), install-user alone.
 PREFIX ?= /usr/local
-install: all
+install: install-user install-modules
+
+install-user: userspace
 	install -D -m 755 $(BIN)/orfs-server $(DESTDIR)$(PREFIX)/sbin/orfs-server
 	install -D -m 755 tools/mount.orfs $(DESTDIR)/sbin/mount.orfs
 	install -D -m 755 tools/orfsstat $(DESTDIR)$(PREFIX)/bin/orfsstat
@@ -223,9 +234,18 @@ install: all
 		install -D -m 644 $$p $(DESTDIR)$(PREFIX)/share/man/man$${p##*.}/$${p##*/}; done
 	install -D -m 644 server/orfs-server.service $(DESTDIR)/etc/systemd/system/orfs-server.service
 	install -D -m 644 server/orfs-server.conf.example $(DESTDIR)/etc/orfs/orfs-server.conf.example
+
+install-modules: modules
 	install -d $(DESTDIR)/lib/modules/$(KREL)/extra
 	install -m 644 $(KOUT)/*/*.ko $(DESTDIR)/lib/modules/$(KREL)/extra/
 	$(if $(DESTDIR),,depmod -a $(KREL))
+
+# make dkms-src [DESTDIR=...]: the DKMS source tree, /usr/src/orfs-VERSION;
+# then dkms install orfs/VERSION builds and installs for a kernel, and
+# DKMS does it again at each kernel update.
+dkms-src:
+	install -d $(DESTDIR)/usr/src/orfs-$(VERSION)
+	cp -p --parents $(DKMS_SRC) $(DESTDIR)/usr/src/orfs-$(VERSION)/
 
 clean:
 	rm -rf build
