@@ -125,6 +125,10 @@ if [ "$build_ok" -ne 1 ]; then
 	finish
 fi
 
+# The modules as an admin's DKMS builds them, for tests/guest/dkms.sh.
+run_item "DKMS builds the modules for ${kernels[*]}" "$log/dkms.log" \
+	scripts/dkms-build.sh "${kernels[@]}"
+
 # The demo runs too (unless CHECK_TESTS names the scripts), so that what
 # `make demo` shows cannot go stale.
 mapfile -t tests < <(guest_tests)
