@@ -40,6 +40,8 @@ done
 	printf 'write_MBps_256\t%s\t%s\tMBps\n' "${streams_mbps[256]}" "${streams_mbps[8]}"
 } >> "$out"
 cat /tmp/rss.tsv >> "$out"
+# /tmp is half the guest's memory: the next part's four files need the room.
+rm -f /tmp/benchvol
 
 # Fair service: a 1 MiB writer (depth 1) on one volume beside a 4 KiB
 # random writer at depth 64 on another volume of the same server, for
