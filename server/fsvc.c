@@ -842,18 +842,12 @@ static int dec_mknod(struct dec *d, struct fsvc_req *rq)
 	return err;
 }
 
+/* SYMLINK: as CREATE, then the link's target. */
 static int dec_symlink(struct dec *d, struct fsvc_req *rq)
 {
-	int err = take(&d->c, &rq->u.create, sizeof(rq->u.create));
+	int err = dec_create(d, rq);
 
-	rq->fh = rq->u.create.dir;
-	if (!err)
-		err = take_name(&d->c, &rq->name, &rq->name_len, 1);
-	if (!err)
-		err = take_blob(&d->c, &rq->str2, &rq->str2_len, ORFS_PATH_MAX, 1);
-	if (!err && (le32toh(rq->u.create.flags) & ~(uint32_t)ORFS_CREATE_EXCL))
-		err = EINVAL;
-	return err;
+	return err ? err : take_blob(&d->c, &rq->str2, &rq->str2_len, ORFS_PATH_MAX, 1);
 }
 
 static int dec_link(struct dec *d, struct fsvc_req *rq)
