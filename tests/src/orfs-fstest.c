@@ -805,6 +805,17 @@ static int t_perms(struct ctx *c, uid_t uid)
 	return 0;
 }
 
+/* Open PATH with FLAGS and close it: 0, or the errno of the open. */
+static int open_err(const char *path, int flags)
+{
+	int fd = open(path, flags);
+
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
 /*
  * Who may do what, as UID against root's files, class by class: the
  * owner's bits decide for the owner and the group's for a member, even
@@ -852,26 +863,18 @@ static int t_perm_matrix(struct ctx *c, uid_t uid)
 	CHECK(c, pid >= 0, "fork");
 	if (!pid) {
 		struct stat sb;
-		int fd, err;
+		int err;
 
 		if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
 			_exit(100);
 		for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 			snprintf(path, sizeof(path), "%s/pm/%s", c->dir, f[i].name);
-			errno = 0;
-			fd = open(path, O_RDONLY);
-			err = fd < 0 ? errno : 0;
-			if (fd >= 0)
-				close(fd);
+			err = open_err(path, O_RDONLY);
 			if (err != f[i].rd) {
 				fprintf(stderr, "read %s: %s\n", f[i].name, strerror(err));
 				_exit(1);
 			}
-			errno = 0;
-			fd = open(path, O_WRONLY);
-			err = fd < 0 ? errno : 0;
-			if (fd >= 0)
-				close(fd);
+			err = open_err(path, O_WRONLY);
 			if (err != f[i].wr) {
 				fprintf(stderr, "write %s: %s\n", f[i].name, strerror(err));
 				_exit(2);
