@@ -17,6 +17,7 @@
 #                    man --warnings over the manual pages
 #   make sparse      sparse over our kernel code, every installed kernel
 #   make fuzz        the server's decoding under libFuzzer (FUZZ_SECONDS=30)
+#   make deb         Debian packages orfs-dkms, orfs-server, orfs-client (build/deb/)
 #   make install     server, tools, man pages, systemd units, modules (DESTDIR=);
 #                    install-user without the modules, for DKMS (make dkms-src)
 #
@@ -41,6 +42,8 @@ KSRC := Kbuild $(wildcard knet/Kbuild knet/*.[ch] knet/uapi/*.h mxbd/uapi/*.h or
 	mxbd/Kbuild mxbd/*.[ch])
 
 CC ?= cc
+# EXTRA_CFLAGS and EXTRA_LDFLAGS: a packager's flags (debian/rules passes
+# dpkg-buildflags' hardening ones).
 USER_CFLAGS := -std=c11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE \
 	-I. -fno-strict-aliasing $(EXTRA_CFLAGS)
 BIN := build/bin
@@ -66,7 +69,7 @@ DKMS_SRC := dkms.conf Makefile Kbuild scripts/lib-kernel.sh $(wildcard knet/Kbui
 	knet/uapi/*.h regcache/Kbuild regcache/*.[ch] orfs/Kbuild orfs/*.[ch] orfs/uapi/*.h \
 	mxbd/Kbuild mxbd/*.[ch] mxbd/uapi/*.h)
 
-.PHONY: all modules modules-all userspace dkms-src install-user install-modules deps demo check check-quick check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
+.PHONY: all modules modules-all userspace deb dkms-src install-user install-server install-client install-modules deps demo check check-quick check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
 all: modules userspace
 
 help:
@@ -101,7 +104,7 @@ $(COMMON_LIB): $(COMMON_SRC) $(USER_HDR)
 $(BIN)/orfs-server: $(SERVER_SRC) $(SERVER_CORE_SRC) $(COMMON_LIB) $(USER_HDR)
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $(SERVER_SRC) $(SERVER_CORE_SRC) $(COMMON_LIB) \
-		-lfabric -lrdmacm -libverbs -lcrypto
+		$(EXTRA_LDFLAGS) -lfabric -lrdmacm -libverbs -lcrypto
 
 KCLIENT_SRC := tests/src/kclient.c $(COMMON_LIB)
 
@@ -215,30 +218,60 @@ sparse:
 	done
 
 # make install [DESTDIR=...] [PREFIX=/usr/local]: install-user and
-# install-modules. install-user: the server, the tools in tools/, the manual
-# pages, the systemd units and an example configuration (no test program);
-# install-modules: the modules for KVER into /lib/modules/KVER/extra, then
-# depmod. With DKMS (make dkms-src), install-user alone.
+# install-modules. install-user is install-server (the server, its manual
+# pages, its unit and an example configuration) and install-client (the
+# tools in tools/, their manual pages, the udev rule and the mxbd-volumes
+# unit); no test program. install-modules: the modules for KVER into
+# /lib/modules/KVER/extra, then depmod. With DKMS (make dkms-src),
+# install-user alone. UNITDIR, UDEVDIR and EXAMPLEDIR place the units, the
+# udev rule and the examples (the Debian packages use the system's own).
 PREFIX ?= /usr/local
+UNITDIR ?= /etc/systemd/system
+UDEVDIR ?= /etc/udev/rules.d
+EXAMPLEDIR ?=
 install: install-user install-modules
 
-install-user: userspace
+install-user: install-server install-client
+
+# A unit names the programs where PREFIX put them.
+install-unit = sed 's\#/usr/local/sbin/\#$(PREFIX)/sbin/\#g' $(1) > $(2) && chmod 644 $(2)
+
+install-server: $(BIN)/orfs-server
 	install -D -m 755 $(BIN)/orfs-server $(DESTDIR)$(PREFIX)/sbin/orfs-server
+	set -e; for p in orfs-server.8 orfs-server.conf.5; do \
+		install -D -m 644 Documentation/man/$$p $(DESTDIR)$(PREFIX)/share/man/man$${p##*.}/$$p; done
+	install -d $(DESTDIR)$(UNITDIR)
+	$(call install-unit,server/orfs-server.service,$(DESTDIR)$(UNITDIR)/orfs-server.service)
+	install -D -m 644 server/orfs-server.conf.example \
+		$(DESTDIR)$(or $(EXAMPLEDIR),/etc/orfs)/orfs-server.conf.example
+
+install-client:
 	install -D -m 755 tools/mount.orfs $(DESTDIR)/sbin/mount.orfs
 	install -D -m 755 tools/orfsstat $(DESTDIR)$(PREFIX)/bin/orfsstat
 	install -D -m 755 tools/mxbdctl $(DESTDIR)$(PREFIX)/sbin/mxbdctl
-	install -D -m 644 tools/mxbd-volumes.service $(DESTDIR)/etc/systemd/system/mxbd-volumes.service
-	install -D -m 644 tools/mxbd-volumes.example $(DESTDIR)/etc/mxbd/volumes.example
-	install -D -m 644 tools/60-mxbd.rules $(DESTDIR)/etc/udev/rules.d/60-mxbd.rules
-	set -e; for p in Documentation/man/*.[158]; do \
-		install -D -m 644 $$p $(DESTDIR)$(PREFIX)/share/man/man$${p##*.}/$${p##*/}; done
-	install -D -m 644 server/orfs-server.service $(DESTDIR)/etc/systemd/system/orfs-server.service
-	install -D -m 644 server/orfs-server.conf.example $(DESTDIR)/etc/orfs/orfs-server.conf.example
+	set -e; for p in orfs.5 mount.orfs.8 mxbdctl.8 orfsstat.1; do \
+		install -D -m 644 Documentation/man/$$p $(DESTDIR)$(PREFIX)/share/man/man$${p##*.}/$$p; done
+	install -d $(DESTDIR)$(UNITDIR)
+	$(call install-unit,tools/mxbd-volumes.service,$(DESTDIR)$(UNITDIR)/mxbd-volumes.service)
+	install -D -m 644 tools/60-mxbd.rules $(DESTDIR)$(UDEVDIR)/60-mxbd.rules
+	install -D -m 644 tools/mxbd-volumes.example \
+		$(DESTDIR)$(or $(EXAMPLEDIR),/etc/mxbd)/volumes.example
 
 install-modules: modules
 	install -d $(DESTDIR)/lib/modules/$(KREL)/extra
 	install -m 644 $(KOUT)/*/*.ko $(DESTDIR)/lib/modules/$(KREL)/extra/
 	$(if $(DESTDIR),,depmod -a $(KREL))
+
+# make deb: the Debian packages orfs-dkms, orfs-server and orfs-client
+# (debian/), built from a copy of the tracked files in build/deb/src, into
+# build/deb/; then lintian over them.
+deb:
+	rm -rf build/deb && mkdir -p build/deb/src
+	git ls-files -z | xargs -0 cp -p --parents -t build/deb/src
+	cd build/deb/src && dpkg-buildpackage -b -us -uc > ../build.log 2>&1 || \
+		{ tail -n 40 ../build.log; exit 1; }
+	lintian --pedantic --fail-on error,warning,info,pedantic build/deb/*.changes
+	@ls build/deb/*.deb
 
 # make dkms-src [DESTDIR=...]: the DKMS source tree, /usr/src/orfs-VERSION;
 # then dkms install orfs/VERSION builds and installs for a kernel, and

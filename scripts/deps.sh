@@ -23,7 +23,7 @@ PACKAGES=(
 	libibverbs-dev librdmacm-dev libfabric-dev libfabric-bin
 	libssl-dev libcunit1-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev
 	fio e2fsprogs xfsprogs iproute2 procps util-linux python3 nfs-kernel-server dmsetup udev keyutils
-	shellcheck man-db groff-base dkms
+	shellcheck man-db groff-base dkms debhelper dh-dkms lintian
 )
 
 BACKPORTS=/etc/apt/sources.list.d/orfs-bookworm-backports.sources
