@@ -1746,7 +1746,7 @@ int fsvc_io_refused(const struct fsvc_req *rq, int fd)
 
 int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fd)
 {
-	int pfd, err;
+	int pfd, err, owner;
 
 	err = fh_open(fx, &rq->fh, O_PATH, &pfd);
 	if (err)
@@ -1756,9 +1756,6 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 		close(pfd);
 		return err;
 	}
-	err = cred_enter(rq);
-	if (!err)
-		err = reopen(pfd, fsvc_io_flags(rq), fd);
 	/*
 	 * Every READ and WRITE comes from a descriptor the client opened,
 	 * whose right the file's mode may no longer give (a file made by
@@ -1766,8 +1763,9 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	 * file system and with knfsd. Set-id bits still drop at a write
 	 * (fsvc_io_reply()).
 	 */
-	if (err == EACCES)
-		err = reopen_owner(rq, pfd, fsvc_io_flags(rq), fd);
+	err = cred_enter(rq);
+	if (!err)
+		err = reopen_desc(rq, pfd, fsvc_io_flags(rq), fd, &owner);
 	close(pfd);
 	/* Open, and kept for the next request, even if this one is refused. */
 	return err ? err : fsvc_io_refused(rq, *fd);
