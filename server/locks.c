@@ -635,35 +635,198 @@ static int deadlock(struct locks *lk, const struct lk_want *w, const struct lk_r
 	return 0;
 }
 
+/* One request on its way through apply(), under LK->mu from @c on. */
+struct lk_req {
+	struct locks		*lk;
+	uint64_t		dev;
+	uint64_t		ino;
+	const struct lk_want	*w;
+	time_t			now;
+	struct lk_want		*held;
+	struct lk_client	*c;		/* the requesting client, held by a conns count */
+	struct lk_range		*spare;		/* for a range cut in two */
+	struct lk_range		*add;		/* the new range (LK_NEW_RANGE) */
+	struct lk_wait		*wspare;	/* the owner's wait record (LK_MAY_WAIT) */
+	int			noted;		/* the wait was recorded */
+};
+
+/* What an operation of lk_ops[] needs before it runs. */
+#define LK_GRACE	0x1	/* the grace period's rules: reclaims only, and only then */
+#define LK_NEW_RANGE	0x2	/* a range is allocated for what it sets */
+#define LK_MAY_WAIT	0x4	/* with ORFS_LOCK_WAIT alone: a wait record, to detect deadlocks */
+
+enum lk_kind { LK_TEST, LK_SET, LK_UNLOCK, LK_KINDS };
+
+/* The file RQ is about, made if it has none; NULL without memory. */
+static struct lk_file *file_get(struct lk_req *rq)
+{
+	struct lk_file **fp = file_slot(rq->lk, rq->dev, rq->ino), *f = *fp;
+
+	if (f)
+		return f;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->dev = rq->dev;
+	f->ino = rq->ino;
+	*fp = f;
+	return f;
+}
+
+/* F, once no range is left on it, goes. */
+static void file_put(struct lk_req *rq, struct lk_file *f)
+{
+	struct lk_file **fp;
+
+	if (f->ranges)
+		return;
+	fp = file_slot(rq->lk, rq->dev, rq->ino);
+	*fp = f->next;
+	free(f);
+}
+
+/* ORFS_LOCK_TEST: who holds what the request would conflict with, in HELD. */
+static int lk_test(struct lk_req *rq)
+{
+	struct lk_file **fp = file_slot(rq->lk, rq->dev, rq->ino);
+
+	answer(rq->held, conflict(rq->lk, fp, rq->w, rq->now), rq->w);
+	return 0;
+}
+
+/* ORFS_LOCK_UNLOCK: the owner's ranges in [start, end] go. */
+static int lk_unlock(struct lk_req *rq)
+{
+	struct lk_file *f = *file_slot(rq->lk, rq->dev, rq->ino);
+
+	answer(rq->held, NULL, rq->w);
+	if (!rq->spare)
+		return ENOLCK;	/* a range cut in two would need it */
+	if (!f)
+		return 0;
+	cut(rq->lk, f, rq->w, rq->c, rq->w->start, rq->w->end, &rq->spare);
+	changed(rq->lk);
+	file_put(rq, f);
+	return 0;
+}
+
+/*
+ * A read or write lock: EAGAIN if another owner's lock is in the way (and
+ * with ORFS_LOCK_WAIT, EDEADLK or the wait recorded); otherwise the
+ * owner's ranges of the same type it touches join it, and it replaces
+ * what the owner held of another type.
+ */
+static int lk_set(struct lk_req *rq)
+{
+	struct locks *lk = rq->lk;
+	const struct lk_want *w = rq->w;
+	struct lk_client *c = rq->c;
+	uint64_t start = w->start, end = w->end;
+	struct lk_range **rp, *r;
+	struct lk_file *f;
+
+	r = conflict(lk, file_slot(lk, rq->dev, rq->ino), w, rq->now);
+	answer(rq->held, r, w);
+	if (r) {
+		if (w->flags != ORFS_LOCK_WAIT)
+			return EAGAIN;
+		if (deadlock(lk, w, r, rq->now))
+			return EDEADLK;
+		rq->noted = wait_note(lk, w, rq->dev, rq->ino, rq->now, &rq->wspare);
+		return EAGAIN;
+	}
+	if (!rq->spare || !rq->add)
+		return ENOLCK;
+	/* At a bound of all or of its host: the locks of lapsed clients make room. */
+	if (lk->nranges + 2 > LOCKS_MAX || c->peer->nranges + 2 > LOCKS_PEER_MAX)
+		reclaim_lapsed(lk, rq->now, lk->nranges + 2 > LOCKS_MAX ? NULL : c->peer);
+	if (lk->nranges + 2 > LOCKS_MAX || c->nranges + 2 > LOCKS_CLIENT_MAX ||
+	    c->peer->nranges + 2 > LOCKS_PEER_MAX) {
+		lk->refused++;	/* a bound, not memory */
+		return ENOLCK;
+	}
+	f = file_get(rq);
+	if (!f)
+		return ENOLCK;
+	/* The owner's ranges of this type that touch the new one join it. */
+	rp = &f->ranges;
+	while (*rp) {
+		r = *rp;
+		if (same_owner(r, w) && r->type == w->type && touches(r, start, end)) {
+			start = r->start < start ? r->start : start;
+			end = r->end > end ? r->end : end;
+			*rp = r->next;
+			ranges_add(lk, c, -1);	/* C keeps its record: it gains a range */
+			free(r);
+			continue;
+		}
+		rp = &r->next;
+	}
+	if (cut(lk, f, w, c, start, end, &rq->spare))
+		changed(lk);
+	r = rq->add;
+	rq->add = NULL;
+	r->client = w->client;
+	r->owner = w->owner;
+	r->start = start;
+	r->end = end;
+	r->type = w->type;
+	r->next = f->ranges;
+	f->ranges = r;
+	ranges_add(lk, c, 1);
+	rq->held->start = start;
+	rq->held->end = end;
+	return 0;
+}
+
+/* One handler a kind of request, as the file service's fsvc_ops[]. */
+static const struct lk_op {
+	int		(*run)(struct lk_req *rq);
+	unsigned int	needs;
+} lk_ops[LK_KINDS] = {
+	[LK_TEST]	= { lk_test,	LK_GRACE },
+	[LK_SET]	= { lk_set,	LK_GRACE | LK_NEW_RANGE | LK_MAY_WAIT },
+	[LK_UNLOCK]	= { lk_unlock,	0 },
+};
+
+/* W's kind, or LK_KINDS if W is not a request (as fcntl(F_GETLK, F_UNLCK)). */
+static enum lk_kind lk_kind(const struct lk_want *w)
+{
+	if (w->start > w->end || w->type < ORFS_LOCK_READ || w->type > ORFS_LOCK_UNLOCK)
+		return LK_KINDS;
+	if (w->type == ORFS_LOCK_UNLOCK)
+		return w->flags & ORFS_LOCK_TEST ? LK_KINDS : LK_UNLOCK;
+	return w->flags & ORFS_LOCK_TEST ? LK_TEST : LK_SET;
+}
+
 /* locks_apply(); *GEN (if not NULL): LK->gen as the request left it. */
 static int apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_want *w,
 		 time_t now, struct lk_want *held, uint64_t *gen)
 {
-	struct lk_range *spare = NULL, *add = NULL, *r;
-	struct lk_wait *wspare = NULL;
-	struct lk_file **fp, *f;
-	struct lk_client *c;
-	uint64_t start = w->start, end = w->end;
-	int err = 0, noted = 0;
+	struct lk_req rq = { .lk = lk, .dev = dev, .ino = ino, .w = w, .now = now, .held = held };
+	enum lk_kind kind = lk_kind(w);
+	const struct lk_op *op;
+	int err;
 
-	if (w->start > w->end || w->type < ORFS_LOCK_READ || w->type > ORFS_LOCK_UNLOCK)
+	if (kind == LK_KINDS)
 		return EINVAL;
+	op = &lk_ops[kind];
 	/* Allocations first, outside the lock; freed below if not used. */
-	spare = malloc(sizeof(*spare));
-	if (w->type != ORFS_LOCK_UNLOCK && !(w->flags & ORFS_LOCK_TEST))
-		add = malloc(sizeof(*add));
-	if (w->flags == ORFS_LOCK_WAIT)
-		wspare = malloc(sizeof(*wspare));
+	rq.spare = malloc(sizeof(*rq.spare));
+	if (op->needs & LK_NEW_RANGE)
+		rq.add = malloc(sizeof(*rq.add));
+	if ((op->needs & LK_MAY_WAIT) && w->flags == ORFS_LOCK_WAIT)
+		rq.wspare = malloc(sizeof(*rq.wspare));
 	pthread_mutex_lock(&lk->mu);
-	c = *client_slot(lk, w->client);
-	if (!c) {
+	rq.c = *client_slot(lk, w->client);
+	if (!rq.c) {
 		err = ENOLCK;
 		goto out_unlocked;
 	}
-	c->conns++;	/* C's record stays while its ranges come and go */
+	rq.c->conns++;	/* C's record stays while its ranges come and go */
 	/* C heard, at a SESSION, that its locks were dropped, and dealt with it. */
 	if (w->flags & ORFS_LOCK_REVOKED_SEEN)
-		unrevoke(lk, c);
+		unrevoke(lk, rq.c);
 	/*
 	 * Any request but a test ends a wait, and so does the test of an
 	 * owner that stopped waiting; a wait asked again stays (or ends,
@@ -672,113 +835,23 @@ static int apply(struct locks *lk, uint64_t dev, uint64_t ino, const struct lk_w
 	if ((!(w->flags & ORFS_LOCK_TEST) || (w->flags & ORFS_LOCK_WAIT)) &&
 	    w->flags != ORFS_LOCK_WAIT)
 		wait_forget(lk, w->client, w->owner);
-	if (w->type != ORFS_LOCK_UNLOCK) {
-		int grace = now < lk->grace_end;
-
-		if (grace && !(w->flags & ORFS_LOCK_RECLAIM)) {
-			err = EBUSY;
-			goto out;
-		}
-		if (!grace && (w->flags & ORFS_LOCK_RECLAIM)) {
-			err = ENOLCK;	/* somebody may have had it meanwhile */
-			goto out;
-		}
-	}
-	fp = file_slot(lk, dev, ino);
-	if (w->type != ORFS_LOCK_UNLOCK) {
-		r = conflict(lk, fp, w, now);
-		answer(held, r, w);
-		/* EAGAIN tells a setter; a tester reads HELD. */
-		if (r || (w->flags & ORFS_LOCK_TEST)) {
-			err = r && !(w->flags & ORFS_LOCK_TEST) ? EAGAIN : 0;
-			if (r && w->flags == ORFS_LOCK_WAIT) {
-				if (deadlock(lk, w, r, now))
-					err = EDEADLK;
-				else
-					noted = wait_note(lk, w, dev, ino, now, &wspare);
-			}
-			goto out;
-		}
-		fp = file_slot(lk, dev, ino);	/* conflict() may have freed files */
-	} else {
-		answer(held, NULL, w);
-	}
-	/* At a bound of all or of its host: the locks of lapsed clients make room. */
-	if (spare && add && w->type != ORFS_LOCK_UNLOCK &&
-	    (lk->nranges + 2 > LOCKS_MAX || c->peer->nranges + 2 > LOCKS_PEER_MAX) &&
-	    reclaim_lapsed(lk, now, lk->nranges + 2 > LOCKS_MAX ? NULL : c->peer))
-		fp = file_slot(lk, dev, ino);
-	if (!spare || (w->type != ORFS_LOCK_UNLOCK &&
-		       (!add || lk->nranges + 2 > LOCKS_MAX || c->nranges + 2 > LOCKS_CLIENT_MAX ||
-			c->peer->nranges + 2 > LOCKS_PEER_MAX))) {
-		if (spare && add)
-			lk->refused++;	/* a bound, not memory */
-		err = ENOLCK;
-		goto out;
-	}
-	f = *fp;
-	if (!f) {
-		if (w->type == ORFS_LOCK_UNLOCK)
-			goto out;
-		f = calloc(1, sizeof(*f));
-		if (!f) {
-			err = ENOLCK;
-			goto out;
-		}
-		f->dev = dev;
-		f->ino = ino;
-		f->next = NULL;
-		*fp = f;
-	}
-	if (w->type != ORFS_LOCK_UNLOCK) {
-		/* The owner's ranges of this type that touch the new one join it. */
-		struct lk_range **rp = &f->ranges;
-
-		while (*rp) {
-			r = *rp;
-			if (same_owner(r, w) && r->type == w->type && touches(r, start, end)) {
-				start = r->start < start ? r->start : start;
-				end = r->end > end ? r->end : end;
-				*rp = r->next;
-				ranges_add(lk, c, -1);	/* C keeps its record: it gains a range */
-				free(r);
-				continue;
-			}
-			rp = &r->next;
-		}
-	}
-	if (cut(lk, f, w, c, start, end, &spare) || w->type == ORFS_LOCK_UNLOCK)
-		changed(lk);
-	if (add) {
-		add->client = w->client;
-		add->owner = w->owner;
-		add->start = start;
-		add->end = end;
-		add->type = w->type;
-		add->next = f->ranges;
-		f->ranges = add;
-		add = NULL;
-		ranges_add(lk, c, 1);
-		held->start = start;
-		held->end = end;
-	}
-	if (!f->ranges) {
-		fp = file_slot(lk, dev, ino);
-		*fp = f->next;
-		free(f);
-	}
-out:
-	if (w->flags == ORFS_LOCK_WAIT && !noted)
+	if ((op->needs & LK_GRACE) && now < lk->grace_end && !(w->flags & ORFS_LOCK_RECLAIM))
+		err = EBUSY;
+	else if ((op->needs & LK_GRACE) && now >= lk->grace_end && (w->flags & ORFS_LOCK_RECLAIM))
+		err = ENOLCK;	/* somebody may have had it meanwhile */
+	else
+		err = op->run(&rq);
+	if (w->flags == ORFS_LOCK_WAIT && !rq.noted)
 		wait_forget(lk, w->client, w->owner);
-	c->conns--;
-	client_maybe_free(lk, c);
+	rq.c->conns--;
+	client_maybe_free(lk, rq.c);
 out_unlocked:
 	if (gen)
 		*gen = lk->gen;
 	pthread_mutex_unlock(&lk->mu);
-	free(spare);
-	free(add);
-	free(wspare);
+	free(rq.spare);
+	free(rq.add);
+	free(rq.wspare);
 	return err;
 }
 

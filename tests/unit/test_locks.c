@@ -75,6 +75,11 @@ static void test_locks_conflicts(void)
 	/* Bad requests. */
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 10, 9, R, 0, 100, NULL), EINVAL);
 	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, 7, 0, 100, NULL), EINVAL);
+	/* Testing for an unlock means nothing (fcntl(F_GETLK) with F_UNLCK) and unlocks nothing. */
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, R, 0, 100, NULL), 0);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, U, ORFS_LOCK_TEST, 100, NULL), EINVAL);
+	CU_ASSERT_EQUAL(locks_count(&lk, A), 1);
+	CU_ASSERT_EQUAL(lk_do(&lk, A, 1, 0, 9, U, 0, 100, NULL), 0);
 	CU_ASSERT_EQUAL(lk_do(&lk, 0xcc, 1, 0, 9, R, 0, 100, NULL), ENOLCK);	/* no session */
 	locks_destroy(&lk);
 }
