@@ -245,6 +245,37 @@ void knet_mq_destroy(struct knet_mq *mq);
 int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *rq);
 
 /**
+ * knet_least_busy() - choose one of several connections by their load
+ * @nr: how many there are
+ * @home: the one taken on a tie, below @nr (e.g. the caller's CPU's)
+ * @busy: the load of connection @i, e.g. its requests not yet over
+ * @arg: passed to @busy
+ *
+ * The one policy of knet_mq_submit() and of an upper layer's own set of
+ * sessions: the connection with the least load, @home on a tie. Requests
+ * one at a time stay on @home (the same server thread, awake), and a deep
+ * stream spreads over every connection, and so over the server's threads.
+ *
+ * Context: any; the choice is approximate when requests start together.
+ * Return: the index of the connection chosen.
+ */
+static inline unsigned int knet_least_busy(unsigned int nr, unsigned int home,
+					   unsigned int (*busy)(const void *arg, unsigned int i),
+					   const void *arg)
+{
+	unsigned int i, load, best = home, least = busy(arg, home);
+
+	for (i = 0; i < nr && least; i++) {
+		load = busy(arg, i);
+		if (load < least) {
+			least = load;
+			best = i;
+		}
+	}
+	return best;
+}
+
+/**
  * struct knet_session - an endpoint that reconnects
  * @params: where it connects (@params.name is copied at open)
  * @hard: calls retry until the server is back; else @retries tries, then EIO

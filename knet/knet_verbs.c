@@ -564,6 +564,13 @@ void knet_mq_destroy(struct knet_mq *mq)
 }
 EXPORT_SYMBOL_GPL(knet_mq_destroy);
 
+static unsigned int knet_mq_busy(const void *arg, unsigned int i)
+{
+	const struct knet_mq *mq = arg;
+
+	return READ_ONCE(mq->q[i]->in_flight);
+}
+
 /**
  * knet_mq_submit() - send a request on the least busy endpoint of a group
  * @mq: the group
@@ -571,29 +578,20 @@ EXPORT_SYMBOL_GPL(knet_mq_destroy);
  * @rq: the request, as for knet_submit()
  *
  * The request goes to the endpoint with the fewest requests in flight,
- * @home on a tie: requests one at a time stay on the caller's own
- * connection and completion vector, and a deep stream from one CPU spreads
- * over all the connections, and so over the server threads that serve
- * them. When that endpoint has no slot or credit free, @home is tried.
+ * @home on a tie (knet_least_busy()): requests one at a time stay on the
+ * caller's own connection and completion vector. When that endpoint has no
+ * slot or credit free, @home is tried.
  *
  * Context: as knet_submit().
  * Return: as knet_submit().
  */
 int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *rq)
 {
-	unsigned int i, busy, best, least;
+	unsigned int best;
 	int ret;
 
 	home %= mq->nr;
-	best = home;
-	least = READ_ONCE(mq->q[home]->in_flight);
-	for (i = 0; i < mq->nr && least; i++) {
-		busy = READ_ONCE(mq->q[i]->in_flight);
-		if (busy < least) {
-			least = busy;
-			best = i;
-		}
-	}
+	best = knet_least_busy(mq->nr, home, knet_mq_busy, mq);
 	ret = knet_submit(mq->q[best], rq);
 	if (ret == -EAGAIN && best != home)
 		ret = knet_submit(mq->q[home], rq);
