@@ -205,33 +205,31 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	return 0;
 }
 
+static unsigned int orfs_sess_busy(const void *arg, unsigned int i)
+{
+	const struct orfs_sb *sbi = arg;
+
+	return atomic_read(&sbi->sess_busy[i]);
+}
+
 /**
  * orfs_sess_get() - the session for a request
  * @sbi: the mount
  *
  * With several connections, a request goes to the one with the fewest
  * requests not yet over, the first of them on a tie, whatever the CPU or
- * process: requests one at a time all take the first connection (the same
- * server thread, awake), a process's deep stream of requests spreads over
- * all of them, and so over the server's progress threads. A request is
- * sent again on the session it was given (the server's replay cache is
- * shared by all the connections of a client id).
+ * process (knet_least_busy()): requests one at a time all take the first
+ * connection, a process's deep stream of requests spreads over all of
+ * them. A request is sent again on the session it was given (the server's
+ * replay cache is shared by all the connections of a client id).
  *
  * Context: any; the choice is approximate when requests start together.
  * Return: one of the mount's sessions, counted busy until orfs_sess_put().
  */
 struct knet_session *orfs_sess_get(struct orfs_sb *sbi)
 {
-	unsigned int i, best = 0;
-	int busy, least = INT_MAX;
+	unsigned int best = knet_least_busy(sbi->nsess, 0, orfs_sess_busy, sbi);
 
-	for (i = 0; i < sbi->nsess; i++) {
-		busy = atomic_read(&sbi->sess_busy[i]);
-		if (busy < least) {
-			least = busy;
-			best = i;
-		}
-	}
 	atomic_inc(&sbi->sess_busy[best]);
 	atomic64_inc(&sbi->sess_calls[best]);
 	return &sbi->sess[best];
