@@ -50,4 +50,4 @@ guest_tests() {
 	done
 }
 
-IWARP_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs.sh"
+IWARP_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs-mount.sh tests/guest/orfs-posix.sh tests/guest/orfs-cache.sh tests/guest/orfs-io.sh tests/guest/orfs-recovery.sh tests/guest/orfs-lies.sh"
