@@ -36,9 +36,9 @@ fi
 echo "PASS build modules $kver (W=1, -Werror)"
 pass=1
 
-# DKMS builds for Debian's kernels (dkms.sh loads those modules); the debug
-# kernel is ours, so that test has no modules to load here.
-mapfile -t tests < <(guest_tests | grep -vx tests/guest/dkms.sh)
+# The packages' DKMS builds for Debian's kernels (packages.sh loads those
+# modules); the debug kernel is ours, so that test has none to load here.
+mapfile -t tests < <(guest_tests | grep -vx tests/guest/packages.sh)
 case ${CHECK_RDMA:-both} in
 rxe | siw | both) ;;
 *) echo "CHECK_RDMA must be rxe or siw, not '$CHECK_RDMA'" >&2; exit 2 ;;

@@ -8,12 +8,14 @@
 #      tests, a bounded fuzzing run
 #   3. static checks: checkpatch, kernel-doc, shellcheck, man, sparse on 6.1
 #      and 6.12
-#   4. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh and the demo,
+#   4. the Debian packages installed in a scratch root (scripts/pkg-test.sh)
+#   5. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh and the demo,
 #      tests/demo/demo.sh) over soft-RoCE (rxe); on 6.12 the tests of the
 #      transport (knet, block, mxbd, orfs) run over soft-iWARP (siw) instead,
 #      so that the RDMA code meets both protocols in one run and the whole
 #      stays well under 45 minutes (make check-iwarp runs them over siw on
 #      every kernel)
+#   6. the packages purged, leaving nothing
 # and a closing line "N passed, N failed" (", N skipped" when any skipped,
 # each with its reason above). Exits non-zero on any failure.
 #
@@ -125,13 +127,17 @@ if [ "$build_ok" -ne 1 ]; then
 	finish
 fi
 
-# The modules as an admin's DKMS builds them, for tests/guest/dkms.sh.
-run_item "DKMS builds the modules for ${kernels[*]}" "$log/dkms.log" \
-	scripts/dkms-build.sh "${kernels[@]}"
-
 # The demo runs too (unless CHECK_TESTS names the scripts), so that what
 # `make demo` shows cannot go stale.
 mapfile -t tests < <(guest_tests)
+
+# The Debian packages installed in a scratch root, DKMS building the
+# modules for every kernel, for tests/guest/packages.sh; purged at the end.
+packages=0
+if [[ " ${tests[*]} " == *" tests/guest/packages.sh "* ]]; then
+	run_item "the Debian packages install, DKMS builds for every kernel" "$log/pkg-install.log" \
+		scripts/pkg-test.sh install && packages=1
+fi
 [ -n "${CHECK_TESTS:-}" ] || tests+=(tests/demo/demo.sh)
 read -r -a iwarp_tests <<< "$IWARP_TESTS"
 iwarp_kernels=()
@@ -161,4 +167,6 @@ for v in "${kernels[@]}"; do
 	guest_run "$v" "$v" rxe "${on_rxe[@]}"
 	guest_run "$v" "$v" siw "${on_siw[@]}"
 done
+[ "$packages" = 0 ] || run_item "the Debian packages purge and leave nothing" \
+	"$log/pkg-purge.log" scripts/pkg-test.sh purge
 finish

@@ -177,14 +177,20 @@ ORFS_MODULES=(regcache knet orfs mxbd)
 
 module_loaded() { [ -d "/sys/module/$1" ]; }
 
-# load_suite: insmod every module (their dependencies on the kernel's own
-# modules, ib_core first, come with modprobe)
+# load_suite: insmod every module of ORFS_KMOD (their dependencies on the
+# kernel's own modules, ib_core first, come with modprobe); with
+# ORFS_MODPROBE=1, modprobe orfs and mxbd as an admin would, from the
+# kernel's module tree (e.g. DKMS's, tests/guest/packages.sh)
 load_suite() {
 	local m
 	modprobe -a ib_core rdma_cm
-	for m in "${ORFS_MODULES[@]}"; do
-		module_loaded "$m" || insmod "$ORFS_KMOD/$m/$m.ko"
-	done
+	if [ "${ORFS_MODPROBE:-0}" = 1 ]; then
+		modprobe -a orfs mxbd
+	else
+		for m in "${ORFS_MODULES[@]}"; do
+			module_loaded "$m" || insmod "$ORFS_KMOD/$m/$m.ko"
+		done
+	fi
 	on_exit unload_suite
 }
 
