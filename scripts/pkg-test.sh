@@ -41,17 +41,25 @@ pkg_state() {
 }
 
 # in_root CMD...: run CMD chrooted in the scratch root, mounted for it
-# alone in a mount namespace of its own (gone when CMD ends)
+# alone in a mount namespace of its own (gone when CMD ends). Only the
+# root file system is in the overlay, with /tmp and /run of its own
+# (tmpfs, as on a booted system); build/deb (wherever the project is) is
+# bound at /tmp/debs.
 in_root() {
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	unshare -m --propagation private bash -euc '
-		top=$1; shift
+		top=$1 debs=$2; shift 2
 		mount -t overlay overlay \
 			-o "lowerdir=/,upperdir=$top/up,workdir=$top/work" "$top/mnt"
 		for d in proc sys dev; do mount --rbind "/$d" "$top/mnt/$d"; done
 		mount -t tmpfs tmpfs "$top/mnt/tmp"
+		mount -t tmpfs tmpfs "$top/mnt/run"
+		if [ -d "$debs" ]; then
+			mkdir "$top/mnt/tmp/debs"
+			mount --bind "$debs" "$top/mnt/tmp/debs"
+		fi
 		exec chroot "$top/mnt" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"' in_root "$top" "$@"
+			DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"' in_root "$top" "$PWD/build/deb" "$@"
 }
 
 # The kernels DKMS builds for: each with its headers.
@@ -77,7 +85,8 @@ check_modules() {
 
 do_install() {
 	command -v unshare > /dev/null || die "unshare (util-linux) is missing"
-	make --no-print-directory deb > /dev/null || die "make deb failed"
+	mkdir -p build
+	make --no-print-directory deb > build/deb.log 2>&1 || { tail -n 30 build/deb.log; die "make deb failed"; }
 	if [ -d "$top/mnt" ]; then umount -R "$top/mnt" 2> /dev/null || true; fi
 	rm -rf "$top"
 	mkdir -p "$top/up" "$top/work" "$top/mnt"
@@ -91,8 +100,8 @@ do_install() {
 	echo "pkg-test: apt-get install ./build/deb/*.deb in a scratch root"
 	local debs=() d
 	for p in "${PKGS[@]}"; do
-		d=$(ls "$PWD"/build/deb/"${p}"_*.deb) || die "make deb made no $p"
-		debs+=("$d")
+		d=$(cd build/deb && ls "${p}"_*.deb) || die "make deb made no $p"
+		debs+=("/tmp/debs/$d")
 	done
 	in_root apt-get install -y --no-install-recommends "${debs[@]}" \
 		> "$top/install.log" 2>&1 || { tail -n 40 "$top/install.log"; die "apt-get install failed"; }
@@ -117,6 +126,14 @@ do_install() {
 	in_root grep -q '^ExecStart=/usr/sbin/mxbdctl up$' /lib/systemd/system/mxbd-volumes.service ||
 		die "the installed mxbd-volumes unit does not run /usr/sbin/mxbdctl"
 	in_root test -f /lib/udev/rules.d/60-mxbd.rules || die "no udev rule in /lib/udev/rules.d"
+	# As systemd would load them, their commands and pages there: a line it
+	# ignores is a warning, with a zero exit, so any output fails.
+	if ! in_root systemd-analyze verify /lib/systemd/system/orfs-server.service \
+		/lib/systemd/system/mxbd-volumes.service > "$top/units.log" 2>&1 ||
+	   [ -s "$top/units.log" ]; then
+		cat "$top/units.log"
+		die "systemd-analyze verify finds fault with the installed units"
+	fi
 
 	# A kernel installed anew: its package's hook has DKMS build for it.
 	k=${kvers[0]}
