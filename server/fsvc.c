@@ -1211,17 +1211,19 @@ static int reopen_owner(const struct fsvc_req *rq, int fd, int flags, int *wfd)
  * reopen() for an operation that always comes from a client's descriptor
  * (READ, WRITE, FSYNC, SEEK, FALLOCATE, COPY, CLONE): refused by the mode,
  * the file's owner keeps the right its descriptor was opened with
- * (reopen_owner()). *OWNER says whether that override opened it.
+ * (reopen_owner()). *OWNER (if OWNER is not NULL) says whether that
+ * override opened it.
  */
 static int reopen_desc(const struct fsvc_req *rq, int fd, int flags, int *nfd, int *owner)
 {
-	int err = reopen(fd, flags, nfd);
+	int err = reopen(fd, flags, nfd), by_owner = 0;
 
-	*owner = 0;
 	if (err == EACCES) {
 		err = reopen_owner(rq, fd, flags, nfd);
-		*owner = !err;
+		by_owner = !err;
 	}
+	if (owner)
+		*owner = by_owner;
 	return err;
 }
 
@@ -1343,12 +1345,12 @@ static int do_seek(const struct fsvc_req *rq, int fd, struct out *o)
 	const struct orfs_seek_req *sk = &rq->u.seek;
 	struct orfs_seek_rep rep;
 	mode_t type = fd_type(fd);
-	int rfd, err, owner;
+	int rfd, err;
 	off_t at;
 
 	if (type != S_IFREG)
 		return type == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen_desc(rq, fd, O_RDONLY, &rfd, &owner);
+	err = reopen_desc(rq, fd, O_RDONLY, &rfd, NULL);
 	if (err)
 		return err;
 	at = lseek(rfd, (off_t)le64toh(sk->offset),
@@ -1385,15 +1387,15 @@ static int do_copy(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 	loff_t off_in = (loff_t)le64toh(cp->src_offset), off_out = (loff_t)le64toh(cp->dst_offset);
 	uint64_t len = le64toh(cp->length);
 	mode_t stype = fd_type(sfd), dtype = fd_type(dfd);
-	int in, out, err, owner;
+	int in, out, err;
 	ssize_t n;
 
 	if (stype != S_IFREG || dtype != S_IFREG)
 		return stype == S_IFDIR || dtype == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen_desc(rq, sfd, O_RDONLY, &in, &owner);
+	err = reopen_desc(rq, sfd, O_RDONLY, &in, NULL);
 	if (err)
 		return err;
-	err = reopen_desc(rq, dfd, O_WRONLY, &out, &owner);
+	err = reopen_desc(rq, dfd, O_WRONLY, &out, NULL);
 	if (err)
 		goto close_in;
 	n = copy_file_range(in, &off_in, out, &off_out, len < ORFS_COPY_MAX ? len : ORFS_COPY_MAX,
@@ -1417,17 +1419,17 @@ static int do_clone(const struct fsvc_req *rq, int sfd, int dfd, struct out *o)
 	int dedupe = !!(le32toh(cp->flags) & ORFS_CLONE_DEDUPE);
 	uint64_t len = le64toh(cp->length), done = 0;
 	mode_t stype = fd_type(sfd), dtype = fd_type(dfd);
-	int in, out, err, owner;
+	int in, out, err;
 
 	if (stype != S_IFREG || dtype != S_IFREG)
 		return stype == S_IFDIR || dtype == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen_desc(rq, sfd, O_RDONLY, &in, &owner);
+	err = reopen_desc(rq, sfd, O_RDONLY, &in, NULL);
 	if (err)
 		return err;
-	err = reopen_desc(rq, dfd, O_WRONLY, &out, &owner);
+	err = reopen_desc(rq, dfd, O_WRONLY, &out, NULL);
 	/* A dedupe may go into a file the caller owns but may not write. */
 	if (err == EACCES && dedupe)
-		err = reopen_desc(rq, dfd, O_RDONLY, &out, &owner);
+		err = reopen_desc(rq, dfd, O_RDONLY, &out, NULL);
 	if (err)
 		goto close_in;
 	if (dedupe) {
@@ -1718,11 +1720,11 @@ int fsvc_io_inline(const struct fsvc_req *rq, int fd, void *body, size_t cap, ui
 static int do_inline_io(const struct fsvc_req *rq, int fd, struct out *o)
 {
 	uint32_t len;
-	int rfd, err, owner;
+	int rfd, err;
 
 	if (fd_type(fd) != S_IFREG)
 		return fd_type(fd) == S_IFDIR ? EISDIR : EINVAL;
-	err = reopen_desc(rq, fd, fsvc_io_flags(rq), &rfd, &owner);
+	err = reopen_desc(rq, fd, fsvc_io_flags(rq), &rfd, NULL);
 	if (err)
 		return err;
 	err = fsvc_io_inline(rq, rfd, o->p + o->len, o->cap - o->len, &len, 0, NULL);
@@ -1746,7 +1748,7 @@ int fsvc_io_refused(const struct fsvc_req *rq, int fd)
 
 int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *fd)
 {
-	int pfd, err, owner;
+	int pfd, err;
 
 	err = fh_open(fx, &rq->fh, O_PATH, &pfd);
 	if (err)
@@ -1765,7 +1767,7 @@ int fsvc_io_open(const struct fsvc_export *fx, const struct fsvc_req *rq, int *f
 	 */
 	err = cred_enter(rq);
 	if (!err)
-		err = reopen_desc(rq, pfd, fsvc_io_flags(rq), fd, &owner);
+		err = reopen_desc(rq, pfd, fsvc_io_flags(rq), fd, NULL);
 	close(pfd);
 	/* Open, and kept for the next request, even if this one is refused. */
 	return err ? err : fsvc_io_refused(rq, *fd);
@@ -2052,13 +2054,13 @@ static int exec_fsync(struct op_ctx *x)
 	const struct fsvc_req *rq = x->rq;
 	uint32_t fl = le32toh(rq->u.fhop.flags);
 	mode_t type = fd_type(x->fd);
-	int rfd, owner, err;
+	int rfd, err;
 
 	if (type != S_IFREG && type != S_IFDIR)
 		return EINVAL;
 	/* A sync of a file comes from a descriptor: see fsvc_io_open(). */
 	if (type == S_IFREG)
-		err = reopen_desc(rq, x->fd, O_RDONLY, &rfd, &owner);
+		err = reopen_desc(rq, x->fd, O_RDONLY, &rfd, NULL);
 	else
 		err = reopen(x->fd, O_RDONLY, &rfd);
 	if (err)
