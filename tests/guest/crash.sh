@@ -452,11 +452,15 @@ resend_cut() {
 	store_up
 	start_server -e data=$dir/fs,no_root_squash
 	mount_orfs hard,timeo=10 "$ORFS_ADDR:/data" /tmp/mnt
-	# No periodic flush: the client's flusher would commit, the server's write.
-	sysctl -q vm.dirty_writeback_centisecs=0
+	# No flusher run before the cut: it would commit (write_inode). Not 0,
+	# which turns the periodic flush off but wakes the flusher at once
+	# whenever an inode is dirtied, and it then writes back and commits
+	# whatever is over the new mount's small background share.
+	sysctl -q vm.dirty_writeback_centisecs=360000
 	on_exit "sysctl -q vm.dirty_writeback_centisecs=500"
 	python3 $dir/unstable.py /tmp/mnt/u $dir/ready $dir/go > $dir/u.out 2>&1 &
 	local prog=$!
+	on_exit "kill $prog 2> /dev/null"
 	wait_until 300 test -e $dir/ready || fail "the program did not write: $(cat $dir/u.out)"
 	[ "$(wb_stat held)" -ge 1048576 ] || fail "1 MiB written back unstable is not held: $(wb_stat held)"
 	r0=$(wb_stat resent)
