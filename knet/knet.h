@@ -382,6 +382,91 @@ bool knet_reconnect_may_try(struct knet_reconnect *r);
 long knet_reconnect_next(struct knet_reconnect *r);
 unsigned int knet_reconnect_elapsed_ms(const struct knet_reconnect *r);
 
+/* enum knet_group_state - see struct knet_group */
+enum knet_group_state {
+	KNET_GROUP_NEW,
+	KNET_GROUP_LIVE,
+	KNET_GROUP_RECONNECTING,
+	KNET_GROUP_FAILED,
+	KNET_GROUP_CLOSING,
+};
+
+struct knet_group;
+
+/**
+ * struct knet_group_ops - what a connection group asks of its upper layer
+ * @setup: the handshake on connections made again (e.g. check the
+ *	server's identity, read the volume's geometry again), under the
+ *	group's @lock: 0 puts them in use; -EPROTO (not the same server, or
+ *	one that lies) fails the group; another error is a failed try, tried
+ *	again after a backoff
+ * @down: the connections are lost: stop sending (e.g. quiesce the
+ *	queue); under @lock; may be called again while stopped
+ * @up: send again what was held, or, the group FAILED or CLOSING, end
+ *	it with an error; under @lock; may be called while not stopped
+ */
+struct knet_group_ops {
+	int	(*setup)(struct knet_group *g, struct knet_mq *mq);
+	void	(*down)(struct knet_group *g);
+	void	(*up)(struct knet_group *g);
+};
+
+/**
+ * struct knet_group - connections to one server that knet recovers
+ * @params: where and how each connection connects (@params.removed and
+ *	@params.priv are the group's own)
+ * @nr: how many connections
+ * @loss_timeout: seconds a lost server is waited for before the group
+ *	fails, or KNET_LOSS_FOREVER
+ * @ops: the upper layer's part
+ * @name: what the group's messages start with, the upper layer's name
+ *	for it (e.g. "mxbd: mxbd0")
+ * @priv: the upper layer's
+ * @state: enum knet_group_state, read with knet_group_state()
+ * @state_lock: private: orders @state against requests being held
+ * @lock: held by knet across @ops and while @mq is replaced; an upper
+ *	layer takes it to use @mq without it being replaced meanwhile
+ * @mq: the connections, NULL while reconnecting; an upper layer reads it
+ *	with knet_group_mq() where @ops->down keeps it from changing
+ * @err_work: private: takes broken connections down
+ * @reconnect_work: private: connects again, with knet's backoff
+ * @rc: private: the reconnect policy's state since the loss
+ * @reconnects: times the connections were made again
+ */
+struct knet_group {
+	struct knet_ep_params		params;
+	unsigned int			nr;
+	int				loss_timeout;
+	const struct knet_group_ops	*ops;
+	char				name[KNET_NAME_MAX + 1];
+	void				*priv;
+	enum knet_group_state		state;
+	spinlock_t			state_lock;	/* @state, and holding */
+	struct mutex			lock;		/* @mq, and @ops */
+	struct knet_mq			*mq;
+	struct work_struct		err_work;
+	struct delayed_work		reconnect_work;
+	struct knet_reconnect		rc;
+	atomic_t			reconnects;
+};
+
+static inline enum knet_group_state knet_group_state(const struct knet_group *g)
+{
+	return READ_ONCE(g->state);
+}
+
+static inline struct knet_mq *knet_group_mq(const struct knet_group *g)
+{
+	return READ_ONCE(g->mq);
+}
+
+int knet_group_open(struct knet_group *g, int *reason);
+void knet_group_start(struct knet_group *g);
+void knet_group_lost(struct knet_group *g);
+bool knet_group_hold(struct knet_group *g, int err, bool (*hold)(void *arg), void *arg);
+void knet_group_stop(struct knet_group *g, bool force);
+void knet_group_close(struct knet_group *g);
+
 int knet_session_open(struct knet_session *s, int *reason);
 bool knet_session_retryable(int err);
 int knet_sleep_killable(unsigned int ms);
