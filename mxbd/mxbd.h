@@ -58,56 +58,34 @@ struct mxbd_opts {
 	struct knet_secret	secret;
 };
 
-/*
- * A device's state. I/O is sent when LIVE, held (queue quiesced, requests
- * requeued) while RECONNECTING, and failed when FAILED (the server stayed
- * away past the loss time-out) or DETACHING.
- */
-enum mxbd_state {
-	MXBD_LIVE,
-	MXBD_RECONNECTING,
-	MXBD_FAILED,
-	MXBD_DETACHING,
-};
-
 /**
  * struct mxbd_dev - one attached volume
  * @opts: how it was attached
  * @index: N of /dev/mxbdN
- * @state: enum mxbd_state, changed under @state_lock, read without it
- * @state_lock: orders state changes against requests being held
- * @lock: serializes the connection's replacement, @quiesced and INFO
- * @mq: the connections, one per hardware queue; NULL while reconnecting
+ * @g: the connections (one per hardware queue), which knet recovers: I/O
+ *	is sent while it is LIVE, held (the queue quiesced, requests
+ *	requeued) while it is RECONNECTING, failed once it is FAILED (the
+ *	server stayed away past the loss time-out) or CLOSING (detaching);
+ *	@g.lock also serializes @quiesced and @info
  * @quiesced: the queue is quiesced by the recovery
  * @info: the volume's geometry, from INFO
  * @uuid: the volume's identity, from IDENT (null: its server gives none)
  * @tag_set: blk-mq tags, one per server credit
  * @disk: the block device
- * @err_work: takes a broken connection down, holding its requests
- * @reconnect_work: connects again, with backoff, until the loss time-out
  * @rescan_work: asks the server for the volume's size now and then
- * @rc: knet's reconnect policy, from the connection's loss on
- * @reconnects: connections made again
  * @held: requests held at a connection loss and sent again
  * @failed: requests ended with an error by a transport failure
  */
 struct mxbd_dev {
 	struct mxbd_opts	opts;
 	int			index;
-	enum mxbd_state		state;
-	spinlock_t		state_lock;	/* @state, and holding requests */
-	struct mutex		lock;		/* @mq, @quiesced, @info */
-	struct knet_mq		*mq;
+	struct knet_group	g;
 	bool			quiesced;
 	struct mxbd_info	info;
 	uuid_t			uuid;
 	struct blk_mq_tag_set	tag_set;
 	struct gendisk		*disk;
-	struct work_struct	err_work;
-	struct delayed_work	reconnect_work;
 	struct delayed_work	rescan_work;
-	struct knet_reconnect	rc;
-	atomic_t		reconnects;
 	atomic64_t		held;
 	atomic64_t		failed;
 };

@@ -7,13 +7,14 @@
  * registrable as one FRWR.
  *
  * Failures. Any transport error breaks the connection (knet fails every
- * request of an endpoint together). Its requests are requeued, not ended;
- * a work item quiesces the queue, takes the connections down and a second
- * one connects again with backoff, asks INFO again (the volume may have
- * grown) and lets the held requests go, in the order blk-mq keeps. A
- * server away past the loss time-out fails them, and everything after.
- * A request the server answered with a lie (-EPROTO) ends with EIO: it
- * is not sent again to the server that lied about it.
+ * request of an endpoint together). Its requests are requeued, not ended,
+ * and knet's connection group (struct knet_group) recovers: it has MXBD
+ * quiesce the queue (down), connects again with knet's backoff, has MXBD
+ * check the volume's identity and ask INFO again (setup: the volume may
+ * have grown), and has it let the held requests go (up), in the order
+ * blk-mq keeps. A server away past the loss time-out fails them, and
+ * everything after. A request the server answered with a lie (-EPROTO)
+ * ends with EIO: it is not sent again to the server that lied about it.
  */
 #define pr_fmt(fmt) "mxbd: " fmt
 
@@ -42,10 +43,11 @@ struct mxbd_cmd {
 };
 
 static const char *const mxbd_state_names[] = {
-	[MXBD_LIVE]		= "live",
-	[MXBD_RECONNECTING]	= "reconnecting",
-	[MXBD_FAILED]		= "failed",
-	[MXBD_DETACHING]	= "detaching",
+	[KNET_GROUP_NEW]		= "attaching",
+	[KNET_GROUP_LIVE]		= "live",
+	[KNET_GROUP_RECONNECTING]	= "reconnecting",
+	[KNET_GROUP_FAILED]		= "failed",
+	[KNET_GROUP_CLOSING]		= "detaching",
 };
 
 static const char *mxbd_name(struct mxbd_dev *d)
@@ -71,64 +73,24 @@ static blk_status_t mxbd_errno_to_blk(u32 status)
 }
 
 /* Errors of the connection, after which the server may not have seen it. */
-static bool mxbd_transport_error(int err)
-{
-	switch (err) {
-	case -ETIMEDOUT:
-	case -ENOTCONN:
-	case -ECONNRESET:
-	case -ECONNABORTED:
-	case -ECONNREFUSED:
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-	case -EIO:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* Under d->state_lock: a live device starts its recovery. */
-static void __mxbd_start_recovery(struct mxbd_dev *d)
-{
-	if (d->state != MXBD_LIVE)
-		return;
-	d->state = MXBD_RECONNECTING;
-	queue_work(mxbd_wq, &d->err_work);
-}
-
-static void mxbd_start_recovery(struct mxbd_dev *d)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&d->state_lock, flags);
-	__mxbd_start_recovery(d);
-	spin_unlock_irqrestore(&d->state_lock, flags);
-}
-
 /*
- * The connection broke under REQ: hold it for the next connection, unless
- * the device fails I/O now or it was tried too often. True when held.
+ * knet_group_hold()'s: the connection broke under request ARG, which the
+ * group may hold: requeue it for the next connection, unless it was sent
+ * too often. True when held.
  */
-static bool mxbd_hold(struct mxbd_dev *d, struct request *req, int err)
+static bool mxbd_hold(void *arg)
 {
+	struct request *req = arg;
 	struct mxbd_cmd *cmd = blk_mq_rq_to_pdu(req);
-	unsigned long flags;
-	bool held = false;
+	struct mxbd_dev *d = req->q->queuedata;
 
-	spin_lock_irqsave(&d->state_lock, flags);
-	if (mxbd_transport_error(err) && cmd->retries < MXBD_MAX_RETRIES &&
-	    (d->state == MXBD_LIVE || d->state == MXBD_RECONNECTING)) {
-		cmd->retries++;
-		/* Sent again when the recovery kicks the requeue list. */
-		blk_mq_requeue_request(req, false);
-		atomic64_inc(&d->held);
-		held = true;
-	}
-	/* Whatever the error, the endpoint is gone: replace it. */
-	__mxbd_start_recovery(d);
-	spin_unlock_irqrestore(&d->state_lock, flags);
-	return held;
+	if (cmd->retries >= MXBD_MAX_RETRIES)
+		return false;
+	cmd->retries++;
+	/* Sent again when the recovery kicks the requeue list. */
+	blk_mq_requeue_request(req, false);
+	atomic64_inc(&d->held);
+	return true;
 }
 
 /* knet says the request is over, its pages out of the server's reach. */
@@ -140,7 +102,7 @@ static void mxbd_done(struct knet_request *krq)
 	blk_status_t sts;
 
 	if (krq->error) {
-		if (mxbd_hold(d, req, krq->error))
+		if (knet_group_hold(&d->g, krq->error, mxbd_hold, req))
 			return;
 		pr_err_ratelimited("%s: request at sector %llu failed: %d\n", mxbd_name(d),
 				   (unsigned long long)blk_rq_pos(req), krq->error);
@@ -219,10 +181,10 @@ static blk_status_t mxbd_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_m
 	struct knet_mq *mq;
 	int ret;
 
-	switch (READ_ONCE(d->state)) {
-	case MXBD_LIVE:
+	switch (knet_group_state(&d->g)) {
+	case KNET_GROUP_LIVE:
 		break;
-	case MXBD_RECONNECTING:
+	case KNET_GROUP_RECONNECTING:
 		/* The recovery is about to quiesce the queue: it runs again after. */
 		return BLK_STS_RESOURCE;
 	default:
@@ -238,10 +200,10 @@ static blk_status_t mxbd_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_m
 	 * Each hardware queue has its own connection, completion queue and
 	 * credits; a request takes another queue's connection when that one
 	 * has fewer requests in flight, so that one CPU's deep stream is
-	 * served by all of them. The recovery replaces @mq only with the
+	 * served by all of them. The recovery replaces them only with the
 	 * queue quiesced, after every queue_rq() in progress has returned.
 	 */
-	mq = READ_ONCE(d->mq);
+	mq = knet_group_mq(&d->g);
 	ret = mq ? knet_mq_submit(mq, hctx->queue_num, &cmd->rq) : -ENOTCONN;
 	switch (ret) {
 	case 0:
@@ -249,7 +211,7 @@ static blk_status_t mxbd_queue_rq(struct blk_mq_hw_ctx *hctx, const struct blk_m
 	case -EAGAIN:
 		return BLK_STS_RESOURCE;	/* no credit: rerun when one comes back */
 	case -ENOTCONN:
-		mxbd_start_recovery(d);
+		knet_group_lost(&d->g);
 		return BLK_STS_RESOURCE;
 	default:
 		cmd->retries = 0;
@@ -351,7 +313,7 @@ static int mxbd_get_ident(const struct mxbd_dev *d, struct knet_ep *ep, uuid_t *
 }
 
 /*
- * Under d->lock, connecting again: is the volume on EP the one attached?
+ * Under d->g.lock, connecting again: is the volume on EP the one attached?
  * A server that lost its state (or now serves another file under the
  * name) must not get the writes meant for the old one: -EPROTO. Where
  * either side has no identity (a server without IDENT, before or now),
@@ -378,7 +340,7 @@ static bool mxbd_info_ro(const struct mxbd_dev *d, const struct mxbd_info *info)
 }
 
 /*
- * Under d->lock: a new INFO of a device already attached. Its size may
+ * Under d->g.lock: a new INFO of a device already attached. Its size may
  * have changed (the block layer and user space are told); a volume whose
  * block size changed is not the one attached.
  */
@@ -402,33 +364,37 @@ static int mxbd_apply_info(struct mxbd_dev *d, const struct mxbd_info *info)
 	return 0;
 }
 
-/* knet_ep_params.removed: a queue's RDMA device goes; the recovery replaces them all. */
-static void mxbd_removed(void *priv)
+/* knet_group_ops.setup: connected again; the same volume, its INFO now. */
+static int mxbd_setup(struct knet_group *g, struct knet_mq *mq)
 {
-	mxbd_start_recovery(priv);
+	struct mxbd_dev *d = g->priv;
+	struct mxbd_info info;
+	int ret;
+
+	ret = mxbd_check_ident(d, mq->q[0]);
+	if (!ret)
+		ret = mxbd_get_info(d, mq->q[0], &info);
+	if (!ret)
+		ret = mxbd_apply_info(d, &info);
+	return ret;
 }
 
-static struct knet_mq *mxbd_connect(struct mxbd_dev *d, int *reason)
+/* knet_group_ops.down: the connections are lost; nothing goes meanwhile. */
+static void mxbd_down(struct knet_group *g)
 {
-	struct knet_ep_params p = {
-		.addr = d->opts.addr,
-		.src = d->opts.srcaddr,
-		.service = KNET_SVC_BLOCK,
-		.name = d->opts.volume,
-		.request_timeout_ms = d->opts.io_timeout * 1000,
-		/* An idle connection is checked too, so a lost server shows. */
-		.keepalive_ms = min(d->opts.io_timeout * 500, 10000U),
-		.removed = mxbd_removed,
-		.priv = d,
-		.secret = d->opts.secret.len ? &d->opts.secret : NULL,
-	};
+	struct mxbd_dev *d = g->priv;
 
-	return knet_mq_connect(&p, d->opts.nr_queues, reason);
+	if (!d->quiesced) {
+		blk_mq_quiesce_queue(d->disk->queue);
+		d->quiesced = true;
+	}
 }
 
-/* Under d->lock: the queue runs again; held requests go, or fail. */
-static void mxbd_release_held(struct mxbd_dev *d)
+/* knet_group_ops.up: the queue runs again; held requests go, or fail. */
+static void mxbd_up(struct knet_group *g)
 {
+	struct mxbd_dev *d = g->priv;
+
 	if (d->quiesced) {
 		blk_mq_unquiesce_queue(d->disk->queue);
 		d->quiesced = false;
@@ -436,101 +402,21 @@ static void mxbd_release_held(struct mxbd_dev *d)
 	blk_mq_kick_requeue_list(d->disk->queue);
 }
 
-static void mxbd_err_work(struct work_struct *w)
-{
-	struct mxbd_dev *d = container_of(w, struct mxbd_dev, err_work);
-	unsigned int i;
+static const struct knet_group_ops mxbd_group_ops = {
+	.setup	= mxbd_setup,
+	.down	= mxbd_down,
+	.up	= mxbd_up,
+};
 
-	mutex_lock(&d->lock);
-	if (READ_ONCE(d->state) != MXBD_RECONNECTING)
-		goto out;
-	if (!d->quiesced) {
-		blk_mq_quiesce_queue(d->disk->queue);
-		d->quiesced = true;
-	}
-	if (d->mq) {
-		/* Every request of it ends (held) once the server cannot reach its pages. */
-		for (i = 0; i < d->mq->nr; i++)
-			knet_ep_abort(d->mq->q[i]);
-		knet_mq_destroy(d->mq);
-		WRITE_ONCE(d->mq, NULL);
-	}
-	pr_warn("%s: connection to %pISc lost: I/O held, reconnecting\n", mxbd_name(d),
-		&d->opts.addr);
-	knet_reconnect_start(&d->rc, 0, d->opts.loss_timeout);
-	mod_delayed_work(mxbd_wq, &d->reconnect_work, 0);
-out:
-	mutex_unlock(&d->lock);
-}
-
-/* Under d->lock: give up on the server; I/O fails from now on. */
-static void mxbd_fail(struct mxbd_dev *d)
-{
-	spin_lock_irq(&d->state_lock);
-	if (d->state == MXBD_RECONNECTING)
-		d->state = MXBD_FAILED;
-	spin_unlock_irq(&d->state_lock);
-	mxbd_release_held(d);
-}
-
-static void mxbd_reconnect_work(struct work_struct *w)
-{
-	struct mxbd_dev *d = container_of(to_delayed_work(w), struct mxbd_dev, reconnect_work);
-	struct mxbd_info info;
-	struct knet_mq *mq;
-	long delay;
-	int reason, ret;
-
-	mutex_lock(&d->lock);
-	if (READ_ONCE(d->state) != MXBD_RECONNECTING)
-		goto out;
-	mq = mxbd_connect(d, &reason);
-	if (!IS_ERR(mq)) {
-		ret = mxbd_check_ident(d, mq->q[0]);
-		if (!ret)
-			ret = mxbd_get_info(d, mq->q[0], &info);
-		if (!ret)
-			ret = mxbd_apply_info(d, &info);
-		if (ret == -EPROTO) {
-			/* Not the volume we attached, or a server that lies. */
-			knet_mq_destroy(mq);
-			mxbd_fail(d);
-			goto out;
-		}
-		if (!ret) {
-			WRITE_ONCE(d->mq, mq);
-			spin_lock_irq(&d->state_lock);
-			if (d->state == MXBD_RECONNECTING)
-				d->state = MXBD_LIVE;
-			spin_unlock_irq(&d->state_lock);
-			atomic_inc(&d->reconnects);
-			pr_info("%s: reconnected to %pISc after %u ms\n", mxbd_name(d),
-				&d->opts.addr, knet_reconnect_elapsed_ms(&d->rc));
-			mxbd_release_held(d);
-			goto out;
-		}
-		knet_mq_destroy(mq);
-	}
-	delay = knet_reconnect_next(&d->rc);
-	if (delay < 0) {
-		pr_err("%s: no server for %d s: failing I/O\n", mxbd_name(d), d->opts.loss_timeout);
-		mxbd_fail(d);
-		goto out;
-	}
-	queue_delayed_work(mxbd_wq, &d->reconnect_work, (unsigned long)delay);
-out:
-	mutex_unlock(&d->lock);
-}
-
-/* Under d->lock: ask the server the volume's size (it may have grown). */
+/* Under d->g.lock: ask the server the volume's size (it may have grown). */
 static int mxbd_rescan(struct mxbd_dev *d)
 {
 	struct mxbd_info info;
 	int ret;
 
-	if (READ_ONCE(d->state) != MXBD_LIVE || !d->mq)
+	if (knet_group_state(&d->g) != KNET_GROUP_LIVE || !d->g.mq)
 		return -ENOTCONN;
-	ret = mxbd_get_info(d, d->mq->q[0], &info);
+	ret = mxbd_get_info(d, d->g.mq->q[0], &info);
 	if (ret)
 		return ret;
 	return mxbd_apply_info(d, &info);
@@ -540,10 +426,10 @@ static void mxbd_rescan_work(struct work_struct *w)
 {
 	struct mxbd_dev *d = container_of(to_delayed_work(w), struct mxbd_dev, rescan_work);
 
-	mutex_lock(&d->lock);
+	mutex_lock(&d->g.lock);
 	mxbd_rescan(d);
-	mutex_unlock(&d->lock);
-	if (READ_ONCE(d->state) != MXBD_DETACHING)
+	mutex_unlock(&d->g.lock);
+	if (knet_group_state(&d->g) != KNET_GROUP_CLOSING)
 		queue_delayed_work(mxbd_wq, &d->rescan_work, mxbd_rescan_every);
 }
 
@@ -586,7 +472,7 @@ static DEVICE_ATTR_RO(uuid);
 
 static ssize_t state_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%s\n", mxbd_state_names[READ_ONCE(mxbd_from_dev(dev)->state)]);
+	return sysfs_emit(buf, "%s\n", mxbd_state_names[knet_group_state(&mxbd_from_dev(dev)->g)]);
 }
 static DEVICE_ATTR_RO(state);
 
@@ -613,7 +499,7 @@ static ssize_t stats_show(struct device *dev, struct device_attribute *attr, cha
 	struct mxbd_dev *d = mxbd_from_dev(dev);
 
 	return sysfs_emit(buf, "reconnects %d\nheld %lld\nfailed %lld\n",
-			  atomic_read(&d->reconnects), atomic64_read(&d->held),
+			  atomic_read(&d->g.reconnects), atomic64_read(&d->held),
 			  atomic64_read(&d->failed));
 }
 static DEVICE_ATTR_RO(stats);
@@ -624,10 +510,10 @@ static ssize_t rescan_store(struct device *dev, struct device_attribute *attr,
 	struct mxbd_dev *d = mxbd_from_dev(dev);
 	int ret;
 
-	if (mutex_lock_killable(&d->lock))
+	if (mutex_lock_killable(&d->g.lock))
 		return -EINTR;
 	ret = mxbd_rescan(d);
-	mutex_unlock(&d->lock);
+	mutex_unlock(&d->g.lock);
 	return ret ?: count;
 }
 static DEVICE_ATTR_WO(rescan);
@@ -738,6 +624,7 @@ static void mxbd_report_connect_error(const struct mxbd_opts *o, int ret, int re
 int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 {
 	struct knet_limits kl;
+	struct knet_mq *mq;
 	struct mxbd_dev *d;
 	int reason, ret;
 
@@ -746,36 +633,46 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 		return -ENOMEM;
 	d->opts = *o;
 	d->index = index;
-	d->state = MXBD_LIVE;
-	spin_lock_init(&d->state_lock);
-	mutex_init(&d->lock);
-	INIT_WORK(&d->err_work, mxbd_err_work);
-	INIT_DELAYED_WORK(&d->reconnect_work, mxbd_reconnect_work);
 	INIT_DELAYED_WORK(&d->rescan_work, mxbd_rescan_work);
-	atomic_set(&d->reconnects, 0);
 	atomic64_set(&d->held, 0);
 	atomic64_set(&d->failed, 0);
 
-	d->mq = mxbd_connect(d, &reason);
-	if (IS_ERR(d->mq)) {
-		ret = PTR_ERR(d->mq);
+	d->g.params = (struct knet_ep_params){
+		.addr = o->addr,
+		.src = o->srcaddr,
+		.service = KNET_SVC_BLOCK,
+		.name = d->opts.volume,
+		.request_timeout_ms = o->io_timeout * 1000,
+		/* An idle connection is checked too, so a lost server shows. */
+		.keepalive_ms = min(o->io_timeout * 500, 10000U),
+		.secret = d->opts.secret.len ? &d->opts.secret : NULL,
+	};
+	d->g.nr = o->nr_queues;
+	d->g.loss_timeout = o->loss_timeout;
+	d->g.ops = &mxbd_group_ops;
+	d->g.priv = d;
+	/* The group's messages read as the device's own. */
+	snprintf(d->g.name, sizeof(d->g.name), KBUILD_MODNAME ": mxbd%d", index);
+	ret = knet_group_open(&d->g, &reason);
+	if (ret) {
 		mxbd_report_connect_error(o, ret, reason);
 		goto free_dev;
 	}
-	ret = mxbd_get_info(d, d->mq->q[0], &d->info);
+	mq = knet_group_mq(&d->g);
+	ret = mxbd_get_info(d, mq->q[0], &d->info);
 	if (ret) {
 		pr_err("volume '%s': the server's INFO failed: %pe\n", o->volume, ERR_PTR(ret));
-		goto destroy_ep;
+		goto close_group;
 	}
-	ret = mxbd_get_ident(d, d->mq->q[0], &d->uuid);
+	ret = mxbd_get_ident(d, mq->q[0], &d->uuid);
 	if (ret) {
 		pr_err("volume '%s': the server's IDENT failed: %pe\n", o->volume, ERR_PTR(ret));
-		goto destroy_ep;
+		goto close_group;
 	}
-	knet_ep_limits(d->mq->q[0], &kl);
+	knet_ep_limits(mq->q[0], &kl);
 
 	d->tag_set.ops = &mxbd_mq_ops;
-	d->tag_set.nr_hw_queues = d->mq->nr;
+	d->tag_set.nr_hw_queues = mq->nr;
 	/* One tag a credit: the server's grant, lowered by the attach's depth. */
 	d->tag_set.queue_depth = d->opts.queue_depth ? min(kl.credits, d->opts.queue_depth) :
 			       kl.credits;
@@ -784,7 +681,7 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 	d->tag_set.driver_data = d;
 	ret = blk_mq_alloc_tag_set(&d->tag_set);
 	if (ret)
-		goto destroy_ep;
+		goto close_group;
 
 	d->disk = mxbd_alloc_disk(d, &kl);
 	if (IS_ERR(d->disk)) {
@@ -799,24 +696,27 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 	snprintf(d->disk->disk_name, sizeof(d->disk->disk_name), "mxbd%d", index);
 	set_capacity(d->disk, le64_to_cpu(d->info.size) >> SECTOR_SHIFT);
 	set_disk_ro(d->disk, mxbd_info_ro(d, &d->info));
+	/* The disk is there for the recovery to quiesce: failures count now. */
+	knet_group_start(&d->g);
 	ret = device_add_disk(NULL, d->disk, mxbd_attr_groups);
 	if (ret)
-		goto put_disk;
+		goto stop_group;
 	if (mxbd_rescan_every)
 		queue_delayed_work(mxbd_wq, &d->rescan_work, mxbd_rescan_every);
 	pr_info("%s: volume '%s' of %pISc, %llu bytes, %u-byte blocks, %u queues of depth %u, largest I/O %u KiB%s\n",
 		d->disk->disk_name, o->volume, &o->addr, le64_to_cpu(d->info.size),
-		le32_to_cpu(d->info.logical_block), d->mq->nr, d->tag_set.queue_depth,
+		le32_to_cpu(d->info.logical_block), mq->nr, d->tag_set.queue_depth,
 		mxbd_max_io(d, &kl) / SZ_1K, get_disk_ro(d->disk) ? ", read-only" : "");
 	*out = d;
 	return 0;
 
-put_disk:
+stop_group:
+	knet_group_stop(&d->g, true);
 	put_disk(d->disk);
 free_tags:
 	blk_mq_free_tag_set(&d->tag_set);
-destroy_ep:
-	knet_mq_destroy(d->mq);
+close_group:
+	knet_group_close(&d->g);
 free_dev:
 	kfree_sensitive(d);
 	return ret;
@@ -847,24 +747,12 @@ bool mxbd_dev_busy(struct mxbd_dev *d)
  */
 void mxbd_dev_remove(struct mxbd_dev *d, bool force)
 {
-	unsigned int i;
-
-	spin_lock_irq(&d->state_lock);
-	d->state = MXBD_DETACHING;	/* nothing is held or sent again from now on */
-	spin_unlock_irq(&d->state_lock);
+	/* Nothing is held or sent again from now on; what was held fails. */
+	knet_group_stop(&d->g, force);
 	cancel_delayed_work_sync(&d->rescan_work);
-	cancel_work_sync(&d->err_work);
-	cancel_delayed_work_sync(&d->reconnect_work);
-	mutex_lock(&d->lock);
-	if (force && d->mq)
-		for (i = 0; i < d->mq->nr; i++)
-			knet_ep_abort(d->mq->q[i]);
-	mxbd_release_held(d);
-	mutex_unlock(&d->lock);
 	/* Every request ends before del_gendisk() returns. */
 	del_gendisk(d->disk);
-	if (d->mq)
-		knet_mq_destroy(d->mq);
+	knet_group_close(&d->g);
 	put_disk(d->disk);
 	blk_mq_free_tag_set(&d->tag_set);
 	pr_info("mxbd%d: detached\n", d->index);
