@@ -244,7 +244,7 @@ EXPORT_SYMBOL_GPL(knet_group_open);
  *
  * The group is LIVE: from now on a failure makes it recover.
  *
- * Context: any.
+ * Context: process context.
  */
 void knet_group_start(struct knet_group *g)
 {
