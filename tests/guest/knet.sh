@@ -55,7 +55,7 @@ expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
 
 step "tracepoints on the request path: submit and complete"
 tr=/sys/kernel/tracing
-mountpoint -q $tr || mount -t tracefs nodev $tr
+mountpoint -q $tr || { mount -t tracefs nodev $tr && on_exit "umount $tr"; }
 # Left on, enabling an event also hooks the scheduler's own tracepoints (to
 # record command names), which patches the scheduler's hot code while the
 # other vCPU runs it: QEMU's TCG was seen to get that wrong ("Oops: int3" in
