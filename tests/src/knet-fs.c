@@ -168,10 +168,19 @@ static int m_call(struct msg *m)
 	if (ret)
 		return fab_err("fi_send", (int)ret), -1;
 	c->k.credits--;
-	while (!got_send || !got_recv) {
+	/* 30 s for the reply; a server that closes the connection ends it now. */
+	for (int waited = 0; !got_send || !got_recv;) {
 		struct fi_cq_data_entry e;
-		ssize_t n = fi_cq_sread(c->f.cq, &e, 1, NULL, 30000);
+		ssize_t n = fi_cq_sread(c->f.cq, &e, 1, NULL, 100);
 		int i;
+
+		if (n == -FI_EAGAIN && (waited += 100) < 30000) {
+			if (kc_peer_gone(&c->f)) {
+				fprintf(stderr, "knet-fs: the server closed the connection\n");
+				return -1;
+			}
+			continue;
+		}
 
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry err;
