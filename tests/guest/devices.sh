@@ -216,10 +216,10 @@ in2=$(($(vd_in "$addr2") - in2))
 echo "written through $ORFS_ADDR: $in1 bytes, through $addr2: $in2 bytes"
 [ "$in1" -ge $((1 << 20)) ] || fail "little went through $ORFS_ADDR"
 [ "$in2" -ge $((1 << 20)) ] || fail "little went through $addr2"
-# Verified writes again, eight passes; the path through the first device
+# Verified writes again, four passes; the path through the first device
 # goes during them, with its requests in flight.
 fio --name=mp --filename="$mp" --direct=1 --ioengine=libaio --rw=randwrite \
-	--bs=64k --iodepth=8 --size=48M --loops=8 --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--bs=64k --iodepth=8 --size=48M --loops=4 --verify=crc32c --verify_fatal=1 --do_verify=1 \
 	--verify_state_save=0 --output=/tmp/fio-mp.out &
 fio=$!
 sleep 2
