@@ -17,6 +17,7 @@
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <linux/uio.h>
+#include <linux/wait.h>
 
 #include "uapi/knet_proto.h"
 
@@ -149,6 +150,7 @@ struct knet_request {
 };
 
 struct knet_ep;
+struct knet_group;
 struct knet_session_ep;
 
 /**
@@ -251,10 +253,11 @@ int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *r
  * @busy: the load of connection @i, e.g. its requests not yet over
  * @arg: passed to @busy
  *
- * The one policy of knet_mq_submit() and of an upper layer's own set of
- * sessions: the connection with the least load, @home on a tie. Requests
- * one at a time stay on @home (the same server thread, awake), and a deep
- * stream spreads over every connection, and so over the server's threads.
+ * The one policy of knet_mq_submit(), knet_group_pick() and an upper
+ * layer's own set of sessions: the connection with the least load, @home
+ * on a tie. Requests one at a time
+ * stay on @home (the same server thread, awake), and a deep stream spreads
+ * over every connection, and so over the server's threads.
  *
  * Context: any; the choice is approximate when requests start together.
  * Return: the index of the connection chosen.
@@ -328,15 +331,18 @@ struct knet_session {
 };
 
 /**
- * struct knet_srq - a request sent on a session without waiting
+ * struct knet_srq - a request sent on a session or group without waiting
  * @rq: the request (its @done and @priv are knet's)
  * @done: called once when it is over, in process context, or in softirq
  *	context when @softirq_done allows it
  * @softirq_done: @done may run in softirq context: then a request that is
  *	over without a failure of the connection ends straight from its
  *	completion, without a workqueue's wake-up
- * @s: private
- * @refused: private: the session's @admit ended it: reported as it is
+ * @s: private: the session, for knet_session_submit()
+ * @g: private: the group, for knet_group_submit()
+ * @conn: private: the connection of the group it goes on
+ * @gen: private: the group's connections it was sent on (0: not sent)
+ * @refused: private: the group's @admit ended it: reported as it is
  * @mm: private: the submitter's, for user memory sent again
  * @work: private
  */
@@ -345,6 +351,9 @@ struct knet_srq {
 	void			(*done)(struct knet_srq *srq);
 	bool			softirq_done;
 	struct knet_session	*s;
+	struct knet_group	*g;
+	unsigned int		conn;
+	u64			gen;
 	bool			refused;
 	struct mm_struct	*mm;
 	struct work_struct	work;
@@ -391,25 +400,39 @@ enum knet_group_state {
 	KNET_GROUP_CLOSING,
 };
 
-struct knet_group;
-
 /**
  * struct knet_group_ops - what a connection group asks of its upper layer
  * @setup: the handshake on connections made again (e.g. check the
- *	server's identity, read the volume's geometry again), under the
- *	group's @lock: 0 puts them in use; -EPROTO (not the same server, or
- *	one that lies) fails the group; another error is a failed try, tried
- *	again after a backoff
- * @down: the connections are lost: stop sending (e.g. quiesce the
+ *	server's identity, read the volume's geometry again, open a session
+ *	on each), under the group's @lock: 0 puts them in use; -EPROTO (not
+ *	the same server, or one that lies) fails the group; another error is
+ *	a failed try, tried again after a backoff
+ * @down: or NULL: the connections are lost: stop sending (e.g. quiesce the
  *	queue); under @lock; may be called again while stopped
- * @up: send again what was held, or, the group FAILED or CLOSING, end
- *	it with an error; under @lock; may be called while not stopped
+ * @up: or NULL: send again what was held, or, the group FAILED or
+ *	CLOSING, end it with an error; under @lock; may be called while not
+ *	stopped
+ * @admit: or NULL: asked before each send of a request of
+ *	knet_group_call() or knet_group_submit(), the first and each one
+ *	after a reconnect, once the connections it goes on are chosen (their
+ *	@setup is over): 0 sends it, a negative errno ends it with that
+ *	error, -EAGAIN holds it (the upper layer is taking its state back
+ *	from a server that restarted): then @admit_wait is called, and
+ *	@admit asked again. Must not sleep.
+ * @admit_wait: sleeps until @admit may say otherwise; 0 or -EINTR
  */
 struct knet_group_ops {
 	int	(*setup)(struct knet_group *g, struct knet_mq *mq);
 	void	(*down)(struct knet_group *g);
 	void	(*up)(struct knet_group *g);
+	int	(*admit)(struct knet_group *g, const struct knet_request *rq);
+	int	(*admit_wait)(struct knet_group *g);
 };
+
+/* The longest name of a group, with its NUL. */
+#define KNET_GROUP_NAME_LEN	64
+
+struct knet_group_conns;
 
 /**
  * struct knet_group - connections to one server that knet recovers
@@ -418,36 +441,63 @@ struct knet_group_ops {
  * @nr: how many connections
  * @loss_timeout: seconds a lost server is waited for before the group
  *	fails, or KNET_LOSS_FOREVER
+ * @tries: a request of knet_group_call() or knet_group_submit() ends with
+ *	-EIO after this many tries that met a failure of the connection (a
+ *	wait of @timeout for the server to come back counts as one); 0: it
+ *	is tried until the server is back (a fatal signal ends the wait).
+ *	May change while the group runs.
+ * @timeout: jiffies one try of knet_group_call() may take (and its wait
+ *	for a credit, or for the connections to come back)
  * @ops: the upper layer's part
  * @name: what the group's messages start with, the upper layer's name
  *	for it (e.g. "mxbd: mxbd0")
  * @priv: the upper layer's
  * @state: enum knet_group_state, read with knet_group_state()
- * @state_lock: private: orders @state against requests being held
+ * @state_lock: private: orders @state against requests being held, and
+ *	guards @cur
  * @lock: held by knet across @ops and while @mq is replaced; an upper
  *	layer takes it to use @mq without it being replaced meanwhile
  * @mq: the connections, NULL while reconnecting; an upper layer reads it
  *	with knet_group_mq() where @ops->down keeps it from changing
+ * @cur: private: @mq and its users (knet_group_call() holds a reference
+ *	while it makes a request, no lock)
+ * @gen: private: connections made so far, the number of the last
+ * @conns: private: sets of connections not yet freed, plus one until closed
+ * @conns_gone: private: @conns reached zero
+ * @wait: private: calls waiting for the group to leave RECONNECTING
+ * @busy: private: requests of knet_group_pick() not yet over, per connection
  * @err_work: private: takes broken connections down
  * @reconnect_work: private: connects again, with knet's backoff
  * @rc: private: the reconnect policy's state since the loss
  * @reconnects: times the connections were made again
+ * @resent: requests sent again after a failure of the connection
+ * @connect_failures: tries to connect again that failed
  */
 struct knet_group {
 	struct knet_ep_params		params;
 	unsigned int			nr;
 	int				loss_timeout;
+	unsigned int			tries;
+	unsigned long			timeout;
 	const struct knet_group_ops	*ops;
-	char				name[KNET_NAME_MAX + 1];
+	char				name[KNET_GROUP_NAME_LEN];
 	void				*priv;
 	enum knet_group_state		state;
-	spinlock_t			state_lock;	/* @state, and holding */
+	spinlock_t			state_lock;	/* @state, @cur, and holding */
 	struct mutex			lock;		/* @mq, and @ops */
 	struct knet_mq			*mq;
+	struct knet_group_conns		*cur;
+	u64				gen;
+	atomic_t			conns;
+	struct completion		conns_gone;
+	wait_queue_head_t		wait;
+	atomic_t			*busy;
 	struct work_struct		err_work;
 	struct delayed_work		reconnect_work;
 	struct knet_reconnect		rc;
 	atomic_t			reconnects;
+	atomic_t			resent;
+	atomic_t			connect_failures;
 };
 
 static inline enum knet_group_state knet_group_state(const struct knet_group *g)
@@ -460,6 +510,12 @@ static inline struct knet_mq *knet_group_mq(const struct knet_group *g)
 	return READ_ONCE(g->mq);
 }
 
+/* Requests of knet_group_pick() on connection @conn not yet over. */
+static inline unsigned int knet_group_busy(const struct knet_group *g, unsigned int conn)
+{
+	return atomic_read(&g->busy[conn]);
+}
+
 int knet_group_open(struct knet_group *g, int *reason);
 void knet_group_start(struct knet_group *g);
 void knet_group_lost(struct knet_group *g);
@@ -467,9 +523,16 @@ bool knet_group_hold(struct knet_group *g, int err, bool (*hold)(void *arg), voi
 void knet_group_stop(struct knet_group *g, bool force);
 void knet_group_close(struct knet_group *g);
 
+unsigned int knet_group_pick(struct knet_group *g);
+void knet_group_unpick(struct knet_group *g, unsigned int conn);
+int knet_group_call(struct knet_group *g, unsigned int conn, struct knet_request *rq);
+void knet_group_submit(struct knet_group *g, unsigned int conn, struct knet_srq *srq);
+void knet_group_probe(struct knet_group *g);
+void knet_group_abort(struct knet_group *g);
+int knet_sleep_killable(unsigned int ms);
+
 int knet_session_open(struct knet_session *s, int *reason);
 bool knet_session_retryable(int err);
-int knet_sleep_killable(unsigned int ms);
 int knet_session_call(struct knet_session *s, struct knet_request *rq);
 void knet_session_submit(struct knet_session *s, struct knet_srq *srq);
 void knet_session_abort(struct knet_session *s);

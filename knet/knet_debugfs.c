@@ -35,6 +35,12 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 		seq_printf(m, "session_connect_failures %d\n",
 			   atomic_read(&ep->session->connect_failures));
 	}
+	if (ep->group) {
+		seq_printf(m, "group_reconnects %d\n", atomic_read(&ep->group->reconnects));
+		seq_printf(m, "group_resent %d\n", atomic_read(&ep->group->resent));
+		seq_printf(m, "group_connect_failures %d\n",
+			   atomic_read(&ep->group->connect_failures));
+	}
 	seq_puts(m, "latency_us");
 	for (i = 0; i < KNET_LAT_BUCKETS - 1; i++)
 		seq_printf(m, " <%u:%lld", 16U << i, atomic64_read(&ep->lat_hist[i]));

@@ -99,6 +99,7 @@ struct knet_ep {
 	atomic_t		ka_busy;	/* ka_rq is in flight */
 	unsigned int		comp_vector;
 	struct knet_session	*session;	/* the session it serves, or NULL */
+	struct knet_group	*group;		/* the group it belongs to, or NULL */
 	struct knet_rx		rx[KNET_RECV_DEPTH];
 	struct knet_slot	slot[KNET_SLOTS];
 	unsigned int		max_pages;
