@@ -122,7 +122,7 @@ static void orfs_areq_done(struct knet_srq *srq)
 	bool answered = !err;
 	u32 count = 0;
 
-	orfs_sess_put(sbi, srq->s);
+	orfs_conn_put(sbi, srq->conn);
 	/* READ and WRITE are not replayed: EINPROGRESS cannot come back. */
 	if (!err && rq->status) {
 		err = orfs_status_errno(rq->status);
@@ -178,6 +178,6 @@ void orfs_io_start(struct orfs_areq *a, u32 flags)
 	rq->reply = &a->rep;
 	rq->reply_max = sizeof(a->rep);
 	a->start = ktime_get();
-	knet_session_submit(orfs_sess_get(sbi), &a->srq);
+	knet_group_submit(&sbi->g, orfs_conn_get(sbi), &a->srq);
 }
 

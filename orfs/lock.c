@@ -404,7 +404,7 @@ void orfs_renew_work(struct work_struct *work)
 	spin_unlock(&sbi->locked_lock);
 	if (!any)
 		return;
-	knet_session_probe(&sbi->sess[0]);
+	knet_group_probe(&sbi->g);
 	queue_delayed_work(system_long_wq, &sbi->renew_work, orfs_renew_period(sbi));
 }
 
@@ -751,8 +751,8 @@ static void orfs_reclaim_drop(struct orfs_sb *sbi, struct orfs_reclaimed *rec, b
 }
 
 /**
- * orfs_admit() - may a request be sent now? (knet_session @admit)
- * @s: one of the mount's sessions
+ * orfs_admit() - may a request be sent now? (knet_group_ops @admit)
+ * @g: the mount's connections
  * @rq: the request, about to be sent, the first time or again
  *
  * From the moment a session sees that the server restarted (or says it
@@ -765,9 +765,9 @@ static void orfs_reclaim_drop(struct orfs_sb *sbi, struct orfs_reclaimed *rec, b
  * Context: after the session chose the endpoint; does not sleep.
  * Return: 0, -EAGAIN (wait: orfs_admit_wait()), or -EIO.
  */
-int orfs_admit(struct knet_session *s, const struct knet_request *rq)
+int orfs_admit(struct knet_group *g, const struct knet_request *rq)
 {
-	struct orfs_sb *sbi = s->priv;
+	struct orfs_sb *sbi = g->priv;
 	const struct orfs_req *r = rq->body;
 	const struct orfs_io_req *io = rq->body + sizeof(*r);
 	struct orfs_reclaimed *rec;
@@ -806,14 +806,14 @@ int orfs_admit(struct knet_session *s, const struct knet_request *rq)
 
 /**
  * orfs_admit_wait() - wait until the mount's locks were asked back
- * @s: one of the mount's sessions
+ * @g: the mount's connections
  *
  * Context: process context (a submitter, or knet's workqueue); killable.
  * Return: 0, or -EINTR on a fatal signal.
  */
-int orfs_admit_wait(struct knet_session *s)
+int orfs_admit_wait(struct knet_group *g)
 {
-	struct orfs_sb *sbi = s->priv;
+	struct orfs_sb *sbi = g->priv;
 
 	if (wait_event_killable(sbi->reclaim_wq,
 				READ_ONCE(sbi->reclaimed_seq) == READ_ONCE(sbi->reclaim_seq)))

@@ -109,10 +109,9 @@ struct orfs_stats {
 
 /**
  * struct orfs_sb - one mount
- * @sess: the connections, each a knet session that reconnects
- * @nsess: how many of @sess are open
- * @sess_busy: requests of each session not yet over
- * @sess_calls: requests given to each session, for the statistics
+ * @g: the connections (nconnect= of them), a knet group that recovers them
+ * @connected: @g is open
+ * @conn_calls: requests given to each connection, for the statistics
  * @stats: per-operation counters, per CPU (stats.c)
  * @mounted: when the mount was made (boot-time seconds)
  * @addr: the server
@@ -155,10 +154,9 @@ struct orfs_stats {
  * @renew_work: while @locked holds a lock, checks the connection (see lock.c)
  */
 struct orfs_sb {
-	struct knet_session	sess[ORFS_MAX_CONNECT];
-	unsigned int		nsess;
-	atomic_t		sess_busy[ORFS_MAX_CONNECT];
-	atomic64_t		sess_calls[ORFS_MAX_CONNECT];
+	struct knet_group	g;
+	bool			connected;
+	atomic64_t		conn_calls[ORFS_MAX_CONNECT];
 	struct orfs_stats __percpu *stats;
 	time64_t		mounted;
 	struct sockaddr_storage	addr;
@@ -324,8 +322,8 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 	     u32 reply_max, u32 *reply_len, const struct knet_mem *mem, enum knet_dir dir);
 int orfs_call(struct orfs_sb *sbi, u16 op, const void *req, size_t len, void *reply,
 	      u32 reply_len);
-struct knet_session *orfs_sess_get(struct orfs_sb *sbi);
-void orfs_sess_put(struct orfs_sb *sbi, struct knet_session *s);
+unsigned int orfs_conn_get(struct orfs_sb *sbi);
+void orfs_conn_put(struct orfs_sb *sbi, unsigned int conn);
 int orfs_connect(struct orfs_sb *sbi);
 void orfs_abort(struct orfs_sb *sbi);
 void orfs_disconnect(struct orfs_sb *sbi);
@@ -438,8 +436,8 @@ int orfs_lock(struct file *file, int cmd, struct file_lock *fl);
 int orfs_flock(struct file *file, int cmd, struct file_lock *fl);
 void orfs_reclaim_work(struct work_struct *work);
 void orfs_reclaim_end(struct orfs_sb *sbi);
-int orfs_admit(struct knet_session *s, const struct knet_request *rq);
-int orfs_admit_wait(struct knet_session *s);
+int orfs_admit(struct knet_group *g, const struct knet_request *rq);
+int orfs_admit_wait(struct knet_group *g);
 void orfs_unlocks_end(struct orfs_sb *sbi);
 bool orfs_lock_lost(struct file *file);
 void orfs_renew_work(struct work_struct *work);

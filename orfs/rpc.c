@@ -4,14 +4,14 @@
  * sending them over the mount's knet endpoint with the mount's failure
  * policy.
  *
- * Each of the mount's connections is a knet session (nconnect= of them, a
- * request on the least busy): a transport failure (time-out,
- * lost connection, a server that lied) makes knet reconnect, run our
- * handshake (SESSION, with the mount's client id) and send the same body
- * again, with the same transaction id: the server's replay cache answers a
- * non-idempotent operation that already ran with its first answer. Hard
- * mounts retry until the server is back (a fatal signal ends the wait);
- * soft mounts give up with EIO after retrans tries.
+ * The mount's connections (nconnect= of them, a request on the least busy)
+ * are one knet connection group: a transport failure (time-out, lost
+ * connection, a server that lied) makes knet connect them all again, run
+ * our handshake (SESSION, with the mount's client id) on each, and send the
+ * same body again, with the same transaction id: the server's replay cache
+ * answers a non-idempotent operation that already ran with its first
+ * answer. Hard mounts retry until the server is back (a fatal signal ends
+ * the wait); soft mounts give up with EIO after retrans tries.
  */
 #define pr_fmt(fmt) "orfs: " fmt
 
@@ -132,10 +132,9 @@ unsigned long orfs_timeout(struct orfs_sb *sbi)
 	return msecs_to_jiffies(sbi->opts.timeo * 100);
 }
 
-/* SESSION on a new endpoint: the same client id, so replays are recognised. */
-static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
+/* SESSION on a new connection: the same client id, so replays are recognised. */
+static int orfs_session_on(struct orfs_sb *sbi, struct knet_ep *ep)
 {
-	struct orfs_sb *sbi = sess->priv;
 	struct orfs_session_rep rep;
 	struct knet_request rq = {};
 	struct knet_limits lim;
@@ -170,10 +169,10 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	if (rq.reply_len < sizeof(rep))
 		rep.flags = 0;
 	/*
-	 * The first of the mount's sessions to see a restart takes the locks
-	 * back; each hears the server's word that it dropped them, the first
-	 * acts. From then until the locks were asked back, no session sends
-	 * a WRITE (orfs_admit()): one made before might be under a lock lost.
+	 * The first of the mount's connections to see a restart takes the
+	 * locks back; each hears the server's word that it dropped them, the
+	 * first acts. From then until the locks were asked back, no WRITE is
+	 * sent (orfs_admit()): one made before might be under a lock lost.
 	 */
 	spin_lock(&sbi->reclaim_lock);
 	boot = sbi->server_boot;
@@ -205,54 +204,79 @@ static int orfs_session_on(struct knet_session *sess, struct knet_ep *ep)
 	return 0;
 }
 
-static unsigned int orfs_sess_busy(const void *arg, unsigned int i)
-{
-	const struct orfs_sb *sbi = arg;
-
-	return atomic_read(&sbi->sess_busy[i]);
-}
-
-/**
- * orfs_sess_get() - the session for a request
- * @sbi: the mount
- *
- * With several connections, a request goes to the one with the fewest
- * requests not yet over, the first of them on a tie, whatever the CPU or
- * process (knet_least_busy()): requests one at a time all take the first
- * connection, a process's deep stream of requests spreads over all of
- * them. A request is sent again on the session it was given (the server's
- * replay cache is shared by all the connections of a client id).
- *
- * Context: any; the choice is approximate when requests start together.
- * Return: one of the mount's sessions, counted busy until orfs_sess_put().
+/*
+ * knet_group_ops.setup: SESSION on each of the connections, new or made
+ * again. Answers that do not parse make a failed try, as a server that
+ * does not answer: a mount never gives up on its server (a soft mount's
+ * calls give up, by their own tries).
  */
-struct knet_session *orfs_sess_get(struct orfs_sb *sbi)
+static int orfs_setup(struct knet_group *g, struct knet_mq *mq)
 {
-	unsigned int best = knet_least_busy(sbi->nsess, 0, orfs_sess_busy, sbi);
+	unsigned int i;
+	int ret;
 
-	atomic_inc(&sbi->sess_busy[best]);
-	atomic64_inc(&sbi->sess_calls[best]);
-	return &sbi->sess[best];
+	for (i = 0; i < mq->nr; i++) {
+		ret = orfs_session_on(g->priv, mq->q[i]);
+		if (ret)
+			return ret == -EPROTO ? -EIO : ret;
+	}
+	return 0;
+}
+
+static const struct knet_group_ops orfs_group_ops = {
+	.setup		= orfs_setup,
+	.admit		= orfs_admit,
+	.admit_wait	= orfs_admit_wait,
+};
+
+/**
+ * orfs_conn_get() - the connection for a request
+ * @sbi: the mount
+ *
+ * knet_group_pick(): the least busy. A request is sent again on the
+ * connection it was given (the server's replay cache is shared by all the
+ * connections of a client id).
+ *
+ * Context: any.
+ * Return: the connection's index, counted busy until orfs_conn_put().
+ */
+unsigned int orfs_conn_get(struct orfs_sb *sbi)
+{
+	unsigned int conn = knet_group_pick(&sbi->g);
+
+	atomic64_inc(&sbi->conn_calls[conn]);
+	return conn;
 }
 
 /**
- * orfs_sess_put() - a request of orfs_sess_get()'s session is over
+ * orfs_conn_put() - a request of orfs_conn_get()'s connection is over
  * @sbi: the mount
- * @s: the session it returned
+ * @conn: the index it returned
  *
  * Context: any (softirq for a READ that ends there).
  */
-void orfs_sess_put(struct orfs_sb *sbi, struct knet_session *s)
+void orfs_conn_put(struct orfs_sb *sbi, unsigned int conn)
 {
-	atomic_dec(&sbi->sess_busy[s - sbi->sess]);
+	knet_group_unpick(&sbi->g, conn);
 }
 
-/* Open session SESS of the mount, the first or another. */
-static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
+/**
+ * orfs_connect() - open the mount's connections with the server
+ * @sbi: the mount, its address, export and options set
+ *
+ * Connects nconnect= connections as one knet group, opens a session on
+ * each and puts the group in use: from then on knet recovers them.
+ *
+ * Context: process context, before the mount is visible.
+ * Return: 0, -ENOENT (no such export), -EACCES (client not allowed), or
+ * another connection error; on an error nothing is left open.
+ */
+int orfs_connect(struct orfs_sb *sbi)
 {
+	struct knet_group *g = &sbi->g;
 	int reason, ret;
 
-	sess->params = (struct knet_ep_params){
+	g->params = (struct knet_ep_params){
 		.addr = sbi->addr,
 		.src = sbi->opts.srcaddr,
 		.service = KNET_SVC_FILE,
@@ -267,14 +291,14 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 		.keepalive_ms = min(sbi->opts.timeo * 50, ORFS_KEEPALIVE_MAX_MS),
 		.secret = sbi->secret.len ? &sbi->secret : NULL,
 	};
-	sess->hard = !sbi->opts.soft;
-	sess->retries = sbi->opts.retrans;
-	sess->timeout = orfs_timeout(sbi);
-	sess->setup = orfs_session_on;
-	sess->admit = orfs_admit;
-	sess->admit_wait = orfs_admit_wait;
-	sess->priv = sbi;
-	ret = knet_session_open(sess, &reason);
+	g->nr = sbi->opts.nconnect;
+	g->loss_timeout = KNET_LOSS_FOREVER;
+	g->tries = sbi->opts.soft ? sbi->opts.retrans : 0;
+	g->timeout = orfs_timeout(sbi);
+	g->ops = &orfs_group_ops;
+	g->priv = sbi;
+	snprintf(g->name, sizeof(g->name), KBUILD_MODNAME ": %s", sbi->export);
+	ret = knet_group_open(g, &reason);
 	if (ret == -ECONNREFUSED && reason)
 		pr_warn_ratelimited("%pISc: export '%s' refused: %s\n", &sbi->addr,
 				    sbi->export, knet_reject_str(reason));
@@ -286,30 +310,15 @@ static int orfs_connect_one(struct orfs_sb *sbi, struct knet_session *sess)
 		return -ENOENT;
 	if (ret == -ECONNREFUSED && (reason == KNET_REJ_ACCESS || reason == KNET_REJ_AUTH))
 		return -EACCES;
-	return ret;
-}
-
-/**
- * orfs_connect() - open the mount's sessions with the server
- * @sbi: the mount, its address, export and options set
- *
- * Context: process context, before the mount is visible.
- * Return: 0, -ENOENT (no such export), -EACCES (client not allowed), or
- * another connection error; on an error no session is left open.
- */
-int orfs_connect(struct orfs_sb *sbi)
-{
-	unsigned int i;
-	int ret;
-
-	for (i = 0; i < sbi->opts.nconnect; i++) {
-		ret = orfs_connect_one(sbi, &sbi->sess[i]);
-		if (ret) {
-			orfs_disconnect(sbi);
-			return ret;
-		}
-		sbi->nsess = i + 1;
+	if (ret)
+		return ret;
+	sbi->connected = true;
+	ret = orfs_setup(g, knet_group_mq(g));
+	if (ret) {
+		orfs_disconnect(sbi);
+		return ret;
 	}
+	knet_group_start(g);
 	return 0;
 }
 
@@ -317,26 +326,27 @@ int orfs_connect(struct orfs_sb *sbi)
  * orfs_abort() - make every call of the mount fail now (umount -f)
  * @sbi: the mount
  *
- * Context: any process context.
+ * Context: any process context; never sleeps.
  */
 void orfs_abort(struct orfs_sb *sbi)
 {
-	unsigned int i;
-
-	for (i = 0; i < sbi->nsess; i++)
-		knet_session_abort(&sbi->sess[i]);
+	if (sbi->connected)
+		knet_group_abort(&sbi->g);
 }
 
 /**
- * orfs_disconnect() - close the mount's sessions, if any are open
+ * orfs_disconnect() - close the mount's connections, if they are open
  * @sbi: the mount; no call may be running
  *
  * Context: process context, may sleep.
  */
 void orfs_disconnect(struct orfs_sb *sbi)
 {
-	while (sbi->nsess)
-		knet_session_close(&sbi->sess[--sbi->nsess]);
+	if (!sbi->connected)
+		return;
+	knet_group_stop(&sbi->g, false);
+	knet_group_close(&sbi->g);
+	sbi->connected = false;
 }
 
 /**
@@ -360,14 +370,14 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 {
 	ktime_t start = ktime_get();
 	unsigned int waits = 0;
-	struct knet_session *sess;
 	struct knet_request rq;
+	unsigned int conn;
 	bool answered = false;
 	int ret;
 
 	if (m->err)
 		return m->err;
-	sess = orfs_sess_get(sbi);
+	conn = orfs_conn_get(sbi);
 	for (;;) {
 		memset(&rq, 0, sizeof(rq));
 		rq.opcode = op;
@@ -377,7 +387,7 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 		rq.dir = dir;
 		rq.reply = reply;
 		rq.reply_max = reply_max;
-		ret = knet_session_call(sess, &rq);
+		ret = knet_group_call(&sbi->g, conn, &rq);
 		if (ret || rq.status != EINPROGRESS)
 			break;
 		/*
@@ -392,7 +402,7 @@ int orfs_rpc(struct orfs_sb *sbi, u16 op, struct orfs_msg *m, void *reply, u32 r
 		if (ret)
 			break;
 	}
-	orfs_sess_put(sbi, sess);
+	orfs_conn_put(sbi, conn);
 	if (ret) {
 		/* No reply came, or none that counts. */
 		rq.reply_len = 0;

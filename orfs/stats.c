@@ -175,14 +175,11 @@ int orfs_show_stats(struct seq_file *m, struct dentry *root)
 	seq_printf(m, "statvers=1\n\tserver %pISc port %u export %s\n", &sbi->addr,
 		   knet_addr_port(&sbi->addr), sbi->export);
 	seq_printf(m, "\tage %lld\n", ktime_get_boottime_seconds() - sbi->mounted);
-	seq_printf(m, "\tconnections %u\n", sbi->nsess);
-	for (i = 0; i < sbi->nsess; i++) {
-		struct knet_session *s = &sbi->sess[i];
-
-		seq_printf(m, "\tconn %u calls %lld busy %d reconnects %d resent %d\n", i,
-			   atomic64_read(&sbi->sess_calls[i]), atomic_read(&sbi->sess_busy[i]),
-			   atomic_read(&s->reconnects), atomic_read(&s->resent));
-	}
+	seq_printf(m, "\tconnections %u reconnects %d resent %d\n", sbi->g.nr,
+		   atomic_read(&sbi->g.reconnects), atomic_read(&sbi->g.resent));
+	for (i = 0; i < sbi->g.nr; i++)
+		seq_printf(m, "\tconn %u calls %lld busy %u\n", i,
+			   atomic64_read(&sbi->conn_calls[i]), knet_group_busy(&sbi->g, i));
 	seq_puts(m, "\top calls errors failures sent received data usecs\n");
 	for (op = 0; op < ORFS_NR_OPS; op++) {
 		memset(&sum, 0, sizeof(sum));

@@ -351,7 +351,7 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 		seq_puts(m, ",noac");
 	seq_printf(m, ",%s,timeo=%u,retrans=%u,regcache=%s,nconnect=%u,largefolio=%s,locks=%s",
 		   o->soft ? "soft" : "hard", o->timeo, o->retrans, o->regcache ? "on" : "off",
-		   sbi->nsess, o->largefolio ? "on" : "off", o->local_locks ? "local" : "remote");
+		   sbi->g.nr, o->largefolio ? "on" : "off", o->local_locks ? "local" : "remote");
 	seq_printf(m, ",writeback=%s", o->stable_wb ? "stable" : "unstable");
 	return 0;
 }
@@ -533,7 +533,6 @@ static int orfs_reconfigure(struct fs_context *fc)
 	struct orfs_sb *sbi = ORFS_SB(sb);
 	struct orfs_opts *n = &ctx->opts, *o = &sbi->opts;
 	const char *what = NULL;
-	unsigned int i;
 	int ret;
 
 	if (n->acregmin > n->acregmax || n->acdirmin > n->acdirmax)
@@ -551,7 +550,7 @@ static int orfs_reconfigure(struct fs_context *fc)
 		what = "wsize";
 	else if (!orfs_same_src(&n->srcaddr, &o->srcaddr))
 		what = "srcaddr";
-	else if (n->nconnect != sbi->nsess)
+	else if (n->nconnect != sbi->g.nr)
 		what = "nconnect";
 	else if (n->timeo != o->timeo)
 		what = "timeo";
@@ -579,10 +578,7 @@ static int orfs_reconfigure(struct fs_context *fc)
 	WRITE_ONCE(o->stable_wb, n->stable_wb);
 	WRITE_ONCE(o->soft, n->soft);
 	WRITE_ONCE(o->retrans, n->retrans);
-	for (i = 0; i < sbi->nsess; i++) {
-		WRITE_ONCE(sbi->sess[i].hard, !n->soft);
-		WRITE_ONCE(sbi->sess[i].retries, n->retrans);
-	}
+	WRITE_ONCE(sbi->g.tries, n->soft ? n->retrans : 0);
 	return 0;
 }
 
@@ -610,7 +606,7 @@ static int orfs_init_fs_context(struct fs_context *fc)
 		ctx->opts.port = knet_addr_port(&sbi->addr);
 		ctx->opts.rsize = sbi->rsize;
 		ctx->opts.wsize = sbi->wsize;
-		ctx->opts.nconnect = sbi->nsess;
+		ctx->opts.nconnect = sbi->g.nr;
 		return 0;
 	}
 	ctx->opts.port = KNET_DEFAULT_PORT;
