@@ -107,7 +107,7 @@ mnt -o nconnect=2
 grep -A 40 ' /tmp/mnt with fstype orfs' /proc/self/mountstats | tee /tmp/out
 expect_grep "with fstype orfs statvers=1\$" /tmp/out
 expect_grep "^	server $ORFS_ADDR port [0-9]+ export data\$" /tmp/out
-expect_grep '^	connections 2$' /tmp/out
+expect_grep '^	connections 2 reconnects 0 resent 0$' /tmp/out
 expect_eq "SESSION calls, one a connection" "$(ms SESSION 2)" 2
 expect_eq "GETROOT calls" "$(ms GETROOT 2)" 1
 mkdir /tmp/mnt/st
@@ -276,8 +276,8 @@ total=$(awk '{ s += $1 } END { print s }' /tmp/nc.req)
 least=$(sort -n /tmp/nc.req | head -n 1)
 [ "$least" -ge $((total / 3)) ] || fail "requests split $(tr '\n' ' ' < /tmp/nc.req)"
 fio_restarts ncre 32 1
-ep_stats | grep '^session_reconnects' | tee /tmp/out
-expect_eq "sessions that reconnected" "$(grep -c '^session_reconnects [1-9]' /tmp/out)" 2
+ep_stats | grep '^group_reconnects' | tee /tmp/out
+expect_eq "connections that reconnected" "$(grep -c '^group_reconnects [1-9]' /tmp/out)" 2
 rm -f /tmp/mnt/nc.* /tmp/mnt/ncre.*
 umnt
 echo ok

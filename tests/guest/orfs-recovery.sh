@@ -13,11 +13,11 @@
 step "hard mount: the server is killed and restarted during a verified run; fio never sees it"
 mnt -o timeo=20
 fio_restarts restart 48 2
-dmesg | grep -E 'knet: .*(reconnected|not responding)' | tail -n 4
-expect_grep 'knet: .*reconnected' <(dmesg)
-ep_stats | grep -E '^session_(reconnects|resent)' | tee /tmp/out
-expect_grep '^session_reconnects [1-9]' /tmp/out
-expect_grep '^session_resent [1-9]' /tmp/out
+dmesg | grep -E 'orfs: data: .*(reconnected|not responding)' | tail -n 4
+expect_grep 'orfs: data: reconnected to' <(dmesg)
+ep_stats | grep -E '^group_(reconnects|resent)' | tee /tmp/out
+expect_grep '^group_reconnects [1-9]' /tmp/out
+expect_grep '^group_resent [1-9]' /tmp/out
 umnt
 
 step "O_DIRECT from and into shared mappings of files of the same mount, across server restarts"
@@ -115,7 +115,7 @@ expect_grep '^ENOENT$' /tmp/sig.out
 expect_grep '^caught$' /tmp/sig.out
 # Tries back off (0.1 s doubling to 4 s): a handful in these 5 s; a sleep
 # that the pending signal cut short made them hundreds (656 measured).
-fails=$(ep_max session_connect_failures)
+fails=$(ep_max group_connect_failures)
 echo "$fails failed reconnection attempts in about 5 s"
 [ "$fails" -ge 1 ] || fail "no reconnection attempt failed while the server was dead"
 [ "$fails" -le 20 ] || fail "$fails reconnection attempts in about 5 s: the backoff did not hold"
