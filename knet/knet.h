@@ -151,7 +151,6 @@ struct knet_request {
 
 struct knet_ep;
 struct knet_group;
-struct knet_session_ep;
 
 /**
  * struct knet_ep_params - where an endpoint connects
@@ -253,9 +252,8 @@ int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *r
  * @busy: the load of connection @i, e.g. its requests not yet over
  * @arg: passed to @busy
  *
- * The one policy of knet_mq_submit(), knet_group_pick() and an upper
- * layer's own set of sessions: the connection with the least load, @home
- * on a tie. Requests one at a time
+ * The one policy of knet_mq_submit() and knet_group_pick(): the
+ * connection with the least load, @home on a tie. Requests one at a time
  * stay on @home (the same server thread, awake), and a deep stream spreads
  * over every connection, and so over the server's threads.
  *
@@ -279,67 +277,14 @@ static inline unsigned int knet_least_busy(unsigned int nr, unsigned int home,
 }
 
 /**
- * struct knet_session - an endpoint that reconnects
- * @params: where it connects (@params.name is copied at open)
- * @hard: calls retry until the server is back; else @retries tries, then EIO
- * @retries: tries of a call on a soft session
- * @timeout: jiffies one try may take (and the wait for a credit)
- * @setup: the upper layer's handshake on each new endpoint, or NULL
- * @admit: or NULL: asked before each send of a request, the first and
- *	each one after a reconnect, once the endpoint it goes on is chosen
- *	(an endpoint's @setup is over before any request is admitted to it):
- *	0 sends it, a negative errno ends it with that error, -EAGAIN holds
- *	it (the upper layer is taking its state back from a server that
- *	restarted): then @admit_wait is called, and @admit asked again. Must
- *	not sleep.
- * @admit_wait: sleeps until @admit may say otherwise; 0 or -EINTR
- * @priv: the caller's
- * @lock: private: guards @cur (never held while a request is made)
- * @connect_lock: private: one connect or reconnect at a time
- * @cur: private: the current endpoint and its users, or NULL
- * @gen: private: endpoints connected so far (@cur's number)
- * @eps: private: endpoints not yet freed, plus one until closed
- * @eps_gone: private: @eps reached zero
- * @shutdown: private: aborted
- * @reconnects: times the endpoint was replaced
- * @resent: requests sent again after a transport failure
- * @connect_failures: attempts to reconnect that failed
- * @drop_work: private: drops an endpoint whose device goes away
- * @name_buf: private
- */
-struct knet_session {
-	struct knet_ep_params	params;
-	bool			hard;
-	unsigned int		retries;
-	unsigned long		timeout;
-	int			(*setup)(struct knet_session *s, struct knet_ep *ep);
-	int			(*admit)(struct knet_session *s, const struct knet_request *rq);
-	int			(*admit_wait)(struct knet_session *s);
-	void			*priv;
-	spinlock_t		lock;		/* guards @cur */
-	struct mutex		connect_lock;	/* one connect at a time */
-	struct knet_session_ep	*cur;
-	u64			gen;
-	atomic_t		eps;
-	struct completion	eps_gone;
-	bool			shutdown;
-	atomic_t		reconnects;
-	atomic_t		resent;
-	atomic_t		connect_failures;
-	struct work_struct	drop_work;
-	char			name_buf[KNET_NAME_MAX + 1];
-};
-
-/**
- * struct knet_srq - a request sent on a session or group without waiting
+ * struct knet_srq - a request sent on a connection group without waiting
  * @rq: the request (its @done and @priv are knet's)
  * @done: called once when it is over, in process context, or in softirq
  *	context when @softirq_done allows it
  * @softirq_done: @done may run in softirq context: then a request that is
  *	over without a failure of the connection ends straight from its
  *	completion, without a workqueue's wake-up
- * @s: private: the session, for knet_session_submit()
- * @g: private: the group, for knet_group_submit()
+ * @g: private: the group
  * @conn: private: the connection of the group it goes on
  * @gen: private: the group's connections it was sent on (0: not sent)
  * @refused: private: the group's @admit ended it: reported as it is
@@ -350,7 +295,6 @@ struct knet_srq {
 	struct knet_request	rq;
 	void			(*done)(struct knet_srq *srq);
 	bool			softirq_done;
-	struct knet_session	*s;
 	struct knet_group	*g;
 	unsigned int		conn;
 	u64			gen;
@@ -385,11 +329,6 @@ struct knet_reconnect {
 	unsigned int	max_tries;
 	int		loss_timeout;
 };
-
-void knet_reconnect_start(struct knet_reconnect *r, unsigned int max_tries, int loss_timeout);
-bool knet_reconnect_may_try(struct knet_reconnect *r);
-long knet_reconnect_next(struct knet_reconnect *r);
-unsigned int knet_reconnect_elapsed_ms(const struct knet_reconnect *r);
 
 /* enum knet_group_state - see struct knet_group */
 enum knet_group_state {
@@ -530,14 +469,6 @@ void knet_group_submit(struct knet_group *g, unsigned int conn, struct knet_srq 
 void knet_group_probe(struct knet_group *g);
 void knet_group_abort(struct knet_group *g);
 int knet_sleep_killable(unsigned int ms);
-
-int knet_session_open(struct knet_session *s, int *reason);
-bool knet_session_retryable(int err);
-int knet_session_call(struct knet_session *s, struct knet_request *rq);
-void knet_session_submit(struct knet_session *s, struct knet_srq *srq);
-void knet_session_abort(struct knet_session *s);
-int knet_session_probe(struct knet_session *s);
-void knet_session_close(struct knet_session *s);
 
 /*
  * The server-style strategies: submit without waiting, each request ending

@@ -29,12 +29,6 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "timeouts %lld\n", atomic64_read(&ep->timeouts));
 	seq_printf(m, "keepalives %lld\n", atomic64_read(&ep->keepalives));
 	seq_printf(m, "fences %lld\n", atomic64_read(&ep->fences));
-	if (ep->session) {
-		seq_printf(m, "session_reconnects %d\n", atomic_read(&ep->session->reconnects));
-		seq_printf(m, "session_resent %d\n", atomic_read(&ep->session->resent));
-		seq_printf(m, "session_connect_failures %d\n",
-			   atomic_read(&ep->session->connect_failures));
-	}
 	if (ep->group) {
 		seq_printf(m, "group_reconnects %d\n", atomic_read(&ep->group->reconnects));
 		seq_printf(m, "group_resent %d\n", atomic_read(&ep->group->resent));

@@ -48,6 +48,8 @@
 #include "knet.h"
 #include "knet_int.h"
 
+static struct workqueue_struct *knet_group_wq;
+
 /*
  * One set of connections of a group and its users: the group's own
  * reference while it is the current one, and one per request being made.
@@ -59,6 +61,69 @@ struct knet_group_conns {
 	refcount_t		ref;
 	struct work_struct	free_work;
 };
+
+/* knet's own unbound workqueue, drained when the module goes. */
+struct workqueue_struct *knet_wq(void)
+{
+	return knet_group_wq;
+}
+
+/**
+ * knet_reconnect_start() - a server was lost: the policy starts over
+ * @r: the policy's state
+ * @loss_timeout: seconds to try for at most, or KNET_LOSS_FOREVER
+ */
+static void knet_reconnect_start(struct knet_reconnect *r, int loss_timeout)
+{
+	r->lost_at = jiffies;
+	r->backoff_ms = KNET_RECONNECT_MIN_MS;
+	r->tries = 0;
+	r->max_tries = 0;
+	r->loss_timeout = loss_timeout;
+}
+
+/**
+ * knet_reconnect_next() - a try failed: how long to wait before the next
+ * @r: the policy's state
+ *
+ * The wait doubles from one try to the next, up to KNET_RECONNECT_MAX_MS;
+ * the last one ends at the loss timeout, not a backoff after it.
+ *
+ * Return: the wait in jiffies, or -ETIMEDOUT when the loss timeout has
+ * passed: give up.
+ */
+static long knet_reconnect_next(struct knet_reconnect *r)
+{
+	unsigned long delay = msecs_to_jiffies(r->backoff_ms), deadline;
+
+	r->tries++;
+	r->backoff_ms = min(2 * r->backoff_ms, (unsigned int)KNET_RECONNECT_MAX_MS);
+	if (r->loss_timeout == KNET_LOSS_FOREVER)
+		return (long)delay;
+	deadline = r->lost_at + (unsigned long)r->loss_timeout * HZ;
+	if (time_after_eq(jiffies, deadline))
+		return -ETIMEDOUT;
+	return (long)min(delay, deadline - jiffies);
+}
+
+/**
+ * knet_sleep_killable() - sleep that only a fatal signal cuts short
+ * @ms: how long
+ *
+ * For the waits between the tries of a call that must not fail because of
+ * a signal the caller catches (a hard mount): msleep_interruptible() would
+ * return at once, again and again, while such a signal is pending, and the
+ * tries would follow each other without a pause.
+ *
+ * Context: process context, may sleep.
+ * Return: 0, or -EINTR when a fatal signal is pending.
+ */
+int knet_sleep_killable(unsigned int ms)
+{
+	schedule_timeout_killable(msecs_to_jiffies(ms));
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
+EXPORT_SYMBOL_GPL(knet_sleep_killable);
 
 /*
  * A request that ended because its connection failed, or because the
@@ -347,7 +412,7 @@ static void knet_group_err_work(struct work_struct *w)
 	}
 	pr_warn("%s: connection to %pISc lost: I/O held, reconnecting\n", g->name,
 		&g->params.addr);
-	knet_reconnect_start(&g->rc, 0, g->loss_timeout);
+	knet_reconnect_start(&g->rc, g->loss_timeout);
 	mod_delayed_work(knet_wq(), &g->reconnect_work, 0);
 out:
 	mutex_unlock(&g->lock);
@@ -394,7 +459,7 @@ static void knet_group_reconnect_work(struct work_struct *w)
 			}
 			atomic_inc(&g->reconnects);
 			pr_info("%s: reconnected to %pISc after %u ms\n", g->name,
-				&g->params.addr, knet_reconnect_elapsed_ms(&g->rc));
+				&g->params.addr, jiffies_to_msecs(jiffies - g->rc.lost_at));
 			if (g->ops->up)
 				g->ops->up(g);
 			goto out;
@@ -409,7 +474,6 @@ static void knet_group_reconnect_work(struct work_struct *w)
 		}
 	}
 	atomic_inc(&g->connect_failures);
-	knet_reconnect_may_try(&g->rc);	/* counts the try; no bound */
 	delay = knet_reconnect_next(&g->rc);
 	if (g->rc.tries == 1 || !(g->rc.tries % 16))
 		pr_warn("%s: server %pISc not responding (%pe), still trying\n", g->name,
@@ -827,3 +891,14 @@ void knet_group_submit(struct knet_group *g, unsigned int conn, struct knet_srq 
 	}
 }
 EXPORT_SYMBOL_GPL(knet_group_submit);
+
+int knet_group_init(void)
+{
+	knet_group_wq = alloc_workqueue("knet", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	return knet_group_wq ? 0 : -ENOMEM;
+}
+
+void knet_group_exit(void)
+{
+	destroy_workqueue(knet_group_wq);
+}

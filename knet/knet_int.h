@@ -3,8 +3,8 @@
  * What knet's own files share: the endpoint and its slots, and the calls
  * between the request engine (knet_req.c), connections (knet_verbs.c),
  * memory registration and pinning (knet_frwr.c), memory descriptors
- * (knet_mem.c), counters (knet_debugfs.c), sessions and devices. Upper
- * layers include knet.h only.
+ * (knet_mem.c), counters (knet_debugfs.c), connection groups
+ * (knet_group.c) and devices. Upper layers include knet.h only.
  */
 #ifndef _KNET_INT_H
 #define _KNET_INT_H
@@ -98,7 +98,6 @@ struct knet_ep {
 	struct knet_request	ka_rq;		/* the keep-alive NOP */
 	atomic_t		ka_busy;	/* ka_rq is in flight */
 	unsigned int		comp_vector;
-	struct knet_session	*session;	/* the session it serves, or NULL */
 	struct knet_group	*group;		/* the group it belongs to, or NULL */
 	struct knet_rx		rx[KNET_RECV_DEPTH];
 	struct knet_slot	slot[KNET_SLOTS];
@@ -117,10 +116,9 @@ struct knet_ep {
 	atomic64_t		lat_hist[KNET_LAT_BUCKETS];	/* request latency */
 };
 
-/* knet_session.c */
-void knet_ep_set_session(struct knet_ep *ep, struct knet_session *s);
-int knet_session_init(void);
-void knet_session_exit(void);
+/* knet_group.c */
+int knet_group_init(void);
+void knet_group_exit(void);
 struct workqueue_struct *knet_wq(void);
 
 /* knet_main.c: where endpoints publish their counters, and device caches */
@@ -150,7 +148,6 @@ void knet_ep_device_removed(struct list_head *ep_node);
 /* knet_auth.c */
 int knet_ep_auth(struct knet_ep *ep, const struct knet_ep_params *p);
 bool knet_ep_dead(struct knet_ep *ep);
-void knet_ep_break(struct knet_ep *ep);
 
 /* knet_debugfs.c */
 void knet_ep_debugfs_add(struct knet_ep *ep);

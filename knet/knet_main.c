@@ -454,7 +454,7 @@ static int __init knet_init(void)
 {
 	int ret;
 
-	ret = knet_session_init();
+	ret = knet_group_init();
 	if (ret)
 		return ret;
 	knet_debugfs = debugfs_create_dir("knet", NULL);
@@ -474,7 +474,7 @@ static int __init knet_init(void)
 
 remove_debugfs:
 	debugfs_remove_recursive(knet_debugfs);
-	knet_session_exit();
+	knet_group_exit();
 	return ret;
 }
 
@@ -485,7 +485,7 @@ static void __exit knet_exit(void)
 	WARN_ON(!list_empty(&knet_devices) || !list_empty(&knet_ulps));
 	knet_check_objects();
 	debugfs_remove_recursive(knet_debugfs);
-	knet_session_exit();
+	knet_group_exit();
 	pr_info("unloaded\n");
 }
 

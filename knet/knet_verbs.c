@@ -600,16 +600,6 @@ int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *r
 EXPORT_SYMBOL_GPL(knet_mq_submit);
 
 /**
- * knet_ep_set_session() - name the session an endpoint serves (its counters)
- * @ep: the endpoint
- * @s: the session, which outlives @ep
- */
-void knet_ep_set_session(struct knet_ep *ep, struct knet_session *s)
-{
-	ep->session = s;
-}
-
-/**
  * knet_ep_abort() - break an endpoint now
  * @ep: the endpoint
  *
@@ -633,7 +623,7 @@ void knet_ep_device_removed(struct list_head *ep_node)
 {
 	struct knet_ep *ep = list_entry(ep_node, struct knet_ep, dev_node);
 
-	/* A lost connection, as when the CM reports it: sessions retry. */
+	/* A lost connection, as when the CM reports it: groups recover. */
 	knet_ep_fail(ep, -ECONNRESET);
 	if (!READ_ONCE(ep->connected)) {
 		/*
@@ -647,17 +637,7 @@ void knet_ep_device_removed(struct list_head *ep_node)
 		schedule_work(&ep->removed_work);
 }
 
-/*
- * Break EP as a lost connection would: requests in flight end with
- * -ECONNRESET, which sessions retry. For a session replacing it while
- * requests still use it. Never sleeps.
- */
-void knet_ep_break(struct knet_ep *ep)
-{
-	knet_ep_fail(ep, -ECONNRESET);
-}
-
-/* Is EP broken (lost, timed out, aborted)? For knet's sessions. */
+/* Is EP broken (lost, timed out, aborted)? For connection groups. */
 bool knet_ep_dead(struct knet_ep *ep)
 {
 	return READ_ONCE(ep->dead);
