@@ -521,6 +521,9 @@ static int orfs_readdir(struct file *file, struct dir_context *ctx)
 			ctx->pos = cookie > (u64)LLONG_MAX - 2 ? LLONG_MAX : cookie + 2;
 			off += rec;
 		}
+		/* The entries fill the reply: bytes beyond them are a lie. */
+		if (off != len)
+			goto bad;
 		if (eof || !count || ctx->pos == LLONG_MAX)
 			break;
 	}
