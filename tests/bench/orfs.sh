@@ -54,8 +54,15 @@ mkdir -p /tmp/odisk/u /tmp/odisk/s
 mkdir -p /tmp/nexp /tmp/nmnt /var/lib/nfs/rpc_pipefs /run/rpcbind
 touch /var/lib/nfs/etab /var/lib/nfs/rmtab /var/lib/nfs/xtab
 modprobe -a nfsd rpcrdma
-mountpoint -q /var/lib/nfs/rpc_pipefs || mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs
-mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+# Unmounted last (on_exit runs last in first), once knfsd is stopped.
+if ! mountpoint -q /var/lib/nfs/rpc_pipefs; then
+	mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs
+	on_exit "umount /var/lib/nfs/rpc_pipefs"
+fi
+if ! mountpoint -q /proc/fs/nfsd; then
+	mount -t nfsd nfsd /proc/fs/nfsd
+	on_exit "umount /proc/fs/nfsd"
+fi
 rpcbind -w
 exportfs -o rw,no_root_squash,fsid=1,insecure,no_subtree_check "$ORFS_ADDR:/tmp/nexp"
 exportfs -o rw,no_root_squash,fsid=2,insecure,no_subtree_check "$ORFS_ADDR:/tmp/dexp/n"
