@@ -307,8 +307,8 @@ struct knet_srq {
  * Reconnecting to a lost server: one policy for every upper layer, as
  * nvme's nvmf_should_reconnect(). Tries start at once, then wait from
  * KNET_RECONNECT_MIN_MS, doubling up to KNET_RECONNECT_MAX_MS, until a
- * number of tries or a loss timeout (seconds; KNET_LOSS_FOREVER: none)
- * runs out.
+ * loss timeout (seconds; KNET_LOSS_FOREVER: none) runs out. A call's own
+ * bound is its group's @tries, counted by the call.
  */
 #define KNET_RECONNECT_MIN_MS	100
 #define KNET_RECONNECT_MAX_MS	4000
@@ -318,15 +318,13 @@ struct knet_srq {
  * struct knet_reconnect - the state of the reconnect policy for one loss
  * @lost_at: jiffies when the server was lost
  * @backoff_ms: the wait after the next failed try
- * @tries: tries so far
- * @max_tries: tries at most (0: no bound)
+ * @tries: failed tries so far
  * @loss_timeout: seconds to try for at most, or KNET_LOSS_FOREVER
  */
 struct knet_reconnect {
 	unsigned long	lost_at;
 	unsigned int	backoff_ms;
 	unsigned int	tries;
-	unsigned int	max_tries;
 	int		loss_timeout;
 };
 

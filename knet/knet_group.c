@@ -78,7 +78,6 @@ static void knet_reconnect_start(struct knet_reconnect *r, int loss_timeout)
 	r->lost_at = jiffies;
 	r->backoff_ms = KNET_RECONNECT_MIN_MS;
 	r->tries = 0;
-	r->max_tries = 0;
 	r->loss_timeout = loss_timeout;
 }
 
