@@ -98,7 +98,7 @@ static void regcache_unpin(struct regcache_entry *e, unsigned int npages)
 	struct ib_device *dev = e->rc->dev;
 	unsigned int i;
 
-	for (i = 0; i < npages; i++)
+	for (i = 0; dev && i < npages; i++)
 		ib_dma_unmap_page(dev, e->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
 	unpin_user_pages_dirty_lock(e->pages, npages, e->writable);
 }
@@ -330,7 +330,7 @@ static int regcache_pin(struct regcache_entry *e, unsigned long start, bool long
 		}
 		done += ret;
 	}
-	for (i = 0; i < e->npages; i++) {
+	for (i = 0; dev && i < e->npages; i++) {
 		e->dma[i] = ib_dma_map_page(dev, e->pages[i], 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
 		if (ib_dma_mapping_error(dev, e->dma[i])) {
 			while (i--)
@@ -578,7 +578,9 @@ static const struct file_operations regcache_flush_fops = {
 
 /**
  * regcache_create() - create an empty registration cache for a device
- * @dev: the RDMA device the cached pages are mapped for
+ * @dev: the RDMA device the cached pages are mapped for, or NULL for
+ *	pages only the CPU reaches (a socket's sends and receives): they
+ *	are pinned but not mapped, and regcache_dma() means nothing
  *
  * Context: process context, may sleep.
  * Return: the cache, or an ERR_PTR() on failure.
@@ -591,7 +593,7 @@ struct regcache *regcache_create(struct ib_device *dev)
 	if (!rc)
 		return ERR_PTR(-ENOMEM);
 	rc->dev = dev;
-	strscpy(rc->name, dev_name(&dev->dev), sizeof(rc->name));
+	strscpy(rc->name, dev ? dev_name(&dev->dev) : "tcp", sizeof(rc->name));
 	spin_lock_init(&rc->lock);
 	rc->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&rc->lru);
