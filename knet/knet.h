@@ -152,9 +152,26 @@ struct knet_request {
 struct knet_ep;
 struct knet_group;
 
+/*
+ * The transport of an endpoint: RDMA (rdma_cm, a registration per
+ * request), TCP (a kernel socket; the server asks for the data it
+ * moves), or RDMA when an RDMA device routes to the server and TCP
+ * otherwise.
+ */
+enum knet_transport_sel {
+	KNET_TRANSPORT_RDMA,
+	KNET_TRANSPORT_TCP,
+	KNET_TRANSPORT_AUTO,
+};
+
+int knet_transport_parse(const char *s);
+const char *knet_transport_str(enum knet_transport_sel t);
+const char *knet_ep_transport(const struct knet_ep *ep);
+
 /**
  * struct knet_ep_params - where an endpoint connects
  * @addr: server address and port, IPv4 or IPv6 (knet_parse_addr())
+ * @transport: which transport to connect with
  * @src: local address to connect from, of the family of @addr, or
  *	family 0 for the one the routing table picks: it chooses the RDMA
  *	port on a multi-homed host, as nvme's host_traddr does
@@ -182,6 +199,7 @@ struct knet_group;
  */
 struct knet_ep_params {
 	struct sockaddr_storage	addr;
+	enum knet_transport_sel	transport;
 	struct sockaddr_storage	src;
 	enum knet_service	service;
 	const char		*name;

@@ -5,7 +5,6 @@
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
-#include <rdma/rdma_cm.h>
 
 #include "knet_int.h"
 
@@ -16,7 +15,8 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	struct knet_ep *ep = m->private;
 	unsigned int i;
 
-	seq_printf(m, "peer %pISpc\n", &ep->cm_id->route.addr.dst_addr);
+	seq_printf(m, "peer %pISpc\n", &ep->peer);
+	seq_printf(m, "transport %s\n", ep->tr->name);
 	seq_printf(m, "state %s\n", READ_ONCE(ep->dead) ? "dead" : "connected");
 	seq_printf(m, "credits %d of %u\n", READ_ONCE(ep->credits), ep->lim.credits);
 	seq_printf(m, "requests %lld\n", atomic64_read(&ep->requests));

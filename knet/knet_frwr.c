@@ -81,12 +81,16 @@ static int knet_user_piece(const struct knet_mem *m, unsigned int i, size_t off,
 
 /* Map the request's memory and register it; fills SEG. */
 int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, struct knet_request *rq,
-		 struct ib_reg_wr *reg, struct knet_seg *seg)
+		 struct knet_seg *seg)
 {
+	struct ib_reg_wr *reg = &s->reg;
 	const struct knet_mem *m = rq->mem;
 	struct knet_sg_build b = { .ep = ep, .s = s, .rq = rq };
 	int n, ret;
 
+	s->sg_nents = 0;
+	s->usg = 0;
+	memset(reg, 0, sizeof(*reg));
 	/* A new key for each request: an old one never reaches this memory. */
 	ib_update_fast_reg_key(s->mr, ib_inc_rkey(s->mr->rkey));
 	sg_init_table(s->sg, ep->max_pages);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * What knet's own files share: the endpoint and its slots, and the calls
- * between the request engine (knet_req.c), connections (knet_verbs.c),
- * memory registration and pinning (knet_frwr.c), memory descriptors
- * (knet_mem.c), counters (knet_debugfs.c), connection groups
- * (knet_group.c) and devices. Upper layers include knet.h only.
+ * between the request engine (knet_req.c), endpoints (knet_ep.c), the
+ * transports under them (RDMA: knet_verbs.c and knet_frwr.c; TCP:
+ * knet_tcp.c), memory descriptors (knet_mem.c), counters
+ * (knet_debugfs.c), connection groups (knet_group.c) and devices. Upper
+ * layers include knet.h only.
  */
 #ifndef _KNET_INT_H
 #define _KNET_INT_H
@@ -28,7 +29,50 @@
 #define EV_SEND		0x1
 #define EV_REPLY	0x2
 #define EV_INV		0x4
-#define EV_FENCE	0x8	/* the queue pair in the error state */
+#define EV_FENCE	0x8	/* the transport fenced the endpoint's memory */
+
+struct knet_ep;
+struct knet_slot;
+struct knet_cm_req;
+
+/**
+ * struct knet_transport - what moves an endpoint's messages and data
+ * @name: "rdma" or "tcp", as mountinfo and sysfs show it
+ * @connect: connect @ep to @p->addr asking @req, fill @ep->lim and
+ *	@ep->server_auth (knet_ep_accepted()); process context, killable.
+ *	On failure the endpoint is destroyed with @destroy, except when
+ *	*@gone says the transport took it over (a killed caller)
+ * @map: lend the server the memory of @rq, too large to travel inline;
+ *	fill @seg, set @s->mr_used. Never sleeps
+ * @unmap: the request of @s is over: undo @map. Any context
+ * @post: send the @len bytes of @s->msg and what @map lent. EV_SEND
+ *	clears (knet_slot_event()) once the transport no longer reads the
+ *	message or the memory. Any context, never sleeps
+ * @replied: under @ep->lock, the reply of @s came (@arg: what the
+ *	transport gave knet_reply()): make the memory it lent unreachable
+ *	now, or set EV_INV in @s->need and clear it when it is. Return:
+ *	false when it cannot, and the endpoint must fail
+ * @fence: from the failure work: disconnect when @disconnect, make every
+ *	memory the endpoint lent unreachable, then call knet_fenced()
+ * @destroy: free the transport's part of @ep, every request over;
+ *	@connected: it was connected, and its requests may still be posted
+ * @peer: the server's address, for messages and debugfs
+ */
+struct knet_transport {
+	const char	*name;
+	int		(*connect)(struct knet_ep *ep, const struct knet_ep_params *p,
+				   const struct knet_cm_req *req, int *reason, bool *gone);
+	int		(*map)(struct knet_ep *ep, struct knet_slot *s, struct knet_request *rq,
+			       struct knet_seg *seg);
+	void		(*unmap)(struct knet_ep *ep, struct knet_slot *s);
+	int		(*post)(struct knet_ep *ep, struct knet_slot *s, u32 len);
+	bool		(*replied)(struct knet_ep *ep, struct knet_slot *s, const void *arg);
+	void		(*fence)(struct knet_ep *ep, bool disconnect);
+	void		(*destroy)(struct knet_ep *ep, bool connected);
+};
+
+extern const struct knet_transport knet_rdma_transport;
+extern const struct knet_transport knet_tcp_transport;
 
 struct knet_rx {
 	struct ib_cqe		cqe;
@@ -45,25 +89,31 @@ struct knet_slot {
 	bool			finishing;	/* knet_slot_finish() owns it */
 	unsigned int		need;		/* EV_* still awaited */
 	int			err;		/* transport error, negative */
+	void			*msg;		/* the request's message */
+	bool			mr_used;	/* memory lent to the server */
+	bool			mr_live;	/* the server may reach it */
+	bool			inline_in;	/* data asked inline in the reply */
+	struct knet_request	*rq;
+	u64			t0;		/* when it was posted, ns */
+	/* RDMA only */
 	struct ib_cqe		send_cqe;
 	struct ib_cqe		reg_cqe;
 	struct ib_cqe		inv_cqe;
-	void			*msg;
 	u64			msg_dma;
 	struct ib_mr		*mr;
-	bool			mr_used;
-	bool			mr_live;	/* the server may hold its key */
-	bool			inline_in;	/* data asked inline in the reply */
+	struct ib_reg_wr	reg;		/* registration of the memory lent */
 	struct scatterlist	*sg;
 	unsigned int		sg_orig;	/* entries mapped */
 	int			sg_nents;
 	unsigned int		usg;		/* entries over cached user pages */
 	enum dma_data_direction	dma_dir;
-	struct knet_request	*rq;
-	u64			t0;		/* when it was posted, ns */
 };
 
 struct knet_ep {
+	const struct knet_transport *tr;
+	struct sockaddr_storage	peer;		/* the server's address */
+	struct knet_tcp		*tcp;		/* TCP only: its part */
+	/* RDMA only, up to @cq */
 	struct rdma_cm_id	*cm_id;
 	struct ib_device	*dev;
 	struct knet_device	*kdev;		/* knet's @dev, once attached */
@@ -73,7 +123,7 @@ struct knet_ep {
 	struct work_struct	removed_work;	/* calls @removed */
 	struct ib_pd		*pd;
 	struct ib_cq		*cq;
-	struct regcache		*rc;		/* the device's, for user memory */
+	struct regcache		*rc;		/* for user memory: the device's, or TCP's */
 	spinlock_t		lock;		/* slots, credits, dead, done_list, in_flight */
 	wait_queue_head_t	wait;		/* for a free slot and a credit */
 	struct list_head	done_list;	/* finished requests without callback */
@@ -89,7 +139,7 @@ struct knet_ep {
 	bool			connected;
 	bool			server_auth;	/* the server asked for the authentication */
 	bool			disconnect;	/* fail_work is to disconnect */
-	bool			fenced;		/* the queue pair is in the error state */
+	bool			fenced;		/* no memory of it is reachable any more */
 	struct work_struct	fail_work;
 	struct delayed_work	timeo_work;	/* looks for requests without answer */
 	unsigned long		req_timeout;	/* jiffies; 0: none */
@@ -155,7 +205,7 @@ void knet_ep_debugfs_add(struct knet_ep *ep);
 /* knet_frwr.c */
 void knet_unpin(struct knet_request *rq);
 int knet_map_mem(struct knet_ep *ep, struct knet_slot *s, struct knet_request *rq,
-		 struct ib_reg_wr *reg, struct knet_seg *seg);
+		 struct knet_seg *seg);
 int knet_pin(struct knet_ep *ep, struct knet_request *rq);
 
 /* knet_mem.c: FN sees each piece: entry I of M, OFF bytes in, N bytes. */
@@ -170,12 +220,21 @@ void knet_ep_fail(struct knet_ep *ep, int err);
 void knet_fail_work(struct work_struct *w);
 void knet_removed_work(struct work_struct *w);
 void knet_timeo_work(struct work_struct *w);
-void knet_send_done(struct ib_cq *cq, struct ib_wc *wc);
-void knet_reg_done(struct ib_cq *cq, struct ib_wc *wc);
-void knet_inv_done(struct ib_cq *cq, struct ib_wc *wc);
-void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc);
-int knet_post_recv(struct knet_ep *ep, struct knet_rx *rx);
 void knet_fenced(struct knet_ep *ep);
+void knet_slot_event(struct knet_slot *s, unsigned int ev, int err);
+struct knet_slot *knet_find_slot(struct knet_ep *ep, u32 tag);
+int knet_reply(struct knet_ep *ep, const void *msg, u32 len, const void *arg);
+
+/* knet_ep.c */
+int knet_ep_accepted(struct knet_ep *ep, const struct knet_cm_rep *rep, u32 max_io);
+void knet_ep_free(struct knet_ep *ep);
+
+/* knet_verbs.c: the RDMA transport */
+int knet_rdma_resolve(struct knet_ep *ep, const struct knet_ep_params *p);
+
+/* knet_tcp.c: the TCP transport */
+int knet_tcp_init(void);
+void knet_tcp_exit(void);
 
 /* Does the data of RQ travel inside the request message? */
 static inline bool knet_inline_out(struct knet_ep *ep, const struct knet_request *rq)

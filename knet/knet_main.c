@@ -457,6 +457,9 @@ static int __init knet_init(void)
 	ret = knet_group_init();
 	if (ret)
 		return ret;
+	ret = knet_tcp_init();
+	if (ret)
+		goto exit_group;
 	knet_debugfs = debugfs_create_dir("knet", NULL);
 	debugfs_create_file("devices", 0444, knet_debugfs, NULL,
 			    &knet_devices_fops);
@@ -474,6 +477,8 @@ static int __init knet_init(void)
 
 remove_debugfs:
 	debugfs_remove_recursive(knet_debugfs);
+	knet_tcp_exit();
+exit_group:
 	knet_group_exit();
 	return ret;
 }
@@ -483,6 +488,7 @@ static void __exit knet_exit(void)
 	/* Calls knet_remove_one() for every device still present. */
 	ib_unregister_client(&knet_ib_client);
 	WARN_ON(!list_empty(&knet_devices) || !list_empty(&knet_ulps));
+	knet_tcp_exit();
 	knet_check_objects();
 	debugfs_remove_recursive(knet_debugfs);
 	knet_group_exit();
@@ -492,5 +498,5 @@ static void __exit knet_exit(void)
 module_init(knet_init);
 module_exit(knet_exit);
 
-MODULE_DESCRIPTION("Network shim for remote storage over RDMA");
+MODULE_DESCRIPTION("Network shim for remote storage over RDMA and TCP");
 MODULE_LICENSE("GPL");

@@ -38,8 +38,6 @@
 #include <linux/slab.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
-#include <rdma/ib_verbs.h>
-#include <rdma/rdma_cm.h>
 
 #include "knet_int.h"
 #include "regcache.h"
@@ -65,19 +63,9 @@ static void knet_slot_finish(struct knet_slot *s)
 	struct knet_ep *ep = s->ep;
 	struct knet_request *rq = s->rq;
 	unsigned long flags;
-	unsigned int i;
 	u64 us;
 
-	if (s->sg_nents) {
-		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
-		knet_obj_add(KNET_OBJ_MAP, -1);
-	}
-	s->sg_nents = 0;
-	if (s->dma_dir == DMA_FROM_DEVICE)
-		for (i = 0; i < s->usg; i++)
-			ib_dma_sync_single_for_cpu(ep->dev, sg_dma_address(&s->sg[i]),
-						   sg_dma_len(&s->sg[i]), DMA_BIDIRECTIONAL);
-	s->usg = 0;
+	ep->tr->unmap(ep, s);
 	knet_unpin(rq);
 	rq->error = s->err;
 	us = div_u64(ktime_get_ns() - s->t0, NSEC_PER_USEC);
@@ -142,28 +130,14 @@ void knet_fenced(struct knet_ep *ep)
 void knet_fail_work(struct work_struct *w)
 {
 	struct knet_ep *ep = container_of(w, struct knet_ep, fail_work);
-	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	unsigned long flags;
 	bool disconnect;
-	int ret;
 
 	spin_lock_irqsave(&ep->lock, flags);
 	disconnect = ep->disconnect;
 	ep->disconnect = false;
 	spin_unlock_irqrestore(&ep->lock, flags);
-	if (disconnect)
-		rdma_disconnect(ep->cm_id);
-	/*
-	 * rdma_disconnect() moves an InfiniBand or RoCE queue pair to the
-	 * error state itself; iWARP's closes first. In the error state the
-	 * queue pair takes no RDMA: every key of it is out of the server's
-	 * reach. A device that refuses is gone (removed, reset), and so is
-	 * any access through it.
-	 */
-	ret = ib_modify_qp(ep->cm_id->qp, &attr, IB_QP_STATE);
-	if (ret)
-		pr_warn_ratelimited("queue pair to the error state: %d\n", ret);
-	knet_fenced(ep);
+	ep->tr->fence(ep, disconnect);
 }
 
 void knet_removed_work(struct work_struct *w)
@@ -286,7 +260,7 @@ void knet_ep_fail(struct knet_ep *ep, int err)
 	wake_up_all(&ep->done_wait);
 }
 
-static void knet_slot_event(struct knet_slot *s, unsigned int ev, int err)
+void knet_slot_event(struct knet_slot *s, unsigned int ev, int err)
 {
 	struct knet_ep *ep = s->ep;
 	unsigned long flags;
@@ -302,65 +276,7 @@ static void knet_slot_event(struct knet_slot *s, unsigned int ev, int err)
 		knet_slot_finish(s);
 }
 
-void knet_send_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, send_cqe);
-
-	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_err_ratelimited("send failed: %s\n", ib_wc_status_msg(wc->status));
-		knet_ep_fail(s->ep, -ECONNRESET);
-	}
-	knet_slot_event(s, EV_SEND, wc->status == IB_WC_SUCCESS ? 0 : -ECONNRESET);
-}
-
-void knet_reg_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, reg_cqe);
-
-	/* Unsignaled: only failures come here. */
-	if (wc->status != IB_WC_WR_FLUSH_ERR)
-		pr_err_ratelimited("memory registration failed: %s\n",
-				   ib_wc_status_msg(wc->status));
-	knet_ep_fail(s->ep, -EIO);
-}
-
-void knet_inv_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, inv_cqe);
-
-	/*
-	 * Done, the key is invalid; failed or flushed, the queue pair is in
-	 * the error state: either way out of the server's reach.
-	 */
-	WRITE_ONCE(s->mr_live, false);
-	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_err_ratelimited("invalidation failed: %s\n",
-					   ib_wc_status_msg(wc->status));
-		knet_ep_fail(s->ep, -EIO);
-	}
-	knet_slot_event(s, EV_INV, wc->status == IB_WC_SUCCESS ? 0 : -EIO);
-}
-
-int knet_post_recv(struct knet_ep *ep, struct knet_rx *rx)
-{
-	struct ib_sge sge = {
-		.addr = rx->dma,
-		.length = KNET_MSG_SIZE,
-		.lkey = ep->pd->local_dma_lkey,
-	};
-	struct ib_recv_wr wr = {
-		.wr_cqe = &rx->cqe,
-		.sg_list = &sge,
-		.num_sge = 1,
-	};
-
-	ib_dma_sync_single_for_device(ep->dev, rx->dma, KNET_MSG_SIZE, DMA_FROM_DEVICE);
-	return ib_post_recv(ep->cm_id->qp, &wr, NULL);
-}
-
-static struct knet_slot *knet_find_slot(struct knet_ep *ep, u32 tag)
+struct knet_slot *knet_find_slot(struct knet_ep *ep, u32 tag)
 {
 	unsigned int idx = tag & 0xff;
 	struct knet_slot *s;
@@ -373,11 +289,23 @@ static struct knet_slot *knet_find_slot(struct knet_ep *ep, u32 tag)
 	return s;
 }
 
-void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+/**
+ * knet_reply() - a message came from the server
+ * @ep: the endpoint it came on
+ * @msg: its bytes
+ * @len: how many
+ * @arg: the transport's, passed to its @replied
+ *
+ * Checks it and ends the request it answers, the memory that request lent
+ * made unreachable first (the transport's @replied). Any context, never
+ * sleeps.
+ *
+ * Return: 0, or a negative errno when the message lied: the endpoint
+ * has failed.
+ */
+int knet_reply(struct knet_ep *ep, const void *msg, u32 len, const void *arg)
 {
-	struct knet_rx *rx = container_of(wc->wr_cqe, struct knet_rx, cqe);
-	struct knet_ep *ep = rx->ep;
-	const struct knet_hdr *h = rx->buf;
+	const struct knet_hdr *h = msg;
 	struct knet_request *rq;
 	struct knet_slot *s;
 	u32 blen, ilen;
@@ -385,17 +313,10 @@ void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	bool broken = false, over;
 	int err = 0;
 
-	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_err_ratelimited("receive failed: %s\n", ib_wc_status_msg(wc->status));
-		knet_ep_fail(ep, -ECONNRESET);
-		return;
-	}
-	ib_dma_sync_single_for_cpu(ep->dev, rx->dma, KNET_MSG_SIZE, DMA_FROM_DEVICE);
-	if (knet_hdr_check(h, wc->byte_len, 0) != KNET_HDR_OK || !(h->flags & KNET_HF_REPLY)) {
+	if (knet_hdr_check(h, len, 0) != KNET_HDR_OK || !(h->flags & KNET_HF_REPLY)) {
 		pr_err_ratelimited("malformed reply from the server: disconnecting\n");
 		knet_ep_fail(ep, -EPROTO);
-		return;
+		return -EPROTO;
 	}
 
 	WRITE_ONCE(ep->last_rx, jiffies);
@@ -406,7 +327,7 @@ void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		pr_err_ratelimited("reply for no request (tag %#x): disconnecting\n",
 				   le32_to_cpu(h->tag));
 		knet_ep_fail(ep, -EPROTO);
-		return;
+		return -EPROTO;
 	}
 	rq = s->rq;
 	/* A reply answers the operation asked, or it lies. */
@@ -440,26 +361,12 @@ void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (err && !s->err)
 		s->err = err;
 	/* Fence the memory before the caller sees the answer. */
-	if (s->mr_used && (wc->wc_flags & IB_WC_WITH_INVALIDATE) &&
-	    wc->ex.invalidate_rkey == s->mr->rkey)
-		s->mr_live = false;
-	if (s->mr_live) {
-		struct ib_send_wr inv = {
-			.opcode = IB_WR_LOCAL_INV,
-			.ex.invalidate_rkey = s->mr->rkey,
-			.wr_cqe = &s->inv_cqe,
-			.send_flags = IB_SEND_SIGNALED,
-		};
-
-		s->need |= EV_INV;
-		if (ib_post_send(ep->cm_id->qp, &inv, NULL)) {
-			/* The key stays valid: the failure below fences it. */
-			s->need &= ~EV_INV;
-			s->need |= EV_FENCE;
-			if (!s->err)
-				s->err = -EIO;
-			broken = true;
-		}
+	if (!ep->tr->replied(ep, s, arg)) {
+		/* The memory stays reachable: the failure below fences it. */
+		s->need |= EV_FENCE;
+		if (!s->err)
+			s->err = -EIO;
+		broken = true;
 	}
 	over = knet_slot_over(s);
 	spin_unlock_irqrestore(&ep->lock, flags);
@@ -469,10 +376,11 @@ void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (err)
 		pr_err_ratelimited("reply that does not fit its request (operation, size): disconnecting\n");
-	if (err || broken)
+	if (err || broken) {
 		knet_ep_fail(ep, err ? err : -EIO);
-	else if (knet_post_recv(ep, rx))
-		knet_ep_fail(ep, -EIO);
+		return err ? err : -EIO;
+	}
+	return 0;
 }
 
 static struct knet_slot *knet_get_slot(struct knet_ep *ep)
@@ -520,10 +428,7 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 {
 	const struct knet_mem *m = rq->mem;
 	struct knet_hdr hdr = {};
-	struct ib_reg_wr reg = {};
 	struct knet_seg seg;
-	struct ib_send_wr send = {};
-	struct ib_sge sge;
 	struct knet_slot *s;
 	u32 len = sizeof(hdr) + rq->body_len;
 	bool inline_out = knet_inline_out(ep, rq);
@@ -545,8 +450,6 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	s->mr_used = false;
 	s->mr_live = false;
 	s->inline_in = knet_inline_in(ep, rq);
-	s->sg_nents = 0;
-	s->usg = 0;
 
 	hdr.magic = cpu_to_le32(KNET_PROTO_MAGIC);
 	hdr.version = KNET_PROTO_VERSION;
@@ -561,7 +464,7 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 		hdr.inline_len = cpu_to_le32(m->len);
 		len += m->len;
 	} else if (m && !s->inline_in) {
-		ret = knet_map_mem(ep, s, rq, &reg, &seg);
+		ret = ep->tr->map(ep, s, rq, &seg);
 		if (ret)
 			goto unmap;
 		memcpy(s->msg + len, &seg, sizeof(seg));
@@ -569,23 +472,12 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 		len += sizeof(seg);
 	}
 	memcpy(s->msg, &hdr, sizeof(hdr));
-	ib_dma_sync_single_for_device(ep->dev, s->msg_dma, len, DMA_TO_DEVICE);
-
-	sge.addr = s->msg_dma;
-	sge.length = len;
-	sge.lkey = ep->pd->local_dma_lkey;
-	send.opcode = IB_WR_SEND;
-	send.wr_cqe = &s->send_cqe;
-	send.send_flags = IB_SEND_SIGNALED;
-	send.sg_list = &sge;
-	send.num_sge = 1;
-	if (s->mr_used)
-		reg.wr.next = &send;
 	s->need = EV_SEND | EV_REPLY;
 	s->mr_live = s->mr_used;
-	ret = ib_post_send(ep->cm_id->qp, s->mr_used ? &reg.wr : &send, NULL);
+	ret = ep->tr->post(ep, s, len);
 	if (ret) {
 		s->need = 0;
+		s->mr_live = false;
 		knet_ep_fail(ep, -EIO);
 		ret = -EIO;
 		goto unmap;
@@ -597,12 +489,7 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	return 0;
 
 unmap:
-	if (s->sg_nents) {
-		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
-		knet_obj_add(KNET_OBJ_MAP, -1);
-	}
-	s->sg_nents = 0;
-	s->usg = 0;
+	ep->tr->unmap(ep, s);
 release:
 	knet_put_slot(ep, s);
 	return ret;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * knet's connections: RDMA CM, the queue pair, its completion queue and
- * buffers, the connect handshake, teardown, and endpoint groups (one
- * connection a queue).
+ * knet's RDMA transport: RDMA CM, the queue pair, its completion queue
+ * and buffers, the connect handshake, the completions of sends,
+ * registrations and invalidations, receives, the fence, and teardown.
+ * Memory is lent by fast registration (knet_frwr.c).
  */
 #define pr_fmt(fmt) "knet: " fmt
 
@@ -16,6 +17,12 @@
 #include "knet_int.h"
 #include "regcache.h"
 
+static void knet_send_done(struct ib_cq *cq, struct ib_wc *wc);
+static void knet_reg_done(struct ib_cq *cq, struct ib_wc *wc);
+static void knet_inv_done(struct ib_cq *cq, struct ib_wc *wc);
+static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+static int knet_post_recv(struct knet_ep *ep, struct knet_rx *rx);
+
 static int knet_parse_rep(struct knet_ep *ep, const u8 *data, u8 len)
 {
 	struct knet_cm_rep rep;
@@ -24,17 +31,7 @@ static int knet_parse_rep(struct knet_ep *ep, const u8 *data, u8 len)
 	if (len < 1 + sizeof(rep) || data[0] < sizeof(rep))
 		return -EPROTO;
 	memcpy(&rep, data + 1, sizeof(rep));
-	if (le16_to_cpu(rep.version) != KNET_PROTO_VERSION || !rep.credits)
-		return -EPROTO;
-	ep->lim.credits = min_t(u32, le16_to_cpu(rep.credits), KNET_SLOTS);
-	ep->lim.inline_max = min_t(u32, le32_to_cpu(rep.inline_max),
-				   KNET_MSG_SIZE - sizeof(struct knet_hdr) - 512);
-	ep->lim.max_io = min_t(u32, le32_to_cpu(rep.max_io),
-			       (ep->max_pages - 1) << PAGE_SHIFT);
-	ep->lim.max_segs = le16_to_cpu(rep.max_segs);
-	ep->credits = ep->lim.credits;
-	ep->server_auth = le16_to_cpu(rep.flags) & KNET_CMF_AUTH;
-	return 0;
+	return knet_ep_accepted(ep, &rep, (ep->max_pages - 1) << PAGE_SHIFT);
 }
 
 static int knet_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
@@ -249,8 +246,12 @@ static int knet_setup_qp(struct knet_ep *ep)
 	return 0;
 }
 
-static void knet_teardown(struct knet_ep *ep, bool was_connected)
+static void knet_rdma_destroy(struct knet_ep *ep, bool was_connected)
 {
+	if (!ep->cm_id)
+		return;		/* not even an ID made */
+	if (was_connected)
+		rdma_disconnect(ep->cm_id);
 	if (ep->cm_id->qp) {
 		/* Every posted request completes (or flushes) before its memory goes. */
 		if (was_connected)
@@ -269,8 +270,6 @@ static void knet_teardown(struct knet_ep *ep, bool was_connected)
 		knet_device_detach(ep->kdev, &ep->dev_node);
 	/* Out of the device's list: nothing schedules it any more. */
 	cancel_work_sync(&ep->removed_work);
-	kfree(ep);
-	knet_obj_add(KNET_OBJ_EP, -1);
 }
 
 /* rdma_connect() of an endpoint, made by a worker (knet_connect_call()). */
@@ -299,7 +298,8 @@ static void knet_conn_call_work(struct work_struct *w)
 	/* The caller was killed meanwhile and left the endpoint to us. */
 	ep->dead = true;
 	ep->connected = false;
-	knet_teardown(ep, false);
+	knet_rdma_destroy(ep, false);
+	knet_ep_free(ep);
 	kfree(c);
 }
 
@@ -346,64 +346,22 @@ static int knet_connect_call(struct knet_ep *ep, struct rdma_conn_param *param,
 	return ret;
 }
 
-/**
- * knet_ep_connect() - connect an endpoint to a server's export or volume
- * @p: where and what
- * @reason: out: the server's enum knet_cm_reject reason when refused, else 0
- *
- * Context: process context, may sleep; killable.
- * Return: the endpoint, or an ERR_PTR(): -ECONNREFUSED (refused, see
- * @reason), -ETIMEDOUT, -EHOSTUNREACH, -EOPNOTSUPP (the device cannot do
- * FRWR), -EPROTO (the server's answer did not parse), -EAFNOSUPPORT (an
- * address neither IPv4 nor IPv6, or a source of the other family), -ENOMEM.
+/*
+ * Resolve the RDMA address and route of @p->addr for @ep: fails when no
+ * RDMA device routes to it (transport "auto" then takes TCP).
  */
-struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
+int knet_rdma_resolve(struct knet_ep *ep, const struct knet_ep_params *p)
 {
-	struct rdma_conn_param param = {};
-	u8 pdata[1 + sizeof(struct knet_cm_req)];
-	struct knet_cm_req req = {};
 	struct sockaddr_storage src;
 	struct sockaddr *srcp = NULL;
-	struct knet_ep *ep;
-	size_t name_len = strlen(p->name);
-	bool abandoned;
 	int ret;
 
-	*reason = 0;
-	if (!name_len || name_len > KNET_NAME_MAX)
-		return ERR_PTR(-EINVAL);
-	if ((p->addr.ss_family != AF_INET && p->addr.ss_family != AF_INET6) ||
-	    (p->src.ss_family && p->src.ss_family != p->addr.ss_family))
-		return ERR_PTR(-EAFNOSUPPORT);
-	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
-	if (!ep)
-		return ERR_PTR(-ENOMEM);
-	knet_obj_add(KNET_OBJ_EP, 1);
-	spin_lock_init(&ep->lock);
-	init_waitqueue_head(&ep->wait);
-	INIT_LIST_HEAD(&ep->done_list);
-	init_waitqueue_head(&ep->done_wait);
-	init_completion(&ep->cm_done);
-	INIT_WORK(&ep->fail_work, knet_fail_work);
-	INIT_WORK(&ep->removed_work, knet_removed_work);
-	INIT_LIST_HEAD(&ep->dev_node);
-	ep->removed = p->removed;
-	ep->priv = p->priv;
-	INIT_DELAYED_WORK(&ep->timeo_work, knet_timeo_work);
-	ep->req_timeout = msecs_to_jiffies(p->request_timeout_ms);
-	ep->keepalive = msecs_to_jiffies(p->keepalive_ms);
-	/* An unanswered keep-alive must count: it needs a request time-out. */
-	if (ep->keepalive && !ep->req_timeout)
-		ep->req_timeout = 2 * ep->keepalive;
-	ep->comp_vector = p->comp_vector;
 	ep->cm_id = rdma_create_id(&init_net, knet_cm_handler, ep, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(ep->cm_id)) {
 		ret = PTR_ERR(ep->cm_id);
-		kfree(ep);
-		knet_obj_add(KNET_OBJ_EP, -1);
-		return ERR_PTR(ret);
+		ep->cm_id = NULL;
+		return ret;
 	}
-
 	if (p->src.ss_family) {
 		src = p->src;
 		knet_addr_set_port(&src, 0);
@@ -414,22 +372,26 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	if (!ret)
 		ret = knet_cm_wait(ep, rdma_resolve_route(ep->cm_id,
 							  p->timeout_ms ?: KNET_CM_TIMEOUT_MS));
+	return ret;
+}
+
+static int knet_rdma_connect(struct knet_ep *ep, const struct knet_ep_params *p,
+			     const struct knet_cm_req *req, int *reason, bool *gone)
+{
+	struct rdma_conn_param param = {};
+	u8 pdata[1 + sizeof(struct knet_cm_req)];
+	int ret = 0;
+
+	*gone = false;
+	if (!ep->cm_id)
+		ret = knet_rdma_resolve(ep, p);
 	if (!ret)
 		ret = knet_setup_qp(ep);
 	if (ret)
-		goto fail;
-
-	req.version = cpu_to_le16(KNET_PROTO_VERSION);
-	req.service = p->service;
-	req.name_len = name_len;
-	req.recv_depth = cpu_to_le16(KNET_RECV_DEPTH);
-	req.inline_max = cpu_to_le32(KNET_MSG_SIZE - sizeof(struct knet_hdr) - 512);
-	if (p->secret && p->secret->len)
-		req.flags = cpu_to_le16(KNET_CMF_AUTH);
-	memcpy(req.name, p->name, name_len);
+		return ret;
 	/* libfabric's verbs provider frames private data with a length byte. */
-	pdata[0] = sizeof(req);
-	memcpy(pdata + 1, &req, sizeof(req));
+	pdata[0] = sizeof(*req);
+	memcpy(pdata + 1, req, sizeof(*req));
 	param.private_data = pdata;
 	param.private_data_len = sizeof(pdata);
 	param.responder_resources = min_t(u8, 16, ep->dev->attrs.max_qp_rd_atom);
@@ -438,182 +400,14 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	param.rnr_retry_count = 7;
 	param.flow_control = 1;
 	BUILD_BUG_ON(sizeof(pdata) != sizeof_field(struct knet_conn_call, pdata));
-	ret = knet_connect_call(ep, &param, &abandoned);
-	if (abandoned)
-		return ERR_PTR(ret);
+	ret = knet_connect_call(ep, &param, gone);
+	if (*gone)
+		return ret;
 	ret = knet_cm_wait(ep, ret);
-	if (ret) {
+	if (ret)
 		*reason = ep->reject_reason;
-		goto fail;
-	}
-	knet_ep_debugfs_add(ep);
-	ep->last_rx = jiffies;
-	if (ep->req_timeout)
-		schedule_delayed_work(&ep->timeo_work,
-				      min_not_zero(ep->req_timeout, ep->keepalive) / 4 ?: 1);
-	if (ep->server_auth != (p->secret && p->secret->len)) {
-		/* A server that skips it may not be the one that holds the secret. */
-		pr_err("%pISpc (%s '%s'): %s\n", &p->addr,
-		       p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
-		       ep->server_auth ? "the server asks for an authentication not offered" :
-					 "the server does not authenticate: refused");
-		knet_ep_destroy(ep);
-		return ERR_PTR(-EACCES);
-	}
-	if (ep->server_auth) {
-		ret = knet_ep_auth(ep, p);
-		if (ret) {
-			knet_ep_destroy(ep);
-			return ERR_PTR(ret);
-		}
-	}
-	pr_info("connected to %pISpc (%s '%s'): %u credits, inline %u, max I/O %u%s\n",
-		&p->addr, p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
-		ep->lim.credits, ep->lim.inline_max, ep->lim.max_io,
-		ep->server_auth ? ", authenticated" : "");
-	return ep;
-
-fail:
-	ep->dead = true;
-	ep->connected = false;
-	knet_teardown(ep, false);
-	return ERR_PTR(ret);
-}
-EXPORT_SYMBOL_GPL(knet_ep_connect);
-
-/**
- * knet_ep_destroy() - disconnect and free an endpoint
- * @ep: the endpoint; no knet_call() may be running on it
- *
- * Context: process context, may sleep.
- */
-void knet_ep_destroy(struct knet_ep *ep)
-{
-	unsigned long flags;
-	bool was_connected;
-
-	/* After this, no event schedules the disconnect work again. */
-	spin_lock_irqsave(&ep->lock, flags);
-	ep->dead = true;
-	was_connected = ep->connected;
-	ep->connected = false;
-	spin_unlock_irqrestore(&ep->lock, flags);
-	cancel_delayed_work_sync(&ep->timeo_work);
-	cancel_work_sync(&ep->fail_work);
-	debugfs_remove_recursive(ep->dir);
-	rdma_disconnect(ep->cm_id);
-	knet_teardown(ep, was_connected);
-}
-EXPORT_SYMBOL_GPL(knet_ep_destroy);
-
-/**
- * knet_mq_connect() - connect a completion group of endpoints to one server
- * @p: where and what, as for knet_ep_connect(); @p->comp_vector is ignored
- * @nr: how many endpoints, at least one
- * @reason: out: the server's reject reason when refused
- *
- * Endpoint i gets completion vector i (modulo the device's count).
- *
- * Context: process context, may sleep.
- * Return: the group, or an ERR_PTR() as knet_ep_connect().
- */
-struct knet_mq *knet_mq_connect(const struct knet_ep_params *p, unsigned int nr, int *reason)
-{
-	struct knet_ep_params qp = *p;
-	struct knet_mq *mq;
-	unsigned int i;
-	int ret;
-
-	if (!nr)
-		return ERR_PTR(-EINVAL);
-	mq = kzalloc(struct_size(mq, q, nr), GFP_KERNEL);
-	if (!mq)
-		return ERR_PTR(-ENOMEM);
-	knet_obj_add(KNET_OBJ_GROUP, 1);
-	for (i = 0; i < nr; i++) {
-		qp.comp_vector = i;
-		mq->q[i] = knet_ep_connect(&qp, reason);
-		if (IS_ERR(mq->q[i])) {
-			ret = PTR_ERR(mq->q[i]);
-			while (i--)
-				knet_ep_destroy(mq->q[i]);
-			kfree(mq);
-			knet_obj_add(KNET_OBJ_GROUP, -1);
-			return ERR_PTR(ret);
-		}
-		mq->nr = i + 1;
-	}
-	return mq;
-}
-EXPORT_SYMBOL_GPL(knet_mq_connect);
-
-/**
- * knet_mq_destroy() - disconnect and free a completion group
- * @mq: the group; no request may be running on it
- *
- * Context: process context, may sleep.
- */
-void knet_mq_destroy(struct knet_mq *mq)
-{
-	unsigned int i;
-
-	for (i = 0; i < mq->nr; i++)
-		knet_ep_destroy(mq->q[i]);
-	kfree(mq);
-	knet_obj_add(KNET_OBJ_GROUP, -1);
-}
-EXPORT_SYMBOL_GPL(knet_mq_destroy);
-
-static unsigned int knet_mq_busy(const void *arg, unsigned int i)
-{
-	const struct knet_mq *mq = arg;
-
-	return READ_ONCE(mq->q[i]->in_flight);
-}
-
-/**
- * knet_mq_submit() - send a request on the least busy endpoint of a group
- * @mq: the group
- * @home: the caller's own endpoint (its CPU's queue), an index into @mq
- * @rq: the request, as for knet_submit()
- *
- * The request goes to the endpoint with the fewest requests in flight,
- * @home on a tie (knet_least_busy()): requests one at a time stay on the
- * caller's own connection and completion vector. When that endpoint has no
- * slot or credit free, @home is tried.
- *
- * Context: as knet_submit().
- * Return: as knet_submit().
- */
-int knet_mq_submit(struct knet_mq *mq, unsigned int home, struct knet_request *rq)
-{
-	unsigned int best;
-	int ret;
-
-	home %= mq->nr;
-	best = knet_least_busy(mq->nr, home, knet_mq_busy, mq);
-	ret = knet_submit(mq->q[best], rq);
-	if (ret == -EAGAIN && best != home)
-		ret = knet_submit(mq->q[home], rq);
 	return ret;
 }
-EXPORT_SYMBOL_GPL(knet_mq_submit);
-
-/**
- * knet_ep_abort() - break an endpoint now
- * @ep: the endpoint
- *
- * Every request in flight ends with -ECONNABORTED (once the server can no
- * longer reach its memory) and new ones fail with -ENOTCONN; the endpoint
- * must still be destroyed. For a forced unmount of a dead server.
- *
- * Context: any; never sleeps.
- */
-void knet_ep_abort(struct knet_ep *ep)
-{
-	knet_ep_fail(ep, -ECONNABORTED);
-}
-EXPORT_SYMBOL_GPL(knet_ep_abort);
 
 /*
  * Under knet_lock, from knet_remove_one(): the device of the endpoint at
@@ -637,19 +431,169 @@ void knet_ep_device_removed(struct list_head *ep_node)
 		schedule_work(&ep->removed_work);
 }
 
-/* Is EP broken (lost, timed out, aborted)? For connection groups. */
-bool knet_ep_dead(struct knet_ep *ep)
+static void knet_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	return READ_ONCE(ep->dead);
+	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, send_cqe);
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_err_ratelimited("send failed: %s\n", ib_wc_status_msg(wc->status));
+		knet_ep_fail(s->ep, -ECONNRESET);
+	}
+	knet_slot_event(s, EV_SEND, wc->status == IB_WC_SUCCESS ? 0 : -ECONNRESET);
 }
 
-/**
- * knet_ep_limits() - what the server granted at connect
- * @ep: the endpoint
- * @l: filled in
- */
-void knet_ep_limits(struct knet_ep *ep, struct knet_limits *l)
+static void knet_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	*l = ep->lim;
+	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, reg_cqe);
+
+	/* Unsignaled: only failures come here. */
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_err_ratelimited("memory registration failed: %s\n",
+				   ib_wc_status_msg(wc->status));
+	knet_ep_fail(s->ep, -EIO);
 }
-EXPORT_SYMBOL_GPL(knet_ep_limits);
+
+static void knet_inv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct knet_slot *s = container_of(wc->wr_cqe, struct knet_slot, inv_cqe);
+
+	/*
+	 * Done, the key is invalid; failed or flushed, the queue pair is in
+	 * the error state: either way out of the server's reach.
+	 */
+	WRITE_ONCE(s->mr_live, false);
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_err_ratelimited("invalidation failed: %s\n",
+					   ib_wc_status_msg(wc->status));
+		knet_ep_fail(s->ep, -EIO);
+	}
+	knet_slot_event(s, EV_INV, wc->status == IB_WC_SUCCESS ? 0 : -EIO);
+}
+
+static int knet_post_recv(struct knet_ep *ep, struct knet_rx *rx)
+{
+	struct ib_sge sge = {
+		.addr = rx->dma,
+		.length = KNET_MSG_SIZE,
+		.lkey = ep->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &rx->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(ep->dev, rx->dma, KNET_MSG_SIZE, DMA_FROM_DEVICE);
+	return ib_post_recv(ep->cm_id->qp, &wr, NULL);
+}
+
+static void knet_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct knet_rx *rx = container_of(wc->wr_cqe, struct knet_rx, cqe);
+	struct knet_ep *ep = rx->ep;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_err_ratelimited("receive failed: %s\n", ib_wc_status_msg(wc->status));
+		knet_ep_fail(ep, -ECONNRESET);
+		return;
+	}
+	ib_dma_sync_single_for_cpu(ep->dev, rx->dma, KNET_MSG_SIZE, DMA_FROM_DEVICE);
+	if (!knet_reply(ep, rx->buf, wc->byte_len, wc) && knet_post_recv(ep, rx))
+		knet_ep_fail(ep, -EIO);
+}
+
+/* Under ep->lock: the reply of S came in the receive of WC. */
+static bool knet_rdma_replied(struct knet_ep *ep, struct knet_slot *s, const void *arg)
+{
+	const struct ib_wc *wc = arg;
+	struct ib_send_wr inv = {
+		.opcode = IB_WR_LOCAL_INV,
+		.wr_cqe = &s->inv_cqe,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
+	/* The server may have invalidated the key with its reply. */
+	if (s->mr_used && (wc->wc_flags & IB_WC_WITH_INVALIDATE) &&
+	    wc->ex.invalidate_rkey == s->mr->rkey)
+		s->mr_live = false;
+	if (!s->mr_live)
+		return true;
+	inv.ex.invalidate_rkey = s->mr->rkey;
+	s->need |= EV_INV;
+	if (ib_post_send(ep->cm_id->qp, &inv, NULL)) {
+		s->need &= ~EV_INV;
+		return false;
+	}
+	return true;
+}
+
+static void knet_rdma_unmap(struct knet_ep *ep, struct knet_slot *s)
+{
+	unsigned int i;
+
+	if (s->sg_nents) {
+		ib_dma_unmap_sg(ep->dev, s->sg, s->sg_orig, s->dma_dir);
+		knet_obj_add(KNET_OBJ_MAP, -1);
+	}
+	s->sg_nents = 0;
+	if (s->dma_dir == DMA_FROM_DEVICE)
+		for (i = 0; i < s->usg; i++)
+			ib_dma_sync_single_for_cpu(ep->dev, sg_dma_address(&s->sg[i]),
+						   sg_dma_len(&s->sg[i]), DMA_BIDIRECTIONAL);
+	s->usg = 0;
+}
+
+static int knet_rdma_post(struct knet_ep *ep, struct knet_slot *s, u32 len)
+{
+	struct ib_sge sge = {
+		.addr = s->msg_dma,
+		.length = len,
+		.lkey = ep->pd->local_dma_lkey,
+	};
+	struct ib_send_wr send = {
+		.opcode = IB_WR_SEND,
+		.wr_cqe = &s->send_cqe,
+		.send_flags = IB_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(ep->dev, s->msg_dma, len, DMA_TO_DEVICE);
+	if (s->mr_used)
+		s->reg.wr.next = &send;
+	return ib_post_send(ep->cm_id->qp, s->mr_used ? &s->reg.wr : &send, NULL);
+}
+
+static void knet_rdma_fence(struct knet_ep *ep, bool disconnect)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	int ret;
+
+	if (disconnect)
+		rdma_disconnect(ep->cm_id);
+	/*
+	 * rdma_disconnect() moves an InfiniBand or RoCE queue pair to the
+	 * error state itself; iWARP's closes first. In the error state the
+	 * queue pair takes no RDMA: every key of it is out of the server's
+	 * reach. A device that refuses is gone (removed, reset), and so is
+	 * any access through it.
+	 */
+	ret = ib_modify_qp(ep->cm_id->qp, &attr, IB_QP_STATE);
+	if (ret)
+		pr_warn_ratelimited("queue pair to the error state: %d\n", ret);
+	knet_fenced(ep);
+}
+
+const struct knet_transport knet_rdma_transport = {
+	.name		= "rdma",
+	.connect	= knet_rdma_connect,
+	.map		= knet_map_mem,
+	.unmap		= knet_rdma_unmap,
+	.post		= knet_rdma_post,
+	.replied	= knet_rdma_replied,
+	.fence		= knet_rdma_fence,
+	.destroy	= knet_rdma_destroy,
+};

@@ -204,6 +204,49 @@ struct knet_seg {
 	__le32	len;		/* bytes */
 };
 
+/*
+ * The TCP transport. A connection is a byte stream of PDUs, each a
+ * struct knet_tcp_pdu followed by @length bytes of payload, except R2T
+ * whose @length is what it asks for and which carries none:
+ *
+ *   CONNECT  client: struct knet_cm_req, as rdma_cm carries it (without
+ *            libfabric's length byte); the first PDU of a connection
+ *   ACCEPT   server: struct knet_cm_rep; REJECT: struct knet_cm_rej, then
+ *            the server closes
+ *   MSG      either way: one message (struct knet_hdr ...), as one SEND
+ *            of RDMA; at most KNET_TCP_MSG_MAX bytes
+ *   R2T      server: "send @length bytes of request @tag's data from
+ *            @offset" (the request offered them with one struct knet_seg
+ *            of address 0 and key 0)
+ *   DATA     server to client: @length bytes of request @tag's data at
+ *            @offset (what RDMA WRITE does); client to server: the bytes
+ *            an R2T asked for, exactly
+ *
+ * The server drives every transfer, as on RDMA: a client sends data only
+ * inline in its message or when asked, and a PDU that does not fit a
+ * request (unknown tag, a range beyond what it offered, data it did not
+ * ask for) is a protocol error that ends the connection.
+ */
+enum knet_tcp_type {
+	KNET_TCP_CONNECT	= 1,
+	KNET_TCP_ACCEPT		= 2,
+	KNET_TCP_REJECT		= 3,
+	KNET_TCP_MSG		= 4,
+	KNET_TCP_R2T		= 5,
+	KNET_TCP_DATA		= 6,
+};
+
+#define KNET_TCP_MSG_MAX	8192	/* largest MSG payload either way */
+
+struct knet_tcp_pdu {
+	__u8	type;		/* enum knet_tcp_type */
+	__u8	flags;		/* must be zero */
+	__le16	reserved;	/* must be zero */
+	__le32	length;		/* payload bytes (R2T: bytes asked) */
+	__le32	tag;		/* R2T, DATA: the request's tag */
+	__le32	offset;		/* R2T, DATA: where in the request's data */
+};
+
 static_assert(sizeof(struct knet_cm_req) <= 55, "knet_cm_req too large");
 static_assert(sizeof(struct knet_cm_req) == 52, "knet_cm_req layout");
 static_assert(sizeof(struct knet_cm_rep) == 16, "knet_cm_rep layout");
@@ -214,6 +257,7 @@ static_assert(sizeof(struct knet_auth_rep) == 64, "knet_auth_rep layout");
 static_assert(sizeof(KNET_AUTH_SERVER) == KNET_AUTH_LABEL + 1, "label length");
 static_assert(sizeof(KNET_AUTH_CLIENT) == KNET_AUTH_LABEL + 1, "label length");
 static_assert(sizeof(struct knet_seg) == 16, "knet_seg layout");
+static_assert(sizeof(struct knet_tcp_pdu) == 16, "knet_tcp_pdu layout");
 
 /* Results of knet_hdr_check(); zero means the message is well formed. */
 enum knet_hdr_error {
