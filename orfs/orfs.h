@@ -50,6 +50,7 @@ struct orfs_opts {
 	bool		local_locks;	/* locks=local: locks seen by this client only */
 	bool		stable_wb;	/* writeback=stable: no unstable WRITEs, no COMMITs */
 	char		key[KNET_NAME_MAX + 1];	/* key=: the logon key "knet:key"; "": none */
+	enum knet_transport_sel transport;	/* transport= */
 };
 
 /*
@@ -118,6 +119,8 @@ struct orfs_stats {
  * @export: the export's name
  * @secret: key='s secret, read at mount; length 0: none
  * @opts: the options in effect
+ * @transport: the transport its connections use, "rdma" or "tcp" (what
+ *	transport=auto chose)
  * @client_id: names this mount to the server's replay cache
  * @xid: transaction ids
  * @server_boot: the server's boot id, from SESSION
@@ -163,6 +166,7 @@ struct orfs_sb {
 	char			export[KNET_NAME_MAX + 1];
 	struct knet_secret	secret;
 	struct orfs_opts	opts;
+	const char		*transport;	/* what the connections use: "rdma" or "tcp" */
 	u64			client_id;
 	atomic64_t		xid;
 	u64			server_boot;

@@ -212,6 +212,7 @@ static int orfs_session_on(struct orfs_sb *sbi, struct knet_ep *ep)
  */
 static int orfs_setup(struct knet_group *g, struct knet_mq *mq)
 {
+	struct orfs_sb *sbi = g->priv;
 	unsigned int i;
 	int ret;
 
@@ -220,6 +221,7 @@ static int orfs_setup(struct knet_group *g, struct knet_mq *mq)
 		if (ret)
 			return ret == -EPROTO ? -EIO : ret;
 	}
+	WRITE_ONCE(sbi->transport, knet_ep_transport(mq->q[0]));
 	return 0;
 }
 
@@ -278,6 +280,7 @@ int orfs_connect(struct orfs_sb *sbi)
 
 	g->params = (struct knet_ep_params){
 		.addr = sbi->addr,
+		.transport = sbi->opts.transport,
 		.src = sbi->opts.srcaddr,
 		.service = KNET_SVC_FILE,
 		.name = sbi->export,

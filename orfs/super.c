@@ -45,7 +45,7 @@ enum {
 	ORFS_OPT_ACTIMEO, ORFS_OPT_AC, ORFS_OPT_HARD, ORFS_OPT_SOFT,
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
 	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO, ORFS_OPT_LOCKS,
-	ORFS_OPT_SRCADDR, ORFS_OPT_KEY, ORFS_OPT_WRITEBACK,
+	ORFS_OPT_SRCADDR, ORFS_OPT_KEY, ORFS_OPT_WRITEBACK, ORFS_OPT_TRANSPORT,
 };
 
 static const struct constant_table orfs_onoff[] = {
@@ -63,6 +63,14 @@ static const struct constant_table orfs_writeback[] = {
 static const struct constant_table orfs_locks[] = {
 	{ "remote",	0 },
 	{ "local",	1 },
+	{}
+};
+
+/* As enum knet_transport_sel. */
+static const struct constant_table orfs_transports[] = {
+	{ "rdma",	KNET_TRANSPORT_RDMA },
+	{ "tcp",	KNET_TRANSPORT_TCP },
+	{ "auto",	KNET_TRANSPORT_AUTO },
 	{}
 };
 
@@ -88,6 +96,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_string("srcaddr",	ORFS_OPT_SRCADDR),
 	fsparam_string("key",		ORFS_OPT_KEY),
 	fsparam_enum("writeback",	ORFS_OPT_WRITEBACK, orfs_writeback),
+	fsparam_enum("transport",	ORFS_OPT_TRANSPORT, orfs_transports),
 	{}
 };
 
@@ -192,6 +201,9 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case ORFS_OPT_WRITEBACK:
 		o->stable_wb = r.uint_32;
+		break;
+	case ORFS_OPT_TRANSPORT:
+		o->transport = r.uint_32;
 		break;
 	}
 	return 0;
@@ -353,6 +365,8 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 		   o->soft ? "soft" : "hard", o->timeo, o->retrans, o->regcache ? "on" : "off",
 		   sbi->g.nr, o->largefolio ? "on" : "off", o->local_locks ? "local" : "remote");
 	seq_printf(m, ",writeback=%s", o->stable_wb ? "stable" : "unstable");
+	/* What the mount connected with: "auto" shows its choice. */
+	seq_printf(m, ",transport=%s", READ_ONCE(sbi->transport));
 	return 0;
 }
 
@@ -472,6 +486,7 @@ static int orfs_get_tree(struct fs_context *fc)
 	if (ret)
 		goto out_free;
 	sbi->opts = ctx->opts;
+	sbi->transport = knet_transport_str(ctx->opts.transport);
 	sbi->client_id = get_random_u64();
 	get_random_bytes(&sbi->lock_key, sizeof(sbi->lock_key));
 	INIT_WORK(&sbi->reclaim_work, orfs_reclaim_work);
@@ -560,6 +575,10 @@ static int orfs_reconfigure(struct fs_context *fc)
 		what = "locks";
 	else if (strcmp(n->key, o->key))
 		what = "key";
+	/* The options shown name the transport "auto" chose: that is no change. */
+	else if (n->transport != o->transport &&
+		 strcmp(knet_transport_str(n->transport), READ_ONCE(sbi->transport)))
+		what = "transport";
 	if (what)
 		return invalfc(fc, "%s= cannot change on a remount", what);
 	/* Going read-only: what this client holds dirty is written first. */
