@@ -43,6 +43,7 @@
  * @read_only: attach read-only even if the server allows writes
  * @key: key=, the logon key "knet:KEY" holding the secret; "" for none
  * @secret: that key's secret, read at attach
+ * @transport: the transport to connect with
  */
 struct mxbd_opts {
 	struct sockaddr_storage	addr;
@@ -56,6 +57,7 @@ struct mxbd_opts {
 	bool			read_only;
 	char			key[KNET_NAME_MAX + 1];
 	struct knet_secret	secret;
+	enum knet_transport_sel	transport;
 };
 
 /**
@@ -67,6 +69,7 @@ struct mxbd_opts {
  *	requeued) while it is RECONNECTING, failed once it is FAILED (the
  *	server stayed away past the loss time-out) or CLOSING (detaching);
  *	@g.lock also serializes @quiesced and @info
+ * @transport: the transport its connections use, "rdma" or "tcp"
  * @quiesced: the queue is quiesced by the recovery
  * @info: the volume's geometry, from INFO
  * @uuid: the volume's identity, from IDENT (null: its server gives none)
@@ -80,6 +83,7 @@ struct mxbd_dev {
 	struct mxbd_opts	opts;
 	int			index;
 	struct knet_group	g;
+	const char		*transport;	/* in use: "rdma" or "tcp" */
 	bool			quiesced;
 	struct mxbd_info	info;
 	uuid_t			uuid;

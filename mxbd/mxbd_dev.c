@@ -376,6 +376,8 @@ static int mxbd_setup(struct knet_group *g, struct knet_mq *mq)
 		ret = mxbd_get_info(d, mq->q[0], &info);
 	if (!ret)
 		ret = mxbd_apply_info(d, &info);
+	if (!ret)
+		WRITE_ONCE(d->transport, knet_ep_transport(mq->q[0]));
 	return ret;
 }
 
@@ -455,6 +457,12 @@ static ssize_t srcaddr_show(struct device *dev, struct device_attribute *attr, c
 }
 static DEVICE_ATTR_RO(srcaddr);
 
+static ssize_t transport_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", READ_ONCE(mxbd_from_dev(dev)->transport));
+}
+static DEVICE_ATTR_RO(transport);
+
 static ssize_t volume_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", mxbd_from_dev(dev)->opts.volume);
@@ -521,6 +529,7 @@ static DEVICE_ATTR_WO(rescan);
 static struct attribute *mxbd_attrs[] = {
 	&dev_attr_server.attr,
 	&dev_attr_srcaddr.attr,
+	&dev_attr_transport.attr,
 	&dev_attr_volume.attr,
 	&dev_attr_uuid.attr,
 	&dev_attr_state.attr,
@@ -639,6 +648,7 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 
 	d->g.params = (struct knet_ep_params){
 		.addr = o->addr,
+		.transport = o->transport,
 		.src = o->srcaddr,
 		.service = KNET_SVC_BLOCK,
 		.name = d->opts.volume,
@@ -659,6 +669,7 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 		goto free_dev;
 	}
 	mq = knet_group_mq(&d->g);
+	d->transport = knet_ep_transport(mq->q[0]);
 	ret = mxbd_get_info(d, mq->q[0], &d->info);
 	if (ret) {
 		pr_err("volume '%s': the server's INFO failed: %pe\n", o->volume, ERR_PTR(ret));

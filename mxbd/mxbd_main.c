@@ -35,6 +35,9 @@ MODULE_PARM_DESC(volume, "Name of the volume to attach at load");
 static ushort port = KNET_DEFAULT_PORT;
 module_param(port, ushort, 0444);
 MODULE_PARM_DESC(port, "Server port of the volume attached at load (default 20077)");
+static char *transport = "rdma";
+module_param(transport, charp, 0444);
+MODULE_PARM_DESC(transport, "Default transport of an attach: rdma, tcp, or auto (RDMA when an RDMA device routes to the server, else TCP) (default rdma)");
 static unsigned int nr_queues;
 module_param(nr_queues, uint, 0444);
 MODULE_PARM_DESC(nr_queues, "Hardware queues, one connection each (default: one per online CPU, at most 16)");
@@ -98,6 +101,13 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 	o->loss_timeout = loss_timeout;
 	o->queue_depth = queue_depth;
 	o->max_io = max_io_kb * SZ_1K;
+	ret = knet_transport_parse(transport);
+	if (ret < 0) {
+		pr_err("attach: the module's transport=%s is none of rdma, tcp, auto\n", transport);
+		return -EINVAL;
+	}
+	o->transport = ret;
+	ret = 0;
 	while ((tok = strsep(&s, MXBD_OPT_SEPARATORS)) != NULL) {
 		if (!*tok)
 			continue;
@@ -149,6 +159,12 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 			ret = kstrtou16(val, 10, &port_nr);
 			if (!ret && !port_nr)
 				ret = -EINVAL;
+		} else if (!strcmp(tok, "transport")) {
+			ret = knet_transport_parse(val);
+			if (ret >= 0) {
+				o->transport = ret;
+				ret = 0;
+			}
 		} else if (!strcmp(tok, "queues")) {
 			ret = kstrtouint(val, 10, &o->nr_queues);
 			if (!ret && (!o->nr_queues || o->nr_queues > MXBD_MAX_QUEUES))
