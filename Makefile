@@ -89,10 +89,11 @@ modules-all:
 
 userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-load $(BIN)/knet-fs \
 	$(BIN)/knet-test $(BIN)/regcache-test $(BIN)/orfs-fstest $(BIN)/orfs-fsx $(BIN)/folio-count \
-	$(BIN)/log-replay
+	$(BIN)/log-replay $(BIN)/tcp-peer
 
 SERVER_SRC := server/main.c server/conn.c server/exports.c server/reload.c server/shard.c \
-	server/fabric.c server/hotplug.c server/fault.c server/engine.c server/workers.c
+	server/fabric.c server/hotplug.c server/fault.c server/engine.c server/workers.c \
+	server/tcp.c
 
 $(COMMON_LIB): $(COMMON_SRC) $(USER_HDR)
 	@mkdir -p build/lib/obj
@@ -115,6 +116,10 @@ $(BIN)/knet-ping: tests/src/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kcl
 $(BIN)/knet-fs: tests/src/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
 	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-fs.c $(KCLIENT_SRC) -lfabric -lcrypto
+
+$(BIN)/tcp-peer: tests/src/tcp-peer.c $(USER_HDR)
+	@mkdir -p $(BIN)
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/tcp-peer.c
 
 $(BIN)/knet-test: tests/src/knet-test.c tests/src/ktest.c tests/src/ktest.h $(COMMON_LIB) $(USER_HDR)
 	@mkdir -p $(BIN)

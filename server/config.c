@@ -44,21 +44,71 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-int config_add_listen(struct config *c, const char *addr, const char *port, char *err,
+/*
+ * "tcp://ADDRESS[:PORT]", "tcp://[IPV6][:PORT]" or "rdma://..." (the
+ * same), or a bare address (RDMA): into *TCP, ADDR and, if it has one,
+ * PORT (BUF of LEN bytes holds them).
+ */
+static int split_listen(const char *in, int *tcp, char *addr, size_t alen, char *port,
+			size_t plen)
+{
+	const char *a = in, *end, *colon;
+
+	*tcp = 0;
+	port[0] = '\0';
+	if (!strncmp(in, "tcp://", 6)) {
+		*tcp = 1;
+		a = in + 6;
+	} else if (!strncmp(in, "rdma://", 7)) {
+		a = in + 7;
+	} else {
+		return snprintf(addr, alen, "%s", in) >= (int)alen ? -1 : 0;
+	}
+	if (*a == '[') {
+		end = strchr(a, ']');
+		if (!end || (end[1] && end[1] != ':'))
+			return -1;
+		colon = end[1] ? end + 1 : NULL;
+		a++;
+	} else {
+		colon = strchr(a, ':');
+		if (colon && strchr(colon + 1, ':'))
+			return -1;	/* IPv6 with a port goes in brackets */
+		end = colon ? colon : a + strlen(a);
+	}
+	if ((size_t)(end - a) >= alen || (colon && strlen(colon + 1) >= plen) ||
+	    (colon && !colon[1]))
+		return -1;
+	memcpy(addr, a, (size_t)(end - a));
+	addr[end - a] = '\0';
+	if (colon)
+		snprintf(port, plen, "%s", colon + 1);
+	return 0;
+}
+
+int config_add_listen(struct config *c, const char *spec, const char *port, char *err,
 		      size_t errlen)
 {
 	struct cfg_listen *l;
+	char addr[sizeof(l->addr)], uport[sizeof(l->port)];
+	int tcp;
 
-	if (c->nlisten == CFG_MAX_LISTEN)
-		return fail(err, errlen, "listen: more than %d addresses", CFG_MAX_LISTEN);
-	l = &c->listen[c->nlisten];
-	if (!*addr || strlen(addr) >= sizeof(l->addr) || (port && strlen(port) >= sizeof(l->port)))
-		return fail(err, errlen, "listen: '%s'%s%s: too long or empty", addr,
+	if (split_listen(spec, &tcp, addr, sizeof(addr), uport, sizeof(uport)) || !addr[0] ||
+	    (port && strlen(port) >= sizeof(l->port)))
+		return fail(err, errlen, "listen: '%s'%s%s: too long, empty or malformed", spec,
 			    port ? " " : "", port ? port : "");
+	if ((tcp ? c->ntcp : c->nlisten) == CFG_MAX_LISTEN)
+		return fail(err, errlen, "listen: more than %d %s addresses", CFG_MAX_LISTEN,
+			    tcp ? "TCP" : "RDMA");
+	l = tcp ? &c->tcp[c->ntcp++] : &c->listen[c->nlisten++];
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	snprintf(l->port, sizeof(l->port), "%s", port ? port : "");
-	c->nlisten++;
+	snprintf(l->port, sizeof(l->port), "%s", uport[0] ? uport : port ? port : "");
 	return 0;
+}
+
+const char *config_tcp_port(const struct config *c, int i)
+{
+	return c->tcp[i].port[0] ? c->tcp[i].port : c->port;
 }
 
 const char *config_listen_port(const struct config *c, int i)
@@ -80,8 +130,12 @@ int config_same_listen(const struct config *a, const struct config *b)
 {
 	int i;
 
-	if (a->nlisten != b->nlisten)
+	if (a->nlisten != b->nlisten || a->ntcp != b->ntcp)
 		return 0;
+	for (i = 0; i < a->ntcp; i++)
+		if (strcmp(a->tcp[i].addr, b->tcp[i].addr) ||
+		    strcmp(config_tcp_port(a, i), config_tcp_port(b, i)))
+			return 0;
 	for (i = 0; i < a->nlisten; i++)
 		if (strcmp(a->listen[i].addr, b->listen[i].addr) ||
 		    strcmp(config_listen_port(a, i), config_listen_port(b, i)))

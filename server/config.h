@@ -72,6 +72,9 @@ struct config {
 		char		port[16];
 	}			listen[CFG_MAX_LISTEN];
 	int			nlisten;
+	/* TCP addresses to listen on ("tcp://ADDRESS"), each with its port. */
+	struct cfg_listen	tcp[CFG_MAX_LISTEN];
+	int			ntcp;
 	char			port[16];		/* the default port */
 	char			state_dir[PATH_MAX];	/* file handle key */
 	unsigned int		pool_mib;
@@ -152,6 +155,8 @@ int config_same_allow(const struct cfg_export *a, const struct cfg_export *b);
 
 /* The port of listen address I: its own, or the default. */
 const char *config_listen_port(const struct config *c, int i);
+/* The port of TCP listen address I: its own, or the default. */
+const char *config_tcp_port(const struct config *c, int i);
 
 /*
  * Add listen address ADDR with PORT (NULL or "": the default); returns 0,

@@ -45,7 +45,11 @@ static size_t conn_buf_size(const struct conn *c)
 
 int conn_post_recv(struct conn *c, int i)
 {
-	ssize_t ret = fi_recv(c->ep, conn_rx_buf(c, i), SRV_MSG_SIZE, fi_mr_desc(c->mr), 0,
+	ssize_t ret;
+
+	if (c->tcp)
+		return tcp_post_recv(c, i);
+	ret = fi_recv(c->ep, conn_rx_buf(c, i), SRV_MSG_SIZE, fi_mr_desc(c->mr), 0,
 			      &c->rx[i].ctx);
 
 	if (ret)
@@ -67,6 +71,7 @@ void conn_free(struct conn *c)
 			break;
 		}
 	}
+	tcp_free(c);
 	if (c->ep)
 		fi_close(&c->ep->fid);
 	if (c->mr)
@@ -112,7 +117,10 @@ static void conn_shutdown(struct conn *c)
 	if (!c->closing || c->shut || !(c->connected || c->cm_done))
 		return;
 	c->shut = 1;
-	fi_shutdown(c->ep, 0);
+	if (c->tcp)
+		tcp_shutdown(c);
+	else
+		fi_shutdown(c->ep, 0);
 }
 
 /*
@@ -187,78 +195,78 @@ static struct conn *conn_alloc(struct shard *sh, struct export *ex, const struct
 	return c;
 }
 
-/* A connection request the main thread handed to shard SH. */
-void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datalen)
+/*
+ * Shard SH: may the host at IP have a connection with connect data DATA
+ * (LEN bytes)? The connection, counted and allocated but not in the
+ * shard's list, or NULL with *REASON (enum knet_cm_reject) and DETAIL
+ * (what to log) set.
+ */
+struct conn *conn_admit(struct shard *sh, const struct cfg_addr *ip, const void *data, size_t len,
+			int *reason, char *detail, size_t dlen)
 {
 	struct srv *s = sh->s;
 	struct conn_params p;
-	struct knet_cm_rep rep;
 	struct export *ex;
-	struct conn *c;
-	struct cfg_addr ip;
+	struct conn *c = NULL;
 	const struct auth_secret *sec;
 	struct auth_secret secret = { .len = 0 };
 	char host[INET6_ADDRSTRLEN];
-	char detail[128];
-	int allowed, reserved, reason, i, ret;
+	int allowed, reserved, i;
 
+	detail[0] = '\0';
 	/* Not known (no address, another family): only where all may come. */
-	config_addr_from_sa(e->info->dest_addr, e->info->dest_addrlen, &ip);
 	pthread_mutex_lock(&s->lock);
-	allowed = config_allowed(&s->cfg, &ip);
+	allowed = config_allowed(&s->cfg, ip);
 	pthread_mutex_unlock(&s->lock);
 	if (!allowed) {
-		snprintf(detail, sizeof(detail), " (%s)", config_addr_str(&ip, host, sizeof(host)));
-		reject(e->fid, e->info, KNET_REJ_ACCESS, detail);
-		goto out;
+		snprintf(detail, dlen, " (%s)", config_addr_str(ip, host, sizeof(host)));
+		*reason = KNET_REJ_ACCESS;
+		return NULL;
 	}
-	reason = proto_parse_cm_req(e->data, datalen, &p);
-	if (reason) {
-		reject(e->fid, e->info, reason, NULL);
-		goto out;
-	}
+	*reason = proto_parse_cm_req(data, len, &p);
+	if (*reason)
+		return NULL;
 	/* Both sides hold the client's secret, or neither does. */
 	pthread_mutex_lock(&s->lock);
-	sec = config_secret_for(&s->cfg, &ip);
+	sec = config_secret_for(&s->cfg, ip);
 	if (sec)
 		secret = *sec;
 	pthread_mutex_unlock(&s->lock);
 	if (!secret.len != !(p.flags & KNET_CMF_AUTH)) {
-		snprintf(detail, sizeof(detail), " (%s: %s)", config_addr_str(&ip, host, sizeof(host)),
+		snprintf(detail, dlen, " (%s: %s)", config_addr_str(ip, host, sizeof(host)),
 			 secret.len ? "it has no secret, and this server needs one" :
 				      "it has a secret, and this server none for it");
 		explicit_bzero(&secret, sizeof(secret));
-		reject(e->fid, e->info, KNET_REJ_AUTH, detail);
-		goto out;
+		*reason = KNET_REJ_AUTH;
+		return NULL;
 	}
 	ex = export_get(s, p.name, p.service);
 	if (!ex) {
-		snprintf(detail, sizeof(detail), " ('%s', service %u)", p.name, p.service);
-		reject(e->fid, e->info, KNET_REJ_NOENT, detail);
+		snprintf(detail, dlen, " ('%s', service %u)", p.name, p.service);
+		*reason = KNET_REJ_NOENT;
 		goto out;
 	}
 	pthread_mutex_lock(&s->lock);
-	allowed = config_export_allowed(&ex->cfg, &ip);
+	allowed = config_export_allowed(&ex->cfg, ip);
 	if (!allowed)
 		export_put(s, ex);
 	pthread_mutex_unlock(&s->lock);
 	if (!allowed) {
-		snprintf(detail, sizeof(detail), " (%s, to '%s')", config_addr_str(&ip, host, sizeof(host)),
+		snprintf(detail, dlen, " (%s, to '%s')", config_addr_str(ip, host, sizeof(host)),
 			 p.name);
-		reject(e->fid, e->info, KNET_REJ_ACCESS, detail);
+		*reason = KNET_REJ_ACCESS;
 		goto out;
 	}
-	c = NULL;
 	/* One host's share first: no host takes every place. */
 	pthread_mutex_lock(&s->lock);
-	i = peer_conn_get(s, &ip);
+	i = peer_conn_get(s, ip);
 	if (i)
 		export_put(s, ex);
 	pthread_mutex_unlock(&s->lock);
 	if (i) {
-		snprintf(detail, sizeof(detail), " (%s has %d connections, the most one host may have)",
-			 config_addr_str(&ip, host, sizeof(host)), i);
-		reject(e->fid, e->info, KNET_REJ_BUSY, detail);
+		snprintf(detail, dlen, " (%s has %d connections, the most one host may have)",
+			 config_addr_str(ip, host, sizeof(host)), i);
+		*reason = KNET_REJ_BUSY;
 		goto out;
 	}
 	/* A place among the SRV_MAX_CONNS, taken at once: other shards accept too. */
@@ -268,22 +276,52 @@ void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datalen)
 		if (!c)
 			srv_log("out of memory for a connection");
 	}
-	if (c) {
-		c->ip = ip;	/* its host's count goes with it (conn_free()) */
-		c->auth = secret;
-		c->authed = !secret.len;
-		/* Keyed, so that no host can pick an address that shares another's quotas. */
-		c->peer_key = siphash24(s->key, ip.b, sizeof(ip.b));
-	}
-	explicit_bzero(&secret, sizeof(secret));
 	if (!c) {
 		if (reserved)
 			s->nconns--;
 		pthread_mutex_lock(&s->lock);
-		peer_conn_put(s, &ip);
+		peer_conn_put(s, ip);
 		export_put(s, ex);
 		pthread_mutex_unlock(&s->lock);
-		reject(e->fid, e->info, KNET_REJ_BUSY, NULL);
+		*reason = KNET_REJ_BUSY;
+		goto out;
+	}
+	c->ip = *ip;	/* its host's count goes with it (conn_free()) */
+	c->auth = secret;
+	c->authed = !secret.len;
+	/* Keyed, so that no host can pick an address that shares another's quotas. */
+	c->peer_key = siphash24(s->key, ip->b, sizeof(ip->b));
+out:
+	explicit_bzero(&secret, sizeof(secret));
+	return c;
+}
+
+/* What the server grants C, for its accept. */
+void conn_rep(const struct conn *c, struct knet_cm_rep *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->version = htole16(KNET_PROTO_VERSION);
+	rep->credits = htole16((uint16_t)c->ncredits);
+	rep->inline_max = htole32(c->inline_max);
+	rep->max_io = htole32(SRV_MAX_IO);
+	rep->max_segs = htole16(KNET_MAX_SEGS);
+	rep->flags = htole16(c->authed ? 0 : KNET_CMF_AUTH);
+}
+
+/* A connection request the main thread handed to shard SH. */
+void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datalen)
+{
+	struct srv *s = sh->s;
+	struct knet_cm_rep rep;
+	struct conn *c;
+	struct cfg_addr ip;
+	char detail[128];
+	int reason, i, ret;
+
+	config_addr_from_sa(e->info->dest_addr, e->info->dest_addrlen, &ip);
+	c = conn_admit(sh, &ip, e->data, datalen, &reason, detail, sizeof(detail));
+	if (!c) {
+		reject(e->fid, e->info, reason, detail[0] ? detail : NULL);
 		goto out;
 	}
 
@@ -310,13 +348,7 @@ void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datalen)
 		goto fail;
 	}
 
-	memset(&rep, 0, sizeof(rep));
-	rep.version = htole16(KNET_PROTO_VERSION);
-	rep.credits = htole16((uint16_t)c->ncredits);
-	rep.inline_max = htole32(c->inline_max);
-	rep.max_io = htole32(SRV_MAX_IO);
-	rep.max_segs = htole16(KNET_MAX_SEGS);
-	rep.flags = htole16(c->authed ? 0 : KNET_CMF_AUTH);
+	conn_rep(c, &rep);
 	ret = fi_accept(c->ep, &rep, sizeof(rep));
 	if (ret) {
 		fab_err("fi_accept", ret);

@@ -96,11 +96,14 @@ static uint64_t conn_fence(const struct conn *c)
 static ssize_t conn_send(struct conn *c, void *buf, size_t n, struct fi_context *ctx)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = n };
-	void *desc = fi_mr_desc(c->mr);
+	void *desc;
 	struct fi_msg msg = {
 		.msg_iov = &iov, .desc = &desc, .iov_count = 1, .context = ctx,
 	};
 
+	if (c->tcp)
+		return tcp_send(c, buf, n, (struct op *)ctx);
+	desc = fi_mr_desc(c->mr);
 	return fi_sendmsg(c->ep, &msg, conn_fence(c));
 }
 
@@ -330,7 +333,9 @@ static int post_piece(void *arg, const struct seg_piece *p)
 	op->owner = ch;
 	op->idx = rp->k;
 	op->read = rp->is_read;
-	if (rp->is_read)
+	if (c->tcp)
+		ret = tcp_rdma(c, ch->buf + p->local, p->len, ch->r->f.tag, p->raddr, op);
+	else if (rp->is_read)
 		ret = fi_read(c->ep, ch->buf + p->local, p->len, desc, 0, p->raddr, p->rkey,
 			      &op->ctx);
 	else
@@ -367,8 +372,8 @@ static int post_rdma(struct chunk *ch)
 	/* Count first, so that a chunk is posted whole or not at all. */
 	if (block_map_segments(msg, &r->br, ch->off, ch->len, NULL, NULL) > c->sq_free)
 		return -FI_EAGAIN;
-	rp.desc = fi_mr_desc(sh->pool_mr);
-	if (rp.is_read && sh->sink_per_read && !ch->sink_mr) {
+	rp.desc = sh->pool_mr ? fi_mr_desc(sh->pool_mr) : NULL;
+	if (rp.is_read && sh->sink_per_read && !ch->sink_mr && !c->tcp) {
 		/* A key for these READs alone, closed when they complete. */
 		ret = fi_mr_reg(sh->s->dev[sh->dev].domain, ch->buf, ch->len, FI_READ, 0, 0, 0,
 				&ch->sink_mr, NULL);

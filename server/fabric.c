@@ -305,6 +305,8 @@ void srv_close(struct srv *s)
 {
 	int i;
 
+	tcp_unlisten(s);
+
 	for (i = 0; s->shards && i < s->nshards; i++) {
 		struct shard *sh = &s->shards[i];
 

@@ -88,6 +88,7 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 		return;
 	}
 	memcpy(&q->ev, ev, len);
+	q->tcp_fd = -1;
 	q->datalen = len - sizeof(q->ev.cm);
 	sh->queued++;
 	pthread_mutex_lock(&sh->mail_lock);

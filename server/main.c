@@ -152,6 +152,9 @@ static int main_loop(struct srv *s)
 			} else if (ev[i].data.fd == s->eqfd) {
 				if (!s->stop)
 					handle_listen(s);
+			} else if (tcp_is_listener(s, ev[i].data.fd)) {
+				if (!s->stop)
+					tcp_accept(s, ev[i].data.fd);
 			} else if (ev[i].data.fd == s->sigfd) {
 				struct signalfd_siginfo si;
 				int active = 0;
@@ -206,6 +209,9 @@ static const char *listen_str(const struct config *c, char *buf, size_t len)
 	for (i = 0; i < c->nlisten; i++)
 		n = appendf(buf, len, n, "%s%s port %s", i ? ", " : "", c->listen[i].addr,
 			    config_listen_port(c, i));
+	for (i = 0; i < c->ntcp; i++)
+		n = appendf(buf, len, n, "%stcp://%s port %s", i || c->nlisten ? ", " : "",
+			    c->tcp[i].addr, config_tcp_port(c, i));
 	return buf;
 }
 
@@ -349,8 +355,10 @@ static int parse_options(struct srv *s, int argc, char **argv, int *check, int *
 		switch (opt) {
 		case 'a':
 			/* -a replaces the file's listen lines; several -a listen on each. */
-			if (!a_given++)
+			if (!a_given++) {
 				s->cfg.nlisten = 0;
+				s->cfg.ntcp = 0;
+			}
 			if (config_add_listen(&s->cfg, optarg, NULL, err, sizeof(err)))
 				goto fail_msg;
 			break;
@@ -427,7 +435,9 @@ static int parse_options(struct srv *s, int argc, char **argv, int *check, int *
 	/* -p is the port of every address, the file's too. */
 	for (i = 0; p_given && i < s->cfg.nlisten; i++)
 		s->cfg.listen[i].port[0] = '\0';
-	if (!s->cfg.nlisten) {
+	for (i = 0; p_given && i < s->cfg.ntcp; i++)
+		s->cfg.tcp[i].port[0] = '\0';
+	if (!s->cfg.nlisten && !s->cfg.ntcp) {
 		fprintf(stderr, "orfs-server: no address to listen on (-a, or 'listen' in the file)\n");
 		goto fail_usage;
 	}
@@ -482,7 +492,7 @@ static int srv_start(struct srv *s)
 	for (i = 0; i < s->cfg.nex; i++)
 		if (export_add(s, &s->cfg.ex[i]))
 			return 2;
-	if (srv_open(s))
+	if (srv_open(s) || tcp_listen(s))
 		return 1;
 	/* Clients can reclaim from now on (opening can take seconds). */
 	locks_grace(&s->locks, s->cfg.grace == CFG_GRACE_LEASE ? s->cfg.lease : s->cfg.grace,

@@ -86,7 +86,10 @@ static void take_mail(struct shard *sh)
 	}
 	for (q = first; q; q = next) {
 		next = q->next;
-		on_connreq(sh, &q->ev.cm, q->datalen);
+		if (q->tcp_fd >= 0)
+			tcp_on_connreq(sh, q);
+		else
+			on_connreq(sh, &q->ev.cm, q->datalen);
 		/* After on_connreq() counted it in nconns, if it took it. */
 		sh->queued--;
 		free(q);
@@ -123,7 +126,7 @@ int shard_load(struct shard *sh)
 }
 
 /* One completion (ERR 0) or flushed/failed operation (ERR an errno). */
-static void on_completion(struct op *op, size_t len, int err)
+void conn_completion(struct op *op, size_t len, int err)
 {
 	struct chunk *ch = op->kind == OP_RDMA ? op->owner : NULL;
 	struct conn *c = ch ? ch->c : op->owner;
@@ -175,7 +178,7 @@ static int handle_cq(struct shard *sh, struct fid_cq *cq)
 				return seen;
 			if (sh->s->verbose && err.err != FI_ECANCELED)
 				srv_log("operation failed: %s", fi_strerror(err.err));
-			on_completion(err.op_context, 0, err.err ? err.err : EIO);
+			conn_completion(err.op_context, 0, err.err ? err.err : EIO);
 			seen++;
 			continue;
 		}
@@ -185,7 +188,7 @@ static int handle_cq(struct shard *sh, struct fid_cq *cq)
 			return seen;
 		}
 		for (k = 0; k < n; k++)
-			on_completion(ent[k].op_context, ent[k].len, 0);
+			conn_completion(ent[k].op_context, ent[k].len, 0);
 		seen += (int)n;
 	}
 }
@@ -351,9 +354,13 @@ void shard_close(struct shard *sh)
 		struct connreq *q = sh->mail;
 
 		sh->mail = q->next;
-		fi_freeinfo(q->ev.cm.info);
+		if (q->tcp_fd >= 0)
+			close(q->tcp_fd);
+		else
+			fi_freeinfo(q->ev.cm.info);
 		free(q);
 	}
+	tcp_shard_close(sh);
 	if (sh->pool_mr)
 		fi_close(&sh->pool_mr->fid);
 	if (sh->txcq)
@@ -480,6 +487,7 @@ static void shard_loop(struct shard *s)
 		/* Reply buffers back first: the requests below may need them. */
 		if ((handle_cq(s, s->txcq) + handle_cq(s, s->rxcq)) && s->s->cfg.poll_us)
 			s->last_busy = now_us();
+		tcp_progress(s);
 		if (s->now) {
 			/* Finishing them may complete or start more: look again first. */
 			eng_run_now(s);
@@ -531,7 +539,8 @@ static void shard_loop(struct shard *s)
 			s->tx_armed = s->tx_watched;
 		}
 		idle_ms = idle_sweep(s);
-		n = epoll_wait(s->epfd, ev, 8, polled ? 0 : draining || retire_by ? 100 : idle_ms);
+		n = epoll_wait(s->epfd, ev, 8, polled || tcp_busy(s) || s->now ? 0 :
+					      draining || retire_by ? 100 : idle_ms);
 		if (n < 0 && errno != EINTR) {
 			perror("orfs-server: epoll_wait");
 			s->failed = 1;
@@ -550,6 +559,8 @@ static void shard_loop(struct shard *s)
 					s->last_busy = now_us();
 			} else if (ev[i].data.fd == s->mailfd) {
 				take_mail(s);
+			} else {
+				tcp_on_fd(s, ev[i].data.fd, ev[i].events);
 			}
 		}
 	}

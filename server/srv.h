@@ -51,7 +51,11 @@ struct conn;
 struct req;
 struct chunk;
 
-/* One posted fabric operation; the fi_context comes first (FI_CONTEXT). */
+/*
+ * One posted operation; the fi_context comes first (FI_CONTEXT). On a TCP
+ * connection, the PDU it writes (SEND: a MSG; RDMA: an R2T for a READ, a
+ * DATA for a WRITE), and for a READ the DATA it waits for.
+ */
 enum op_kind { OP_RECV, OP_SEND, OP_RDMA };
 struct op {
 	struct fi_context	ctx;
@@ -59,6 +63,11 @@ struct op {
 	int			idx;
 	int			read;		/* an RDMA READ (OP_RDMA) */
 	void			*owner;		/* conn (RECV, SEND) or chunk (RDMA) */
+	struct op		*tcp_next;	/* TCP: in the write or the pull queue */
+	struct knet_tcp_pdu	tcp_hdr;	/* TCP: the PDU's header */
+	char			*tcp_buf;	/* TCP: its payload, or where a READ's data goes */
+	uint32_t		tcp_len;	/* TCP: bytes of it */
+	uint32_t		tcp_done;	/* TCP: bytes of header and payload moved */
 };
 
 /* A pool buffer moving one piece of a request's data. */
@@ -120,10 +129,13 @@ struct export {
 	int			refs;		/* connections using it */
 };
 
+struct tcp_conn;
+
 struct conn {
 	struct srv		*s;
 	struct shard		*sh;		/* the progress thread it belongs to */
 	struct export		*ex;
+	struct tcp_conn		*tcp;		/* a TCP connection's part, or NULL (RDMA) */
 	struct fid_ep		*ep;
 	struct fid_mr		*mr;
 	char			*buf;		/* ncredits rx then ntx tx buffers */
@@ -174,6 +186,9 @@ union cm_event {
 /* A connection request the main thread hands to a shard. */
 struct connreq {
 	struct connreq		*next;
+	int			tcp_fd;		/* a TCP connection accepted, or -1 */
+	struct sockaddr_storage	tcp_peer;	/* its address */
+	socklen_t		tcp_peerlen;
 	size_t			datalen;
 	union cm_event		ev;
 };
@@ -222,6 +237,7 @@ struct shard {
 	unsigned long		poll_hits;	/* polls that found work */
 	unsigned long		left;		/* requests that came after the signal, not started */
 	struct conn		*conns;
+	struct tcp_hs		*tcp_hs;	/* TCP connections in their handshake */
 	int			credits_used;	/* receives posted by all connections */
 	int			rx_budget;	/* its share of SRV_RX_BUDGET */
 	uint64_t		buffer_waits;	/* times a request waited for a buffer */
@@ -270,6 +286,8 @@ struct srv {
 	struct fid_eq		*eq;		/* the listeners' */
 	struct fid_pep		*pep[CFG_MAX_LISTEN];
 	int			npep;
+	int			tcpfd[CFG_MAX_LISTEN];	/* TCP listeners (-1: none) */
+	int			ntcp;
 	struct shard		*shards;
 	struct workers		w;		/* the I/O workers, shared by the shards */
 	atomic_int		nconns;		/* all shards together */
@@ -357,6 +375,10 @@ void conn_put(struct conn *c);
 void conn_free(struct conn *c);
 void reject(fid_t pep, struct fi_info *info, int reason, const char *what);
 void on_connreq(struct shard *sh, struct fi_eq_cm_entry *e, size_t datalen);
+struct conn *conn_admit(struct shard *sh, const struct cfg_addr *ip, const void *data, size_t len,
+			int *reason, char *detail, size_t dlen);
+void conn_rep(const struct conn *c, struct knet_cm_rep *rep);
+void conn_completion(struct op *op, size_t len, int err);
 void handle_eq(struct shard *sh);
 void apply_allow(struct shard *sh);
 int idle_sweep(struct shard *sh);
@@ -400,6 +422,23 @@ void srv_close(struct srv *s);
 void handle_listen(struct srv *s);
 int dev_watch(struct srv *s);
 void reap_retired(struct srv *s);
+
+/* tcp.c: the TCP transport: listeners, handshakes, PDUs in and out */
+struct tcp_hs;
+int tcp_listen(struct srv *s);
+void tcp_unlisten(struct srv *s);
+int tcp_is_listener(const struct srv *s, int fd);
+void tcp_accept(struct srv *s, int lfd);
+void tcp_on_connreq(struct shard *sh, struct connreq *q);
+int tcp_on_fd(struct shard *sh, int fd, uint32_t events);
+int tcp_progress(struct shard *sh);
+void tcp_shard_close(struct shard *sh);
+int tcp_post_recv(struct conn *c, int i);
+int tcp_send(struct conn *c, char *buf, size_t n, struct op *op);
+int tcp_rdma(struct conn *c, char *buf, size_t n, uint32_t tag, uint64_t raddr, struct op *op);
+void tcp_shutdown(struct conn *c);
+void tcp_free(struct conn *c);
+int tcp_busy(const struct shard *sh);
 
 /* fault.c: lying replies, a test aid (-F) */
 int fault_configure(struct srv *s, int enabled);
