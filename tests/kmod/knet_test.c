@@ -214,6 +214,11 @@ static long knet_test_connect(struct knet_test_file *tf, void __user *arg)
 	sin->sin_port = htons(c.port ?: KNET_DEFAULT_PORT);
 	p.service = c.service;
 	p.name = c.name;
+	if (c.transport > KNET_TRANSPORT_AUTO) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	p.transport = c.transport;
 	if (c.queues > 1) {
 		tf->mq = knet_mq_connect(&p, c.queues, &reason);
 		ep = IS_ERR(tf->mq) ? ERR_CAST(tf->mq) : tf->mq->q[0];

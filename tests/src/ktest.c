@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@ int ktest_connect(const char *addr, const char *name, int service, int queues,
 		  struct knet_test_connect *cn, int *refused)
 {
 	struct in_addr in;
+	const char *t;
 	int fd, e;
 
 	*refused = 0;
@@ -32,6 +34,22 @@ int ktest_connect(const char *addr, const char *name, int service, int queues,
 		return -1;
 	}
 	cn->addr = in.s_addr;
+	/* The transport and port come from the environment, for every tool. */
+	t = getenv("KTEST_TRANSPORT");
+	if (t && *t) {
+		if (!strcmp(t, "tcp"))
+			cn->transport = 1;
+		else if (!strcmp(t, "auto"))
+			cn->transport = 2;
+		else if (strcmp(t, "rdma")) {
+			fprintf(stderr, "ktest: KTEST_TRANSPORT=%s: rdma, tcp or auto\n", t);
+			close(fd);
+			return -1;
+		}
+	}
+	t = getenv("KTEST_PORT");
+	if (t && *t)
+		cn->port = (uint16_t)strtoul(t, NULL, 10);
 	cn->service = (uint8_t)service;
 	cn->queues = (uint8_t)queues;
 	strcpy(cn->name, name);

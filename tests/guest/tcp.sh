@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# knet over TCP against the real server: an MXBD volume and an ORFS export
+# served on a TCP listener beside the RDMA one; mkfs, files and fio with
+# verification through both, O_DIRECT from user buffers, the page cache;
+# the transport shown in sysfs, /proc/mounts and debugfs; "auto" choosing
+# RDMA where rxe routes; a server restart under I/O; clients that break
+# the protocol cut off by the server, which goes on serving.
+# timeout: 420
+. "$(dirname "$0")/lib.sh"
+
+truncate -s 256M /tmp/tvol
+mkdir -p /tmp/texp /tmp/m /tmp/mnt
+tstart() { start_server -a "tcp://$ORFS_ADDR" -s /tmp/tstate -b tvol=/tmp/tvol \
+	-e data=/tmp/texp,no_root_squash; }
+tstart
+load_suite
+
+step "the server listens on TCP beside RDMA"
+expect_grep "listening on $ORFS_ADDR port 20077, tcp://$ORFS_ADDR port 20077" "$ORFS_SERVER_LOG"
+ss -ltn | grep -q ":20077 " || fail "no TCP listener on port 20077"
+
+step "an MXBD volume attached over TCP: sysfs, debugfs and the log say so"
+echo "server=$ORFS_ADDR volume=tvol transport=tcp queues=2" > /sys/class/mxbd/attach
+on_exit "echo mxbd0 > /sys/class/mxbd/detach 2>/dev/null"
+[ -b /dev/mxbd0 ] || fail "no /dev/mxbd0"
+expect_eq "transport" "$(cat /sys/block/mxbd0/mxbd/transport)" tcp
+expect_eq "size" "$(blockdev --getsize64 /dev/mxbd0)" 268435456
+expect_eq "endpoints over tcp" "$(ep_each transport | grep -c tcp)" 2
+expect_grep "knet: connected to $ORFS_ADDR:20077 \(volume 'tvol'\) over tcp" <(dmesg)
+expect_grep "connected to volume 'tvol' over TCP" "$ORFS_SERVER_LOG"
+
+step "fio over TCP: random writes of 512 B to 1 MiB at depth 16, every block verified"
+fio --name=tv --filename=/dev/mxbd0 --direct=1 --ioengine=libaio --rw=randwrite \
+	--bsrange=512-1m --iodepth=16 --size=64M --verify=crc32c --verify_fatal=1 \
+	--do_verify=1 --verify_state_save=0 --output=/tmp/fio.out || { cat /tmp/fio.out; fail "fio"; }
+expect_grep 'err= 0' /tmp/fio.out
+# Large writes went by R2T and DATA, small ones inline.
+(($(ep_sum bytes_rdma) > 32 * 1048576)) || fail "hardly any data went by R2T/DATA: $(ep_sum bytes_rdma)"
+(($(ep_sum bytes_inline) > 0)) || fail "no data went inline"
+
+step "mkfs, a tree of files, a clean fsck, the files intact after a remount"
+mkfs.ext4 -q -F /dev/mxbd0
+mount /dev/mxbd0 /tmp/m
+on_exit "umount /tmp/m 2>/dev/null"
+cp -a /usr/include/linux /tmp/m/
+head -c 16M /dev/urandom > /tmp/m/random.bin
+(cd /tmp/m && find . -type f -print0 | sort -z | xargs -0 sha256sum) > /tmp/sums
+umount /tmp/m
+fsck.ext4 -fn /dev/mxbd0 > /tmp/fsck.out 2>&1 || { cat /tmp/fsck.out; fail "fsck found problems"; }
+mount /dev/mxbd0 /tmp/m
+echo 3 > /proc/sys/vm/drop_caches
+(cd /tmp/m && sha256sum --quiet -c /tmp/sums) || fail "files changed"
+
+step "the server restarts under writes: MXBD reconnects over TCP, nothing is lost"
+fio --name=rs --filename=/tmp/m/rs.bin --size=32M --rw=write --bs=64k --ioengine=psync \
+	--rate=,4m --fsync=8 --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/rs.out &
+fpid=$!
+sleep 3
+kill_server
+sleep 1
+tstart
+wait $fpid || { cat /tmp/rs.out; fail "fio across a server restart over TCP"; }
+expect_grep 'err= 0' /tmp/rs.out
+(($(cat /sys/block/mxbd0/mxbd/stats | awk '$1 == "reconnects" { print $2 }') >= 1)) ||
+	fail "no reconnect counted"
+expect_eq "transport after the restart" "$(cat /sys/block/mxbd0/mxbd/transport)" tcp
+umount /tmp/m
+echo mxbd0 > /sys/class/mxbd/detach
+
+step "ORFS over TCP: /proc/mounts says so; page cache and O_DIRECT from user buffers"
+mount -t orfs -o transport=tcp,nconnect=2 "$ORFS_ADDR:/data" /tmp/mnt
+on_exit "umount -f /tmp/mnt 2>/dev/null"
+expect_grep "/tmp/mnt orfs .*,transport=tcp" /proc/mounts
+head -c 24M /dev/urandom > /tmp/src
+cp /tmp/src /tmp/mnt/cached
+dd if=/tmp/src of=/tmp/mnt/direct bs=1M oflag=direct status=none
+dd if=/tmp/src of=/tmp/mnt/small bs=3000 count=100 oflag=direct status=none
+sync
+cmp /tmp/src /tmp/texp/cached || fail "a page cache write differs on the server"
+cmp /tmp/src /tmp/texp/direct || fail "an O_DIRECT write differs on the server"
+cmp <(head -c 300000 /tmp/src) /tmp/texp/small || fail "small O_DIRECT writes differ"
+echo 3 > /proc/sys/vm/drop_caches
+cmp /tmp/src /tmp/mnt/cached || fail "a page cache read differs"
+cmp <(dd if=/tmp/mnt/direct bs=1M iflag=direct status=none) /tmp/src ||
+	fail "an O_DIRECT read differs"
+fio --name=fv --directory=/tmp/mnt --size=16M --rw=randrw --bsrange=4k-512k --direct=1 \
+	--ioengine=libaio --iodepth=8 --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fv.out || { cat /tmp/fv.out; fail "fio on ORFS over TCP"; }
+expect_grep 'err= 0' /tmp/fv.out
+mkdir /tmp/mnt/d && touch /tmp/mnt/d/a && mv /tmp/mnt/d/a /tmp/mnt/d/b && rm /tmp/mnt/d/b &&
+	rmdir /tmp/mnt/d || fail "metadata operations over TCP"
+umount /tmp/mnt
+
+step "transport=auto takes RDMA where an RDMA device routes to the server"
+mount -t orfs -o transport=auto "$ORFS_ADDR:/data" /tmp/mnt
+expect_grep "/tmp/mnt orfs .*,transport=rdma" /proc/mounts
+cmp /tmp/src /tmp/mnt/cached
+umount /tmp/mnt
+
+step "bad transport options are refused with a clear error"
+expect_fail mount -t orfs -o transport=udp "$ORFS_ADDR:/data" /tmp/mnt
+expect_fail sh -c "echo 'server=$ORFS_ADDR volume=tvol transport=udp' > /sys/class/mxbd/attach"
+expect_grep "attach: bad value 'udp' for transport" <(dmesg)
+
+step "knet over TCP: verified I/O through every kind of descriptor, both completion strategies"
+insmod "$ORFS_KMOD/tests/kmod/knet_test.ko"
+on_exit "rmmod knet_test"
+kt() { KTEST_TRANSPORT=tcp timeout 120 "$ORFS_BIN/knet-test" "$@"; }
+for args in "-b 2048 -N 16 -m kvec" "-b 65536 -N 16 -m kvec" "-b 65536 -N 16 -m pages -o 100" \
+	    "-b 1048576 -N 4 -m pages -o 3000" "-b 65536 -N 16 -m user -o 100" \
+	    "-b 262144 -N 8 -m user-nocache" "-b 65536 -N 8 -m user -V 4"; do
+	kt -a "$ORFS_ADDR" -n tvol -w verify $args | tee /tmp/out
+	expect_grep '^verified ' /tmp/out
+done
+kt -a "$ORFS_ADDR" -n tvol -w batch -b 65536 -N 200 -q 48 | tee /tmp/out
+expect_grep '^batch wait-any: 200 blocks .* 0 errors, 0 mismatches' /tmp/out
+kt -a "$ORFS_ADDR" -n tvol -w batch-cb -b 16384 -N 300 -q 8 -o 512 | tee /tmp/out
+expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
+
+step "a lying TCP server: every lie ends the connection with an error, never a crash or a write past the request"
+for lie in r2t-range r2t-tag data-long data-tag bad-type huge reply-tag cut; do
+	"$ORFS_BIN/tcp-peer" server 20099 $lie > /tmp/liar.out 2>&1 &
+	lpid=$!
+	wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server $lie did not start"
+	n=$(dmesg | grep -c 'knet: .*disconnecting\|knet: connection to .* lost')
+	set +e
+	KTEST_PORT=20099 kt -a "$ORFS_ADDR" -n tvol -w verify -b 65536 -N 2 -m pages > /tmp/kt.out 2>&1
+	rc=$?
+	set -e
+	wait $lpid || { cat /tmp/liar.out; fail "tcp-peer server $lie"; }
+	cat /tmp/kt.out
+	[ "$rc" -eq 1 ] || fail "lie $lie: knet-test exited $rc, not 1"
+	(($(dmesg | grep -c 'knet: .*disconnecting\|knet: connection to .* lost') > n)) ||
+		fail "lie $lie: knet did not say it cut the connection"
+	echo "lie $lie: refused"
+done
+expect_grep "the server asks for data no request offered" <(dmesg)
+expect_grep "data for no request, or beyond what it asked" <(dmesg)
+expect_grep "PDU of an unknown type from the server" <(dmesg)
+expect_grep "message of a size no reply has" <(dmesg)
+expect_grep "reply for no request" <(dmesg)
+
+step "clients that break the protocol are cut off; the server goes on serving"
+"$ORFS_BIN/tcp-peer" client "$ORFS_ADDR" 20077 > /tmp/peer.out 2>&1 ||
+	{ cat /tmp/peer.out; fail "tcp-peer client"; }
+cat /tmp/peer.out
+for why in "not a CONNECT" "more requests than its credits" "data it was not asked for" \
+	"a PDU a client does not send" "message of a size no request has" "malformed PDU"; do
+	expect_grep "$why" "$ORFS_SERVER_LOG"
+done
+mount -t orfs -o transport=tcp "$ORFS_ADDR:/data" /tmp/mnt
+cmp /tmp/src /tmp/mnt/cached
+umount /tmp/mnt
+kill -0 "$ORFS_SERVER_PID" || fail "the server died"

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tcp-peer: a peer that breaks knet's TCP protocol on purpose, for the
+ * tests of both ends.
+ *
+ *   tcp-peer client ADDR PORT
+ *	against orfs-server serving volume "tvol": one connection for each
+ *	way a client can break the protocol (a first PDU that is not a
+ *	CONNECT, more requests than its credits, data not asked for, a PDU
+ *	type clients do not send, a message larger than any, flags set);
+ *	each must be closed by the server. Exit 0 when all were.
+ *
+ *   tcp-peer server PORT LIE
+ *	a lying server for the kernel client: accepts one connection on
+ *	PORT, grants it, answers its requests (status 0, no data moved) up
+ *	to the first that offers data (a READ's, for the data lies), and
+ *	answers that one with LIE: r2t-range
+ *	(an R2T beyond what the request offered), r2t-tag (an R2T for no
+ *	request), data-long (DATA longer than the request offered),
+ *	data-tag (DATA for no request), bad-type (a PDU of no known type),
+ *	huge (a MSG larger than any), reply-tag (a reply for no request),
+ *	cut (half a PDU header, then the connection closed). It keeps the
+ *	connection open two seconds more, then exits 0.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "knet/uapi/knet_proto.h"
+#include "mxbd/uapi/mxbd_proto.h"
+
+struct peer {
+	int	fd;
+	int	port;
+	char	addr[64];
+};
+
+static int fail(const char *what)
+{
+	fprintf(stderr, "tcp-peer: %s: %s\n", what, strerror(errno));
+	return -1;
+}
+
+static int send_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return fail("send");
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int recv_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t r = recv(fd, p, n, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r ? fail("recv") : -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static struct knet_tcp_pdu pdu(uint8_t type, uint32_t len, uint32_t tag, uint32_t off)
+{
+	struct knet_tcp_pdu p = {
+		.type = type, .length = htole32(len), .tag = htole32(tag), .offset = htole32(off),
+	};
+
+	return p;
+}
+
+/* ---- client: attacks on the server ------------------------------------ */
+
+static int dial(const struct peer *pr)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)pr->port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return fail("socket");
+	if (inet_pton(AF_INET, pr->addr, &sin.sin_addr) != 1 ||
+	    connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		fail("connect");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* CONNECT to volume "tvol" asking for DEPTH receives; the server's ACCEPT read. */
+static int handshake(int fd, uint16_t depth)
+{
+	struct knet_cm_req req = {
+		.version = htole16(KNET_PROTO_VERSION), .service = KNET_SVC_BLOCK, .name_len = 4,
+		.recv_depth = htole16(depth), .inline_max = htole32(4096), .name = "tvol",
+	};
+	struct knet_tcp_pdu p = pdu(KNET_TCP_CONNECT, sizeof(req), 0, 0);
+	struct knet_cm_rep rep;
+
+	if (send_all(fd, &p, sizeof(p)) || send_all(fd, &req, sizeof(req)) ||
+	    recv_all(fd, &p, sizeof(p)))
+		return -1;
+	if (p.type != KNET_TCP_ACCEPT || le32toh(p.length) != sizeof(rep) ||
+	    recv_all(fd, &rep, sizeof(rep))) {
+		fprintf(stderr, "tcp-peer: the server did not accept (PDU type %u)\n", p.type);
+		return -1;
+	}
+	return le16toh(rep.credits);
+}
+
+/* Does the server close FD within 5 s (reading and dropping what it sends)? */
+static int closed_by_server(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char buf[4096];
+
+	for (;;) {
+		int n = poll(&pfd, 1, 5000);
+		ssize_t r;
+
+		if (n <= 0)
+			return 0;
+		r = recv(fd, buf, sizeof(buf), 0);
+		if (r <= 0)
+			return 1;
+	}
+}
+
+/* A well-formed request message: header and BODY, tag TAG. */
+static size_t msg(uint8_t *out, uint16_t op, uint32_t tag, const void *body, uint32_t blen)
+{
+	struct knet_tcp_pdu p = pdu(KNET_TCP_MSG, (uint32_t)sizeof(struct knet_hdr) + blen, 0, 0);
+	struct knet_hdr h = {
+		.magic = htole32(KNET_PROTO_MAGIC), .version = KNET_PROTO_VERSION,
+		.opcode = htole16(op), .tag = htole32(tag), .body_len = htole32(blen),
+	};
+
+	memcpy(out, &p, sizeof(p));
+	memcpy(out + sizeof(p), &h, sizeof(h));
+	memcpy(out + sizeof(p) + sizeof(h), body, blen);
+	return sizeof(p) + sizeof(h) + blen;
+}
+
+static int attack(const struct peer *pr, const char *name)
+{
+	static uint8_t buf[1 << 20];
+	struct knet_tcp_pdu p;
+	size_t n = 0;
+	int fd, credits, i, ok;
+
+	fd = dial(pr);
+	if (fd < 0)
+		return -1;
+	if (!strcmp(name, "not a CONNECT")) {
+		n = msg(buf, KNET_OP_NOP, 1, NULL, 0);
+	} else {
+		credits = handshake(fd, 4);
+		if (credits < 0) {
+			close(fd);
+			return -1;
+		}
+		if (!strcmp(name, "more requests than its credits")) {
+			/* FLUSHes go to the workers: the credits are all held meanwhile. */
+			for (i = 0; i < 4 * credits + 8; i++)
+				n += msg(buf + n, MXBD_OP_FLUSH, (uint32_t)i, NULL, 0);
+		} else if (!strcmp(name, "data it was not asked for")) {
+			p = pdu(KNET_TCP_DATA, 4096, 1, 0);
+			memcpy(buf, &p, sizeof(p));
+			n = sizeof(p) + 4096;
+		} else if (!strcmp(name, "a PDU a client does not send")) {
+			p = pdu(KNET_TCP_R2T, 4096, 1, 0);
+			memcpy(buf, &p, sizeof(p));
+			n = sizeof(p);
+		} else if (!strcmp(name, "message of a size no request has")) {
+			p = pdu(KNET_TCP_MSG, 1 << 19, 0, 0);
+			memcpy(buf, &p, sizeof(p));
+			n = sizeof(p) + (1 << 19);
+		} else {
+			n = msg(buf, KNET_OP_NOP, 1, NULL, 0);
+			buf[1] = 0x80;	/* "malformed PDU": a flag no PDU has */
+		}
+	}
+	/* The server may close before it all went: that is the point. */
+	(void)send(fd, buf, n, MSG_NOSIGNAL);
+	ok = closed_by_server(fd);
+	close(fd);
+	printf("%s: %s\n", name, ok ? "closed by the server" : "NOT CLOSED");
+	return ok ? 0 : -1;
+}
+
+static int run_client(const struct peer *pr)
+{
+	static const char *const attacks[] = {
+		"not a CONNECT", "more requests than its credits", "data it was not asked for",
+		"a PDU a client does not send", "message of a size no request has",
+		"malformed PDU",
+	};
+	size_t i;
+	int bad = 0;
+
+	for (i = 0; i < sizeof(attacks) / sizeof(attacks[0]); i++)
+		bad |= attack(pr, attacks[i]);
+	return bad ? 1 : 0;
+}
+
+/* ---- server: lies to the kernel client -------------------------------- */
+
+static int lie(int fd, const char *how)
+{
+	static uint8_t body[KNET_TCP_MSG_MAX];
+	struct knet_tcp_pdu p;
+	struct knet_hdr h;
+	struct knet_seg seg = { 0 };
+	uint32_t len, tag, seglen = 0;
+
+	for (;;) {
+		struct knet_hdr r = {
+			.magic = htole32(KNET_PROTO_MAGIC), .version = KNET_PROTO_VERSION,
+			.flags = KNET_HF_REPLY, .credits = htole16(1),
+		};
+
+		if (recv_all(fd, &p, sizeof(p)))
+			return fail("the client's request");
+		len = le32toh(p.length);
+		if (p.type != KNET_TCP_MSG || len < sizeof(h) || len > sizeof(body) ||
+		    recv_all(fd, body, len)) {
+			fprintf(stderr, "tcp-peer: the client's PDU is not a request\n");
+			return -1;
+		}
+		memcpy(&h, body, sizeof(h));
+		tag = le32toh(h.tag);
+		seglen = 0;
+		if (le16toh(h.nsegs)) {
+			memcpy(&seg, body + sizeof(h) + le32toh(h.body_len), sizeof(seg));
+			seglen = le32toh(seg.len);
+		}
+		if (seglen && (strncmp(how, "data-", 5) || le16toh(h.opcode) == MXBD_OP_READ))
+			break;
+		/* Not the one: answered, without moving its data. */
+		r.opcode = h.opcode;
+		r.tag = h.tag;
+		p = pdu(KNET_TCP_MSG, sizeof(r), 0, 0);
+		if (send_all(fd, &p, sizeof(p)) || send_all(fd, &r, sizeof(r)))
+			return -1;
+	}
+	printf("request: opcode %u, tag %#x, %u bytes offered\n", le16toh(h.opcode), tag, seglen);
+	if (!strcmp(how, "r2t-range")) {
+		p = pdu(KNET_TCP_R2T, 4096, tag, seglen);
+	} else if (!strcmp(how, "r2t-tag")) {
+		p = pdu(KNET_TCP_R2T, 512, tag ^ 0x300, 0);
+	} else if (!strcmp(how, "data-long")) {
+		p = pdu(KNET_TCP_DATA, seglen + 512, tag, 0);
+	} else if (!strcmp(how, "data-tag")) {
+		p = pdu(KNET_TCP_DATA, 512, tag ^ 0x300, 0);
+	} else if (!strcmp(how, "bad-type")) {
+		p = pdu(9, 0, tag, 0);
+	} else if (!strcmp(how, "huge")) {
+		p = pdu(KNET_TCP_MSG, 1 << 20, 0, 0);
+	} else if (!strcmp(how, "reply-tag")) {
+		struct knet_hdr r = {
+			.magic = htole32(KNET_PROTO_MAGIC), .version = KNET_PROTO_VERSION,
+			.flags = KNET_HF_REPLY, .opcode = h.opcode, .tag = htole32(tag ^ 0x300),
+			.credits = htole16(1),
+		};
+
+		p = pdu(KNET_TCP_MSG, sizeof(r), 0, 0);
+		if (send_all(fd, &p, sizeof(p)) || send_all(fd, &r, sizeof(r)))
+			return -1;
+		return 0;
+	} else if (!strcmp(how, "cut")) {
+		p = pdu(KNET_TCP_MSG, 64, 0, 0);
+		return send_all(fd, &p, sizeof(p) / 2);
+	} else {
+		fprintf(stderr, "tcp-peer: no lie '%s'\n", how);
+		return -1;
+	}
+	if (send_all(fd, &p, sizeof(p)))
+		return -1;
+	/* Payload of the DATA lies, or of the huge MSG: zeroes, as far as the client takes them. */
+	memset(body, 0, sizeof(body));
+	if (p.type == KNET_TCP_DATA || p.type == KNET_TCP_MSG)
+		(void)send(fd, body, sizeof(body), MSG_NOSIGNAL | MSG_DONTWAIT);
+	return 0;
+}
+
+static int run_server(int port, const char *how)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct knet_cm_rep rep = {
+		.version = htole16(KNET_PROTO_VERSION), .credits = htole16(4),
+		.inline_max = htole32(512), .max_io = htole32(1 << 20),
+		.max_segs = htole16(KNET_MAX_SEGS),
+	};
+	struct knet_cm_req req;
+	struct knet_tcp_pdu p;
+	int lfd, fd, one = 1, ret;
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0)
+		return fail("socket"), 1;
+	if (setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) || listen(lfd, 4))
+		return fail("listen"), 1;
+	printf("listening\n");
+	fflush(stdout);
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		return fail("accept"), 1;
+	if (recv_all(fd, &p, sizeof(p)) || p.type != KNET_TCP_CONNECT ||
+	    le32toh(p.length) != sizeof(req) || recv_all(fd, &req, sizeof(req))) {
+		fprintf(stderr, "tcp-peer: no CONNECT\n");
+		return 1;
+	}
+	p = pdu(KNET_TCP_ACCEPT, sizeof(rep), 0, 0);
+	if (send_all(fd, &p, sizeof(p)) || send_all(fd, &rep, sizeof(rep)))
+		return 1;
+	ret = lie(fd, how);
+	if (strcmp(how, "cut"))
+		sleep(2);
+	close(fd);
+	close(lfd);
+	return ret ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct peer pr = { .fd = -1 };
+
+	if (argc == 4 && !strcmp(argv[1], "client")) {
+		snprintf(pr.addr, sizeof(pr.addr), "%s", argv[2]);
+		pr.port = atoi(argv[3]);
+		return run_client(&pr);
+	}
+	if (argc == 4 && !strcmp(argv[1], "server"))
+		return run_server(atoi(argv[2]), argv[3]);
+	fprintf(stderr, "usage: tcp-peer client ADDR PORT | tcp-peer server PORT LIE\n");
+	return 2;
+}
