@@ -154,22 +154,26 @@ static int srv_open_devices(struct srv *s)
 	struct fi_info *dev[CFG_MAX_LISTEN];
 	int d, ret;
 
-	s->ndev = listen_devices(&s->cfg, s->linfo, s->anyinfo, dev);
-	if (!s->ndev) {
+	s->ndev = s->cfg.nlisten ? listen_devices(&s->cfg, s->linfo, s->anyinfo, dev) : 0;
+	if (!s->ndev && s->cfg.nlisten) {
 		srv_log("no RDMA device to serve on");
 		return -FI_ENODEV;
 	}
 	for (d = 0; d < s->ndev; d++)
 		s->dev[d].info = dev[d];
-	if (s->nshards < s->ndev) {
-		srv_log("progress threads: %d, one for each of %d RDMA devices (not %d)", s->ndev,
-			s->ndev, s->nshards);
-		s->nshards = s->ndev;
+	/* TCP has progress threads of its own: an RDMA device that goes takes none of them. */
+	s->ngroups = s->ndev + (s->cfg.ntcp > 0);
+	if (s->nshards < s->ngroups) {
+		srv_log("progress threads: %d, one for each of %d RDMA devices%s (not %d)",
+			s->ngroups, s->ndev, s->cfg.ntcp ? " and TCP" : "", s->nshards);
+		s->nshards = s->ngroups;
 		if (s->nchunks < (uint32_t)s->nshards) {
 			srv_log("the pool must hold at least one chunk per progress thread");
 			return -FI_EINVAL;
 		}
 	}
+	if (!s->ndev)
+		return 0;	/* TCP only: no fabric */
 	ret = fi_fabric(s->dev[0].info->fabric_attr, &s->fabric, NULL);
 	if (ret)
 		return fab_err("setting up the fabric", ret);
@@ -235,7 +239,9 @@ int srv_open(struct srv *s)
 	ret = srv_open_devices(s);
 	if (ret)
 		return ret;
-	ret = fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL);
+	s->eqfd = -1;
+	if (s->ndev)
+		ret = fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL);
 	if (ret)
 		return fab_err("setting up the fabric", ret);
 	for (i = 0; i < s->cfg.nlisten; i++) {
@@ -247,7 +253,8 @@ int srv_open(struct srv *s)
 		if (ret)
 			return fab_err("setting up a listener", ret);
 	}
-	ret = fi_control(&s->eq->fid, FI_GETWAIT, &s->eqfd);
+	if (s->eq)
+		ret = fi_control(&s->eq->fid, FI_GETWAIT, &s->eqfd);
 	if (ret)
 		return fab_err("getting wait objects", ret);
 
@@ -269,7 +276,7 @@ int srv_open(struct srv *s)
 
 		sh->s = s;
 		sh->id = i;
-		sh->dev = i % s->ndev;
+		sh->dev = i % s->ngroups < s->ndev ? i % s->ngroups : -1;
 		if (shard_open(sh, shard_chunks(s, i)))
 			return -1;
 	}
@@ -290,7 +297,7 @@ int srv_open(struct srv *s)
 		perror("orfs-server: epoll_create1");
 		return -1;
 	}
-	if (epoll_add(s->epfd, s->eqfd) || epoll_add(s->epfd, s->sigfd) ||
+	if ((s->eqfd >= 0 && epoll_add(s->epfd, s->eqfd)) || epoll_add(s->epfd, s->sigfd) ||
 	    epoll_add(s->epfd, s->wakefd))
 		return -1;
 	for (i = 0; i < s->npep; i++) {

@@ -105,7 +105,7 @@ static void srv_status(struct srv *s)
  */
 static int main_loop(struct srv *s)
 {
-	struct fid *eqfid = &s->eq->fid;
+	struct fid *eqfid = s->eq ? &s->eq->fid : NULL;
 	struct epoll_event ev[4];
 	int ended, live, failed = 0, n, i, j;
 
@@ -133,7 +133,7 @@ static int main_loop(struct srv *s)
 			s->stopping = 1;
 			order_shards(s, 1);
 		}
-		if (!s->stop && fi_trywait(s->fabric, &eqfid, 1) != FI_SUCCESS) {
+		if (!s->stop && eqfid && fi_trywait(s->fabric, &eqfid, 1) != FI_SUCCESS) {
 			handle_listen(s);
 			continue;
 		}

@@ -49,7 +49,8 @@ static void report_status(struct shard *sh)
 	for (c = sh->conns; c; c = c->next)
 		n++;
 	srv_log("status: progress thread %d on %s: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer, READ sinks %s (%llu registered, %llu live)",
-		sh->id, s->dev[sh->dev].info->domain_attr->name, n, atomic_load(&sh->active),
+		sh->id, sh->dev >= 0 ? s->dev[sh->dev].info->domain_attr->name : "TCP", n,
+		atomic_load(&sh->active),
 		sh->pool.nfree, sh->pool.nchunks,
 		(unsigned long long)sh->buffer_waits,
 		sh->sink_per_read ? "registered per READ" : "in the pool's registration",
@@ -166,6 +167,8 @@ static int handle_cq(struct shard *sh, struct fid_cq *cq)
 	ssize_t n, k;
 	int seen = 0;
 
+	if (!cq)
+		return 0;	/* a TCP thread's */
 	for (;;) {
 		n = fi_cq_read(cq, ent, 16);
 		if (n == -FI_EAGAIN)
@@ -239,7 +242,7 @@ int epoll_add(int epfd, int fd)
 int shard_open(struct shard *sh, uint32_t nchunks)
 {
 	struct srv *s = sh->s;
-	const struct srv_dev *dev = &s->dev[sh->dev];
+	const struct srv_dev *dev = sh->dev >= 0 ? &s->dev[sh->dev] : NULL;
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
 	/* Every receive posted; every reply buffer and RDMA operation in flight. */
 	struct fi_cq_attr rx_attr = {
@@ -260,13 +263,14 @@ int shard_open(struct shard *sh, uint32_t nchunks)
 	if (sh->rx_budget < SRV_CREDITS)
 		sh->rx_budget = SRV_CREDITS;
 	sh->fault_rng = s->fault_seed;
-	if ((ret = fi_eq_open(s->fabric, &eq_attr, &sh->eq, NULL)) ||
-	    (ret = fi_cq_open(dev->domain, &rx_attr, &sh->rxcq, NULL)) ||
-	    (ret = fi_cq_open(dev->domain, &tx_attr, &sh->txcq, NULL)))
+	sh->eqfd = sh->rxcqfd = sh->txcqfd = -1;
+	if (dev && ((ret = fi_eq_open(s->fabric, &eq_attr, &sh->eq, NULL)) ||
+		    (ret = fi_cq_open(dev->domain, &rx_attr, &sh->rxcq, NULL)) ||
+		    (ret = fi_cq_open(dev->domain, &tx_attr, &sh->txcq, NULL))))
 		return fab_err("setting up a progress thread's queues", ret);
-	if ((ret = fi_control(&sh->eq->fid, FI_GETWAIT, &sh->eqfd)) ||
-	    (ret = fi_control(&sh->rxcq->fid, FI_GETWAIT, &sh->rxcqfd)) ||
-	    (ret = fi_control(&sh->txcq->fid, FI_GETWAIT, &sh->txcqfd)))
+	if (dev && ((ret = fi_control(&sh->eq->fid, FI_GETWAIT, &sh->eqfd)) ||
+		    (ret = fi_control(&sh->rxcq->fid, FI_GETWAIT, &sh->rxcqfd)) ||
+		    (ret = fi_control(&sh->txcq->fid, FI_GETWAIT, &sh->txcqfd))))
 		return fab_err("getting wait objects", ret);
 
 	/* The data buffers: allocated and registered once, bounded. */
@@ -285,13 +289,14 @@ int shard_open(struct shard *sh, uint32_t nchunks)
 	 * closed when they complete (eng: post_rdma()), as the kernel's
 	 * rdma_rw does; the pool is registered for WRITEs only.
 	 */
-	iwarp = dev->info->ep_attr && dev->info->ep_attr->protocol == FI_PROTO_IWARP;
-	sh->sink_per_read = s->cfg.read_sinks == CFG_SINKS_PER_READ || iwarp;
+	iwarp = dev && dev->info->ep_attr && dev->info->ep_attr->protocol == FI_PROTO_IWARP;
+	sh->sink_per_read = dev && (s->cfg.read_sinks == CFG_SINKS_PER_READ || iwarp);
 	/* See conn_fence(). */
 	sh->fence_reads = iwarp;
-	ret = fi_mr_reg(dev->domain, sh->pool.base, s->chunk_size * nchunks,
-			sh->sink_per_read ? FI_WRITE : FI_READ | FI_WRITE, 0, 0, 0, &sh->pool_mr,
-			NULL);
+	/* A TCP thread's pool is reached by its own reads and writes only. */
+	ret = dev ? fi_mr_reg(dev->domain, sh->pool.base, s->chunk_size * nchunks,
+			      sh->sink_per_read ? FI_WRITE : FI_READ | FI_WRITE, 0, 0, 0,
+			      &sh->pool_mr, NULL) : 0;
 	if (ret)
 		return fab_err("registering the buffer pool", ret);
 	sh->chunks = calloc(nchunks, sizeof(*sh->chunks));
@@ -310,7 +315,7 @@ int shard_open(struct shard *sh, uint32_t nchunks)
 		perror("orfs-server: epoll_create1");
 		return -1;
 	}
-	if (epoll_add(sh->epfd, sh->eqfd) || epoll_add(sh->epfd, sh->rxcqfd) ||
+	if ((dev && (epoll_add(sh->epfd, sh->eqfd) || epoll_add(sh->epfd, sh->rxcqfd))) ||
 	    epoll_add(sh->epfd, sh->mailfd) || epoll_add(sh->epfd, sh->box.efd))
 		return -1;
 	return 0;
@@ -331,10 +336,11 @@ static uint32_t share(uint32_t total, int n, uint32_t k)
 /* Shard I's part of the pool: its device's share, split among its threads. */
 uint32_t shard_chunks(const struct srv *s, int i)
 {
-	int d = i % s->ndev;
+	int d = i % s->ngroups;
 
-	return share(share(s->nchunks, s->ndev, (uint32_t)d),
-		     share((uint32_t)s->nshards, s->ndev, (uint32_t)d), (uint32_t)(i / s->ndev));
+	return share(share(s->nchunks, s->ngroups, (uint32_t)d),
+		     share((uint32_t)s->nshards, s->ngroups, (uint32_t)d),
+		     (uint32_t)(i / s->ngroups));
 }
 
 /*
@@ -461,7 +467,7 @@ static int shard_retired(const struct shard *s, time_t deadline)
 /* A progress thread: shard S's connections until told to stop. */
 static void shard_loop(struct shard *s)
 {
-	struct fid *fids[2], *eqfid = &s->eq->fid;
+	struct fid *fids[2], *eqfid = s->eq ? &s->eq->fid : NULL;
 	struct epoll_event ev[8];
 	time_t deadline = 0, retire_by = 0;
 	int draining = 0;
@@ -479,7 +485,8 @@ static void shard_loop(struct shard *s)
 			retire_by = shard_retire(s);
 		if (s->eq_ready) {
 			s->eq_ready = 0;
-			handle_eq(s);
+			if (s->eq)
+				handle_eq(s);
 		}
 		/* Mail, even when completions keep the thread from epoll. */
 		if (atomic_load(&s->mail_seq) != s->mail_taken)
@@ -515,7 +522,7 @@ static void shard_loop(struct shard *s)
 		 * results only), is left as it is: anything new on it signals
 		 * its channel. That saves a read and an ioctl a wake-up.
 		 */
-		if (!polled) {
+		if (!polled && s->eq) {
 			/*
 			 * The connection event queue on its own: a completion
 			 * found by the CQs' trywait says nothing about it, and

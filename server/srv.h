@@ -197,7 +197,7 @@ struct connreq {
 struct shard {
 	struct srv		*s;
 	int			id;
-	int			dev;		/* the RDMA device it serves: srv.dev[] */
+	int			dev;		/* the RDMA device it serves: srv.dev[]; -1: TCP */
 	pthread_t		thread;
 	int			started;	/* the thread runs: join it */
 	struct fid_eq		*eq;		/* its connections' CM events */
@@ -282,6 +282,7 @@ struct srv {
 	int			nunserved;
 	struct srv_dev		dev[CFG_MAX_LISTEN];
 	int			ndev;
+	int			ngroups;	/* of progress threads: each device's, TCP's */
 	struct fid_fabric	*fabric;
 	struct fid_eq		*eq;		/* the listeners' */
 	struct fid_pep		*pep[CFG_MAX_LISTEN];

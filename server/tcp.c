@@ -3,7 +3,7 @@
  * orfs-server: the TCP transport (knet_proto.h, "The TCP transport").
  *
  * The main thread listens and accepts; each accepted socket goes to the
- * least loaded shard, which reads its CONNECT, admits it as an RDMA
+ * least loaded of the shards kept for TCP (struct shard, dev -1), which reads its CONNECT, admits it as an RDMA
  * connection request is (conn_admit()) and answers ACCEPT or REJECT. From
  * then on the connection is a struct conn like any other: the request
  * engine posts receives, sends and "RDMA" on it, and this file turns
@@ -168,7 +168,7 @@ void tcp_accept(struct srv *s, int lfd)
 		sh = NULL;
 		load = 0;
 		for (i = 0; !s->stopping && i < s->nshards; i++) {
-			if (s->shards[i].retiring || s->shards[i].retired || !s->shards[i].started)
+			if (s->shards[i].dev >= 0 || s->shards[i].retired || !s->shards[i].started)
 				continue;
 			other = shard_load(&s->shards[i]);
 			if (!sh || other < load) {
