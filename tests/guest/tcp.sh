@@ -99,6 +99,29 @@ expect_grep "/tmp/mnt orfs .*,transport=rdma" /proc/mounts
 cmp /tmp/src /tmp/mnt/cached
 umount /tmp/mnt
 
+step "a server on TCP alone (no RDMA address at all): auto takes TCP where no RDMA device routes, IPv4 and IPv6"
+truncate -s 32M /tmp/tvol2
+start_other /tmp/other.log -a tcp://127.0.0.1:20088 -a "tcp://[::1]:20088" -s /tmp/tstate2 \
+	-e data=/tmp/texp,no_root_squash -b tvol2=/tmp/tvol2
+expect_grep "listening on tcp://127.0.0.1 port 20088, tcp://::1 port 20088" /tmp/other.log
+mount -t orfs -o transport=auto,port=20088 127.0.0.1:/data /tmp/mnt
+expect_grep "/tmp/mnt orfs .*,transport=tcp" /proc/mounts
+cmp /tmp/src /tmp/mnt/cached
+umount /tmp/mnt
+mount -t orfs -o transport=tcp,port=20088 "[::1]:/data" /tmp/mnt
+expect_grep "/tmp/mnt orfs .*addr=::1,port=20088,.*transport=tcp" /proc/mounts
+cmp /tmp/src /tmp/mnt/cached
+umount /tmp/mnt
+echo "server=127.0.0.1 port=20088 volume=tvol2 transport=auto" > /sys/class/mxbd/attach
+expect_eq "transport auto chose" "$(cat /sys/block/mxbd0/mxbd/transport)" tcp
+dd if=/tmp/src of=/dev/mxbd0 bs=1M count=8 oflag=direct status=none
+cmp <(head -c 8M /tmp/src) <(dd if=/dev/mxbd0 bs=1M count=8 iflag=direct status=none)
+echo mxbd0 > /sys/class/mxbd/detach
+# An RDMA client finds no RDMA listener there: refused, not hung.
+expect_fail mount -t orfs -o transport=rdma,port=20088 "$ORFS_ADDR:/data" /tmp/mnt
+kill "$OTHER_PID"
+wait "$OTHER_PID" || fail "the TCP-only server did not stop cleanly"
+
 step "bad transport options are refused with a clear error"
 expect_fail mount -t orfs -o transport=udp "$ORFS_ADDR:/data" /tmp/mnt
 expect_fail sh -c "echo 'server=$ORFS_ADDR volume=tvol transport=udp' > /sys/class/mxbd/attach"
