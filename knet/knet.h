@@ -165,6 +165,7 @@ enum knet_transport_sel {
 };
 
 int knet_transport_parse(const char *s);
+extern const struct kernel_param_ops knet_transport_param_ops;
 const char *knet_transport_str(enum knet_transport_sel t);
 const char *knet_ep_transport(const struct knet_ep *ep);
 

@@ -7,6 +7,7 @@
 #define pr_fmt(fmt) "knet: " fmt
 
 #include <linux/debugfs.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/workqueue.h>
@@ -49,6 +50,38 @@ const char *knet_transport_str(enum knet_transport_sel t)
 	}
 }
 EXPORT_SYMBOL_GPL(knet_transport_str);
+
+static int knet_transport_param_set(const char *val, const struct kernel_param *kp)
+{
+	char buf[8];
+	int t;
+
+	/* "tcp\n" from echo, as sysfs hands it over. */
+	if (strscpy(buf, val, sizeof(buf)) < 0)
+		return -EINVAL;
+	strim(buf);
+	t = knet_transport_parse(buf);
+	if (t < 0)
+		return t;
+	WRITE_ONCE(*(int *)kp->arg, t);
+	return 0;
+}
+
+static int knet_transport_param_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", knet_transport_str(READ_ONCE(*(int *)kp->arg)));
+}
+
+/*
+ * knet_transport_param_ops - a module parameter naming a transport, an int
+ * holding an enum knet_transport_sel: "rdma", "tcp" or "auto", read and
+ * written as such (module_param_cb()); writable while the module runs.
+ */
+const struct kernel_param_ops knet_transport_param_ops = {
+	.set	= knet_transport_param_set,
+	.get	= knet_transport_param_get,
+};
+EXPORT_SYMBOL_GPL(knet_transport_param_ops);
 
 /**
  * knet_ep_transport() - the transport an endpoint connected with
