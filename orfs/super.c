@@ -19,6 +19,7 @@
 #include <linux/fs_parser.h>
 #include <linux/in6.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/pagemap.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
@@ -38,6 +39,10 @@ static struct knet_ulp orfs_ulp = {
 };
 
 /* ---- options ---------------------------------------------------------- */
+
+static int orfs_transport = KNET_TRANSPORT_RDMA;
+module_param_cb(transport, &knet_transport_param_ops, &orfs_transport, 0644);
+MODULE_PARM_DESC(transport, "Transport of a mount that names none: rdma, tcp, or auto (RDMA when an RDMA device routes to the server, else TCP) (default rdma)");
 
 enum {
 	ORFS_OPT_ADDR, ORFS_OPT_PORT, ORFS_OPT_RSIZE, ORFS_OPT_WSIZE,
@@ -629,6 +634,7 @@ static int orfs_init_fs_context(struct fs_context *fc)
 		return 0;
 	}
 	ctx->opts.port = KNET_DEFAULT_PORT;
+	ctx->opts.transport = READ_ONCE(orfs_transport);
 	ctx->opts.acregmin = 3;
 	ctx->opts.acregmax = 60;
 	ctx->opts.acdirmin = 30;
