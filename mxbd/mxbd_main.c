@@ -35,8 +35,8 @@ MODULE_PARM_DESC(volume, "Name of the volume to attach at load");
 static ushort port = KNET_DEFAULT_PORT;
 module_param(port, ushort, 0444);
 MODULE_PARM_DESC(port, "Server port of the volume attached at load (default 20077)");
-static char *transport = "rdma";
-module_param(transport, charp, 0444);
+static int transport = KNET_TRANSPORT_RDMA;
+module_param_cb(transport, &knet_transport_param_ops, &transport, 0644);
 MODULE_PARM_DESC(transport, "Default transport of an attach: rdma, tcp, or auto (RDMA when an RDMA device routes to the server, else TCP) (default rdma)");
 static unsigned int nr_queues;
 module_param(nr_queues, uint, 0444);
@@ -101,13 +101,7 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 	o->loss_timeout = loss_timeout;
 	o->queue_depth = queue_depth;
 	o->max_io = max_io_kb * SZ_1K;
-	ret = knet_transport_parse(transport);
-	if (ret < 0) {
-		pr_err("attach: the module's transport=%s is none of rdma, tcp, auto\n", transport);
-		return -EINVAL;
-	}
-	o->transport = ret;
-	ret = 0;
+	o->transport = READ_ONCE(transport);
 	while ((tok = strsep(&s, MXBD_OPT_SEPARATORS)) != NULL) {
 		if (!*tok)
 			continue;
