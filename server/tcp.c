@@ -322,7 +322,7 @@ static void hs_connect(struct shard *sh, struct tcp_hs *hs)
 	c->since_us = now_us();
 	c->idle_since_us = c->since_us;
 	snprintf(c->peer, sizeof(c->peer), "%s", hs->peer);
-	srv_log("%s connected to %s '%s' over TCP (credits %d, progress thread %d)", c->peer,
+	srv_log("%s connected to %s '%s' (credits %d, progress thread %d on TCP)", c->peer,
 		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, c->ncredits,
 		sh->id);
 	free(hs);
