@@ -10,6 +10,7 @@
 #   make check-quick what needs no guest: builds for both kernels, unit tests (also
 #                    under ASan/UBSan), checkpatch, kernel-doc, shellcheck, sparse
 #   make check-iwarp the transport's in-guest tests over soft-iWARP on both kernels
+#   make check-tcp   the transport's in-guest tests over knet's TCP transport, both kernels
 #   make debug-kernel  build (once) the 6.12 debug kernel: KASAN, lockdep, kmemleak...
 #   make check-debug the in-guest tests on the debug kernel, over rxe and siw
 #   make bench       benchmarks in the guest (BENCH=<name> for one)
@@ -69,7 +70,7 @@ DKMS_SRC := dkms.conf Makefile Kbuild scripts/lib-kernel.sh $(wildcard knet/Kbui
 	knet/uapi/*.h regcache/Kbuild regcache/*.[ch] orfs/Kbuild orfs/*.[ch] orfs/uapi/*.h \
 	mxbd/Kbuild mxbd/*.[ch] mxbd/uapi/*.h)
 
-.PHONY: all modules modules-all userspace deb dkms-src install-user install-server install-client install-modules deps demo check check-quick check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
+.PHONY: all modules modules-all userspace deb dkms-src install-user install-server install-client install-modules deps demo check check-quick check-tcp check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
 all: modules userspace
 
 help:
@@ -205,6 +206,9 @@ debug-kernel: deps
 
 check-debug: deps
 	@scripts/check-debug.sh
+
+check-tcp: deps
+	@scripts/check-tcp.sh
 
 check-iwarp: deps
 	@CHECK_IWARP_KERNELS="6.1 6.12" \

@@ -8,9 +8,16 @@
 # depth 32 (IOPS, and the guest's CPU time a request: at that depth both
 # are bound by the two vCPUs). Each figure is the median of BENCH_ROUNDS runs
 # (default 4) of BENCH_SECONDS (default 10) on each device.
+# With BENCH_TRANSPORT=tcp (tests/bench/mxbd-tcp.sh) MXBD goes over knet's
+# TCP transport and its peer is NVMe/TCP (nvmet_tcp, nvme_tcp), on the
+# same address; a third device, MXBD over RDMA, runs the same jobs, and
+# rows named *_vs_rdma give each TCP figure beside it.
 # timeout: 1800
 . "$(dirname "$0")/../guest/lib.sh"
-out=$ORFS_RESULTS/mxbd.tsv
+tr=${BENCH_TRANSPORT:-rdma}
+name=mxbd
+[ "$tr" = rdma ] || name=mxbd-$tr
+out=$ORFS_RESULTS/$name.tsv
 : > "$out"
 secs=${BENCH_SECONDS:-10}
 rounds=${BENCH_ROUNDS:-4}
@@ -18,16 +25,29 @@ size=256M
 
 # MXBD.
 truncate -s 512M /tmp/mx.img
-start_server -b mx=/tmp/mx.img
+if [ "$tr" = tcp ]; then
+	truncate -s 512M /tmp/mr.img
+	start_server -a "tcp://$ORFS_ADDR" -b mx=/tmp/mx.img -b mr=/tmp/mr.img
+else
+	start_server -b mx=/tmp/mx.img
+fi
 modprobe -a ib_core rdma_cm
 insmod "$ORFS_KMOD/regcache/regcache.ko"
 insmod "$ORFS_KMOD/knet/knet.ko"
-insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mx
+insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mx transport="$tr"
 on_exit "rmmod mxbd; rmmod knet; rmmod regcache"
+grep -qx "$tr" /sys/block/mxbd0/mxbd/transport || fail "mxbd0 is not over $tr"
+devs="mx nv"
+if [ "$tr" = tcp ]; then
+	# Ours over RDMA beside it, as /dev/mxbd1.
+	echo "server=$ORFS_ADDR volume=mr transport=rdma" > /sys/class/mxbd/attach
+	grep -qx rdma /sys/block/mxbd1/mxbd/transport || fail "mxbd1 is not over rdma"
+	devs="mx nv mr"
+fi
 
-# NVMe-oF RDMA, target and host in this guest.
+# NVMe-oF over the same transport, target and host in this guest.
 truncate -s 512M /tmp/nv.img
-modprobe -a nvmet nvmet_rdma nvme_rdma
+modprobe -a nvmet "nvmet_$tr" "nvme_$tr"
 cfg=/sys/kernel/config/nvmet
 mkdir $cfg/subsystems/bench
 echo 1 > $cfg/subsystems/bench/attr_allow_any_host
@@ -36,12 +56,12 @@ echo /tmp/nv.img > $cfg/subsystems/bench/namespaces/1/device_path
 [ -e $cfg/subsystems/bench/namespaces/1/buffered_io ] && echo 1 > $cfg/subsystems/bench/namespaces/1/buffered_io
 echo 1 > $cfg/subsystems/bench/namespaces/1/enable
 mkdir $cfg/ports/1
-echo rdma > $cfg/ports/1/addr_trtype
+echo "$tr" > $cfg/ports/1/addr_trtype
 echo ipv4 > $cfg/ports/1/addr_adrfam
 echo "$ORFS_ADDR" > $cfg/ports/1/addr_traddr
 echo 4420 > $cfg/ports/1/addr_trsvcid
 ln -s $cfg/subsystems/bench $cfg/ports/1/subsystems/bench
-echo "transport=rdma,traddr=$ORFS_ADDR,trsvcid=4420,nqn=bench" > /dev/nvme-fabrics
+echo "transport=$tr,traddr=$ORFS_ADDR,trsvcid=4420,nqn=bench" > /dev/nvme-fabrics
 for ((i = 0; i < 100; i++)); do [ -b /dev/nvme0n1 ] && break; sleep 0.1; done
 [ -b /dev/nvme0n1 ] || fail "NVMe-oF namespace did not appear"
 on_exit "echo 1 > /sys/class/nvme/nvme0/delete_controller"
@@ -82,8 +102,18 @@ run_cpu() {
 		'BEGIN { printf "%.1f", n ? t / hz * 1e6 / n : 0 }')"
 }
 
-# Fill both, so that reads read written blocks.
-for dev in /dev/mxbd0 /dev/nvme0n1; do
+# dev_of D: the device of D (mx, nv, mr)
+dev_of() {
+	case $1 in
+	mx) echo /dev/mxbd0 ;;
+	nv) echo /dev/nvme0n1 ;;
+	mr) echo /dev/mxbd1 ;;
+	esac
+}
+
+# Fill them, so that reads read written blocks.
+for d in $devs; do
+	dev=$(dev_of "$d")
 	dd if=/dev/zero of=$dev bs=1M count=256 oflag=direct status=none
 done
 
@@ -99,9 +129,9 @@ declare -A fig
 for ((round = 1; round <= rounds; round++)); do
 	for job in "${jobs[@]}"; do
 		set -- $job
-		for d in $(turns $round mx nv); do
-			dev=/dev/mxbd0
-			[ $d = nv ] && dev=/dev/nvme0n1
+		# shellcheck disable=SC2046 # the devices in this round's order
+		for d in $(turns $round mx nv) $( [ "$tr" = rdma ] || echo mr); do
+			dev=$(dev_of "$d")
 			if [ "$4" = 32 ]; then
 				v=$(run_cpu "$d-$1-$round" $dev "$2" "$3" "$4")
 			else
@@ -130,5 +160,14 @@ for job in "${jobs[@]}"; do
 		row "${1}_iops" "$(pick mx "$1" 4)" "$(pick nv "$1" 4)" IOPS
 		row "${1}_cpu_us" "$(pick mx "$1" 5)" "$(pick nv "$1" 5)" us
 		;;
+	esac
+done
+# Over TCP: each TCP figure beside ours over RDMA, in the same boot.
+[ "$tr" = rdma ] || for job in "${jobs[@]}"; do
+	set -- $job
+	case $1 in
+	*_1M_*) row "${1}_MBps_vs_rdma" "$(pick mx "$1" 1)" "$(pick mr "$1" 1)" MBps ;;
+	*_qd1) row "${1}_lat_us_vs_rdma" "$(pick mx "$1" 2)" "$(pick mr "$1" 2)" us ;;
+	*_qd32) row "${1}_iops_vs_rdma" "$(pick mx "$1" 4)" "$(pick mr "$1" 4)" IOPS ;;
 	esac
 done

@@ -15,9 +15,16 @@
 # its defaults; the bandwidth jobs also run on NFS with as many connections
 # as ORFS (nconnect=). Each figure is the median of BENCH_ROUNDS runs
 # (default 4) on each mount.
+# With BENCH_TRANSPORT=tcp (tests/bench/orfs-tcp.sh) ORFS goes over knet's
+# TCP transport and NFS over TCP, on the same address; ORFS over RDMA runs
+# the O_DIRECT jobs too, and rows named *_vs_rdma give each TCP figure
+# beside it.
 # timeout: 2400
 . "$(dirname "$0")/../guest/lib.sh"
-out=$ORFS_RESULTS/orfs.tsv
+tr=${BENCH_TRANSPORT:-rdma}
+name=orfs
+[ "$tr" = rdma ] || name=orfs-$tr
+out=$ORFS_RESULTS/$name.tsv
 : > "$out"
 secs=${BENCH_SECONDS:-10}
 rounds=${BENCH_ROUNDS:-4}
@@ -38,8 +45,12 @@ mkdir -p /tmp/dexp/o /tmp/dexp/n
 
 # ORFS.
 mkdir -p /tmp/oexp /tmp/omnt /tmp/odisk /tmp/odiskst
-start_server -e data=/tmp/oexp,no_root_squash -e disk=/tmp/dexp/o,no_root_squash
+tcpl=()
+[ "$tr" = rdma ] || tcpl=(-a "tcp://$ORFS_ADDR")
+start_server "${tcpl[@]}" -e data=/tmp/oexp,no_root_squash -e disk=/tmp/dexp/o,no_root_squash
 load_suite
+# Every ORFS mount that names no transport takes the benchmark's.
+echo "$tr" > /sys/module/orfs/parameters/transport
 mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt
 on_exit "umount /tmp/omnt"
 # The disk export at the default (unstable write-back) and with writeback=stable.
@@ -53,7 +64,8 @@ mkdir -p /tmp/odisk/u /tmp/odisk/s
 # NFSv3 over RDMA, server and client in this guest.
 mkdir -p /tmp/nexp /tmp/nmnt /var/lib/nfs/rpc_pipefs /run/rpcbind
 touch /var/lib/nfs/etab /var/lib/nfs/rmtab /var/lib/nfs/xtab
-modprobe -a nfsd rpcrdma
+modprobe nfsd
+[ "$tr" = tcp ] || modprobe rpcrdma
 # Unmounted last (on_exit runs last in first), once knfsd is stopped.
 if ! mountpoint -q /var/lib/nfs/rpc_pipefs; then
 	mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs
@@ -69,8 +81,13 @@ exportfs -o rw,no_root_squash,fsid=2,insecure,no_subtree_check "$ORFS_ADDR:/tmp/
 rpc.mountd --no-nfs-version 4
 rpc.nfsd -N 4 8
 on_exit "rpc.nfsd 0; exportfs -ua; pkill rpc.mountd; pkill rpcbind"
-echo "rdma 20049" > /proc/fs/nfsd/portlist
-nfsmnt() { mount -t nfs -o "vers=3,nolock,proto=rdma,port=20049$1" "$ORFS_ADDR:/tmp/nexp" /tmp/nmnt; }
+if [ "$tr" = tcp ]; then
+	nfsopt=proto=tcp
+else
+	echo "rdma 20049" > /proc/fs/nfsd/portlist
+	nfsopt=proto=rdma,port=20049
+fi
+nfsmnt() { mount -t nfs -o "vers=3,nolock,$nfsopt$1" "$ORFS_ADDR:/tmp/nexp" /tmp/nmnt; }
 nfsmnt ""
 on_exit "umount /tmp/nmnt"
 # The disk export's NFS mount is made for its jobs only: a second mount of
@@ -82,7 +99,7 @@ mkdir -p /tmp/ndisk
 mkdir -p /tmp/omnt2 /tmp/pmnt1 /tmp/pmnt2 /tmp/srv2
 mount -t orfs "$ORFS_ADDR:/data" /tmp/omnt2
 on_exit "umount /tmp/omnt2"
-"$ORFS_BIN/orfs-server" --insecure -a "$ORFS_ADDR" -p 20078 -t 1 -s /tmp/srv2 -e data=/tmp/oexp,no_root_squash \
+"$ORFS_BIN/orfs-server" --insecure -a "$ORFS_ADDR" "${tcpl[@]}" -p 20078 -t 1 -s /tmp/srv2 -e data=/tmp/oexp,no_root_squash \
 	> /tmp/srv2.log 2>&1 &
 srv2=$!
 on_exit "kill $srv2; wait $srv2 || true"
@@ -116,7 +133,17 @@ dio() {
 		--ioengine=libaio --rw="$3" --bs="$4" --iodepth="$5" --time_based \
 		--runtime="$secs" --ramp_time=2
 }
-for d in /tmp/omnt /tmp/nmnt; do
+grep -q " /tmp/omnt orfs .*transport=$tr" /proc/mounts || fail "ORFS is not over $tr"
+mnts="/tmp/omnt /tmp/nmnt"
+if [ "$tr" = tcp ]; then
+	# Ours over RDMA beside it, for the O_DIRECT jobs.
+	mkdir -p /tmp/rmnt
+	mount -t orfs -o transport=rdma,nconnect="$nc" "$ORFS_ADDR:/data" /tmp/rmnt
+	on_exit "umount /tmp/rmnt"
+	mkdir -p /tmp/oexp/r
+	mnts="$mnts /tmp/rmnt/r"
+fi
+for d in $mnts; do
 	dd if=/dev/zero of=$d/f256 bs=1M count=256 status=none
 	mkdir -m 1777 $d/pub
 done
@@ -199,8 +226,11 @@ for ((round = 1; round <= rounds; round++)); do
 	systems=$(turns $round o n)
 	for job in "${jobs[@]}"; do
 		set -- $job
-		for x in $systems; do
-			read -r bw lat p99 _ < <(dio "$x-$1-$round" /tmp/${x}mnt "$2" "$3" "$4")
+		# shellcheck disable=SC2046 # the mounts in this round's order
+		for x in $systems $( [ "$tr" = rdma ] || echo r); do
+			d=/tmp/${x}mnt
+			[ $x != r ] || d=/tmp/rmnt/r
+			read -r bw lat p99 _ < <(dio "$x-$1-$round" $d "$2" "$3" "$4")
 			case $1 in
 			*_1M_*) keep $x "${1}_MBps" "$bw" ;;
 			*) keep $x "${1}_lat_us" "$lat"
@@ -246,7 +276,7 @@ for ((round = 1; round <= rounds; round++)); do
 		o) d=/tmp/odisk/u ;;
 		s) d=/tmp/odiskst/s ;;
 		n) d=/tmp/ndisk
-		   mount -t nfs -o vers=3,nolock,proto=rdma,port=20049 "$ORFS_ADDR:/tmp/dexp/n" $d ;;
+		   mount -t nfs -o "vers=3,nolock,$nfsopt" "$ORFS_ADDR:/tmp/dexp/n" $d ;;
 		esac
 		read -r w r < <(durable $d)
 		[ $x != n ] || umount $d
@@ -316,4 +346,9 @@ done
 row lock_handoff_ms "$(median ${fig[o-lock_handoff_ms]})" "$(median ${fig[p-lock_handoff_ms]})" ms
 row dio_64k_regcache_on_MBps "$(median ${fig[o-dio_64k_regcache_on_MBps]})" \
     "$(median ${fig[o-dio_64k_regcache_off_MBps]})" MBps
+# Over TCP: the O_DIRECT figures beside ours over RDMA, in the same boot.
+[ "$tr" = rdma ] || for m in dio_seqread_1M_qd16_MBps dio_seqwrite_1M_qd16_MBps \
+	dio_randread_4k_qd1_lat_us dio_randwrite_4k_qd1_lat_us; do
+	row "${m}_vs_rdma" "$(median ${fig[o-$m]})" "$(median ${fig[r-$m]})" "$(sed 's/.*_//' <<< "$m")"
+done
 cat "/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"

@@ -131,7 +131,10 @@ for m in kvec pages; do
 	ORFS_SERVER_FAULT=late-write start_server -F -b kvol=/tmp/kvol
 	kt -n kvol -w late -b 262144 -N 1500 -m $m > /tmp/out 2>&1 || { cat /tmp/out; fail "late writes ($m)"; }
 	cat /tmp/out
-	expect_grep '^late: the read ended with Connection timed out; 0 bytes of its memory changed' /tmp/out
+	# Over TCP the second DATA of the same range is already a lie.
+	why="Connection timed out"
+	[ "$ORFS_TRANSPORT" != tcp ] || why="Protocol error"
+	expect_grep "^late: the read ended with $why; 0 bytes of its memory changed" /tmp/out
 	late() { grep -q 'late-write fault: [0-9]* RDMA WRITEs' "$ORFS_SERVER_LOG"; }
 	wait_until 100 late || fail "the server's late writes did not end"
 	n=$(sed -n 's/.*late-write fault: \([0-9]*\) RDMA WRITEs.*/\1/p' "$ORFS_SERVER_LOG")
@@ -175,7 +178,11 @@ bg=$!
 wait_until 100 obj_is endpoints 1 || true
 cat "$objs"
 expect_eq "live endpoints" "$(obj endpoints)" 1
-[ "$(obj mrs)" -gt 0 ] || fail "no registration counted for a live endpoint"
+if [ "$ORFS_TRANSPORT" = tcp ]; then
+	expect_eq "registrations of a TCP endpoint" "$(obj mrs)" 0
+else
+	[ "$(obj mrs)" -gt 0 ] || fail "no registration counted for a live endpoint"
+fi
 expect_fail rmmod knet_test
 expect_fail rmmod knet
 kill "$bg"

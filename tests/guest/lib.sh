@@ -6,11 +6,26 @@
 #   ORFS_BIN      the project's userspace programs
 #   ORFS_RESULTS  a writable directory shared with the host
 #   ORFS_ADDR     the guest's address with rxe0 on it (ORFS_DEV, ORFS_RDMA_DEV)
+#   ORFS_TRANSPORT  knet's transport for the run: rdma, or tcp (the servers
+#                 started here listen on TCP too, load_suite makes it the
+#                 modules' default, and the ktest tools use it)
 # A script exits 0 to pass, 77 to skip (after printing "SKIP: reason"), and
 # anything else to fail. Cleanup registered with on_exit runs in any case.
 set -euo pipefail
 
 : "${ORFS_KMOD:?not running inside the test guest (use tests/harness/vm run)}"
+ORFS_TRANSPORT=${ORFS_TRANSPORT:-rdma}
+export KTEST_TRANSPORT=$ORFS_TRANSPORT
+# tcp_listen ADDR: the server's option for a TCP listener on ADDR in a TCP run
+# (and -T 4: two progress threads for RDMA and two for TCP, as an RDMA run
+# has two in all)
+tcp_listen() {
+	[ "$ORFS_TRANSPORT" = tcp ] || return 0
+	case $1 in
+	*:*) echo "-a tcp://[$1] -T 4" ;;
+	*) echo "-a tcp://$1 -T 4" ;;
+	esac
+}
 
 _exit_hooks=()
 _exit_rc=0	# set by a cleanup that finds something wrong
@@ -123,6 +138,9 @@ reload() {
 
 # log_lines: lines of the server's log so far (a mark for conn_threads)
 log_lines() { wc -l < "$ORFS_SERVER_LOG"; }
+# rc_name: the registration cache the run's user memory goes through:
+# the RDMA device's, or TCP's
+rc_name() { if [ "$ORFS_TRANSPORT" = tcp ]; then echo tcp; else echo "$ORFS_RDMA_DEV"; fi; }
 # conn_threads KIND NAME [MARK]: the progress threads, sorted, each once, of
 # the server's connections to KIND (export or volume) NAME logged after
 # line MARK of its log
@@ -191,6 +209,9 @@ load_suite() {
 			module_loaded "$m" || insmod "$ORFS_KMOD/$m/$m.ko"
 		done
 	fi
+	for m in orfs mxbd; do
+		echo "$ORFS_TRANSPORT" > "/sys/module/$m/parameters/transport"
+	done
 	on_exit unload_suite
 }
 
@@ -241,7 +262,9 @@ ORFS_SERVER_PID=
 start_server() {
 	local i
 	# --insecure: the tests' servers serve the guest's own address without an allow list.
-	"$ORFS_BIN/orfs-server" --insecure -a "$ORFS_ADDR" "$@" > "$ORFS_SERVER_LOG" 2>&1 &
+	# shellcheck disable=SC2046 # no listener, or one option and its value
+	"$ORFS_BIN/orfs-server" --insecure -a "$ORFS_ADDR" $(tcp_listen "$ORFS_ADDR") "$@" \
+		> "$ORFS_SERVER_LOG" 2>&1 &
 	ORFS_SERVER_PID=$!
 	# Once: a restarted server stops where the first would have, after
 	# the hooks of what uses it (mounts, their processes) have run.
@@ -268,9 +291,14 @@ mount_orfs() {
 # killed at exit if it still runs
 OTHER_PID=
 start_other() {
-	local log=$1
+	local log=$1 a prev= tcp=()
 	shift
-	"$ORFS_BIN/orfs-server" --insecure "$@" > "$log" 2>&1 &
+	# In a TCP run, a TCP listener beside each RDMA one.
+	for a in "$@"; do
+		[ "$prev" != -a ] || [[ $a == tcp://* ]] || read -r -a tcp < <(echo "${tcp[*]} $(tcp_listen "$a")")
+		prev=$a
+	done
+	"$ORFS_BIN/orfs-server" --insecure "$@" "${tcp[@]}" > "$log" 2>&1 &
 	OTHER_PID=$!
 	on_exit "kill $OTHER_PID 2>/dev/null; wait $OTHER_PID 2>/dev/null"
 	wait_until 100 grep -q 'listening on' "$log" || { cat "$log"; fail "orfs-server $* did not start"; }

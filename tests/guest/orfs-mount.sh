@@ -16,7 +16,7 @@ grep ' /tmp/mnt ' /proc/mounts | tee /tmp/out
 ncpu=$(nproc)
 auto=$((ncpu < 4 ? ncpu : 4))
 # The server's 1 MiB, or what the RDMA device maps in one registration.
-expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=$(dev_max_io),acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf,locks=remote,writeback=unstable " /tmp/out
+expect_grep "^$ORFS_ADDR:/data /tmp/mnt orfs rw,.*addr=$ORFS_ADDR,port=20077,rsize=262144,wsize=$(dev_max_io),acregmin=3,acregmax=10,acdirmin=30,acdirmax=60,soft,timeo=50,retrans=2,regcache=off,nconnect=$auto,largefolio=$lf,locks=remote,writeback=unstable,transport=$ORFS_TRANSPORT " /tmp/out
 expect_eq "knet endpoints of a mount on $ncpu CPUs" "$(ep_count)" $auto
 umnt
 mnt -o nconnect=1

@@ -28,7 +28,7 @@ step "O_DIRECT from and into shared mappings of files of the same mount, across 
 # reads into one are pinned for their I/O only (regcache's "uncacheable").
 # The writes are O_DSYNC: an unstable O_DIRECT write a restart loses
 # fails, by design, with EIO.
-rcstats="/sys/kernel/debug/regcache/$ORFS_RDMA_DEV/stats"
+rcstats="/sys/kernel/debug/regcache/$(rc_name)/stats"
 u0=$(awk '$1 == "uncacheable" { print $2 }' "$rcstats")
 mnt -o timeo=20
 dd if=/dev/urandom of=$exp/msrc bs=1M count=2 status=none

@@ -28,7 +28,7 @@ expect_eq "transport" "$(cat /sys/block/mxbd0/mxbd/transport)" tcp
 expect_eq "size" "$(blockdev --getsize64 /dev/mxbd0)" 268435456
 expect_eq "endpoints over tcp" "$(ep_each transport | grep -c tcp)" 2
 expect_grep "knet: connected to $ORFS_ADDR:20077 \(volume 'tvol'\) over tcp" <(dmesg)
-expect_grep "connected to volume 'tvol' over TCP" "$ORFS_SERVER_LOG"
+expect_grep "connected to volume 'tvol' \(credits [0-9]+, progress thread [0-9]+ on TCP\)" "$ORFS_SERVER_LOG"
 
 step "fio over TCP: random writes of 512 B to 1 MiB at depth 16, every block verified"
 fio --name=tv --filename=/dev/mxbd0 --direct=1 --ioengine=libaio --rw=randwrite \

@@ -80,14 +80,18 @@ verdicts() {
 
 # guest_run SPEC KVER RDMA SCRIPT...: for make check and make check-debug,
 # one guest boot of kernel SPEC (tests/harness/vm --kernel), version KVER, over
-# RDMA (rxe or siw); its verdicts are added to the caller's pass, fail and
-# skip, its output kept in $log/guest-KVER-RDMA.log
+# RDMA (rxe or siw), or over knet's TCP transport when GUEST_TRANSPORT=tcp;
+# its verdicts are added to the caller's pass, fail and skip, its output
+# kept in $log/guest-KVER-RDMA[-tcp].log
 guest_run() {
-	local spec=$1 v=$2 rdma=$3 res=build/vm/$2/results-$3 gp gf gs
+	local spec=$1 v=$2 rdma=$3 tr=${GUEST_TRANSPORT:-rdma} gp gf gs
+	local sfx=$3${GUEST_TRANSPORT:+-$GUEST_TRANSPORT}
+	local res=build/vm/$2/results-$sfx
 	shift 3
 	[ $# -gt 0 ] || return 0
-	echo "== in-guest tests on $v over $rdma"
-	tests/harness/vm run --kernel "$spec" --rdma "$rdma" --results "$res" "$@" | tee "$log/guest-$v-$rdma.log"
+	echo "== in-guest tests on $v over $rdma${GUEST_TRANSPORT:+, knet over $tr}"
+	tests/harness/vm run --kernel "$spec" --rdma "$rdma" --transport "$tr" --results "$res" "$@" |
+		tee "$log/guest-$v-$sfx.log"
 	if [ -f "$res/summary" ]; then
 		read -r gp gf gs < "$res/summary"
 		pass=$((pass + gp)); fail=$((fail + gf)); skip=$((skip + gs))
