@@ -233,6 +233,13 @@ static int knet_tcp_page_piece(const struct knet_mem *m, unsigned int i, size_t 
 	return 0;
 }
 
+/* Kernel-virtual memory: directly mapped, as for RDMA; copied, never spliced. */
+static int knet_tcp_kvec_piece(const struct knet_mem *m, unsigned int i, size_t off, size_t n,
+			       void *arg)
+{
+	return virt_addr_valid(m->kvec[i].iov_base + off) ? 0 : -EINVAL;
+}
+
 static int knet_tcp_map(struct knet_ep *ep, struct knet_slot *s, struct knet_request *rq,
 			struct knet_seg *seg)
 {
@@ -244,10 +251,13 @@ static int knet_tcp_map(struct knet_ep *ep, struct knet_slot *s, struct knet_req
 	ts->nbv = 0;
 	ts->moved = 0;
 	ts->splice = m->type != KNET_MEM_KVEC;	/* slab memory never goes by reference */
+	/* Each walk also checks that the entries hold the data (the iterators trust it). */
 	if (m->type == KNET_MEM_UVEC)
 		ret = knet_mem_walk(m, knet_tcp_user_piece, &b);
-	else if (m->type == KNET_MEM_BVEC && rq->dir == KNET_DIR_TO_SERVER)
+	else if (m->type == KNET_MEM_BVEC)
 		ret = knet_mem_walk(m, knet_tcp_page_piece, &b);
+	else
+		ret = knet_mem_walk(m, knet_tcp_kvec_piece, &b);
 	if (ret)
 		return ret;
 	seg->addr = 0;
