@@ -42,6 +42,12 @@
 #define TCP_READ_BUDGET	(1 << 20)	/* bytes read from one connection a turn */
 #define TCP_IOV_MAX	64		/* iovecs of one writev */
 #define TCP_HS_US	5000000		/* for a CONNECT to come whole */
+/*
+ * A connection with PDUs to write or DATA awaited that moves no byte for
+ * this long is closed: a client that stops reading, or answers an R2T by
+ * the byte, would otherwise hold the pool chunks of its requests.
+ */
+#define TCP_STALL_US	30000000
 
 /* An accepted socket whose CONNECT has not come whole yet. */
 struct tcp_hs {
@@ -66,6 +72,7 @@ struct tcp_conn {
 	struct knet_tcp_pdu	hdr;		/* the PDU being received */
 	uint32_t		hdr_got;
 	uint32_t		body_got;	/* bytes of its payload */
+	uint64_t		moved_us;	/* now_us() when a byte last moved */
 	size_t			in_off, in_have;
 	char			in[TCP_IN_SIZE];
 };
@@ -272,6 +279,7 @@ static struct tcp_conn *tcp_conn_new(int fd)
 	t->pull_tail = &t->pull;
 	t->msg_slot = -1;
 	t->rd_ready = 1;	/* what came with the CONNECT */
+	t->moved_us = now_us();
 	return t;
 }
 
@@ -356,6 +364,9 @@ static void hs_read(struct shard *sh, struct tcp_hs *hs)
 
 static void out_push(struct tcp_conn *t, struct op *op)
 {
+	/* Work after a quiet time: the stall clock starts now. */
+	if (!t->out && !t->pull)
+		t->moved_us = now_us();
 	op->tcp_next = NULL;
 	op->tcp_done = 0;
 	*t->out_tail = op;
@@ -457,6 +468,8 @@ static void tcp_write(struct conn *c)
 	if (!n)
 		return;
 	w = writev(t->fd, iov, n);
+	if (w > 0)
+		t->moved_us = now_us();
 	if (w < 0) {
 		if (errno == EAGAIN)
 			tcp_watch_out(c->sh, t, 1);
@@ -591,6 +604,7 @@ static void tcp_read(struct conn *c)
 					n = recv(t->fd, dst + t->body_got, len - t->body_got,
 						 MSG_DONTWAIT);
 					if (n > 0) {
+						t->moved_us = now_us();
 						budget -= budget < (size_t)n ? budget : (size_t)n;
 						t->body_got += (uint32_t)n;
 						if (t->body_got == len)
@@ -603,6 +617,7 @@ static void tcp_read(struct conn *c)
 			n = recv(t->fd, t->in, sizeof(t->in), MSG_DONTWAIT);
 			if (n <= 0)
 				goto end;
+			t->moved_us = now_us();
 			t->in_have = (size_t)n;
 			budget -= budget < (size_t)n ? budget : (size_t)n;
 		}
@@ -731,6 +746,12 @@ int tcp_progress(struct shard *sh)
 		if (!t)
 			continue;
 		conn_get(c);
+		if (!c->closing && (t->out || t->pull)) {
+			if (!now)
+				now = now_us();
+			if (now - t->moved_us > TCP_STALL_US)
+				conn_close(c, "stalled: it takes or sends nothing it was asked to");
+		}
 		if (t->flush) {
 			tcp_flush(c);
 			did = 1;
