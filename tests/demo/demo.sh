@@ -32,10 +32,10 @@ wait
 echo "$n of 10 pings came back and verified"
 expect_eq "verified pings" "$n" 10
 
-say "Starting orfs-server on $ORFS_ADDR: export 'demo' (a directory), volume 'vol0' (a file)"
+say "Starting orfs-server on $ORFS_ADDR, over RDMA and TCP: export 'demo' (a directory), volume 'vol0' (a file)"
 mkdir -p /tmp/demo-export
 truncate -s 64M /tmp/demo-volume
-start_server -s /tmp/demo-state -e demo=/tmp/demo-export,no_root_squash -b vol0=/tmp/demo-volume
+start_server -a "tcp://$ORFS_ADDR" -s /tmp/demo-state -e demo=/tmp/demo-export,no_root_squash -b vol0=/tmp/demo-volume
 cat "$ORFS_SERVER_LOG"
 
 say "A userspace client connects over RDMA and sends 100 NOP requests within its credits"
@@ -98,6 +98,15 @@ grep -E '^(hits|misses|pinned_bytes)' "$dbg/regcache/$ORFS_RDMA_DEV/stats"
 df -h /tmp/orfs | tail -n 1
 umount /tmp/orfs
 
+say "Without RDMA: the same export over TCP (transport=tcp); the server still asks for the data it moves"
+mount -t orfs -o transport=tcp "$ORFS_ADDR:/demo" /tmp/orfs
+grep -o ' /tmp/orfs orfs .*transport=tcp' /proc/mounts
+dd if=/tmp/demo-src of=/tmp/orfs/over-tcp bs=256k oflag=direct status=none
+cmp /tmp/demo-src /tmp/orfs/over-tcp && echo "1 MiB written with O_DIRECT over TCP, identical"
+diff -r /usr/include/linux /tmp/orfs/include && echo "the tree copied over RDMA reads the same over TCP"
+grep "on TCP)" "$ORFS_SERVER_LOG" | tail -n 1
+umount /tmp/orfs
+
 say "MXBD at run time: 'mxbdctl attach' makes a device, 'mxbdctl list' shows it"
 ctl() { "$ORFS_PROJ/tools/mxbdctl" "$@"; }
 dev=$(ctl attach "$ORFS_ADDR" vol0 io_timeout=5 loss_timeout=60)
@@ -113,7 +122,7 @@ wait_until 300 eval '[ "$(writes_done)" -gt 20 ]' || fail "the write never start
 kill -KILL "$ORFS_SERVER_PID"; { wait "$ORFS_SERVER_PID"; } 2>/dev/null || true; ORFS_SERVER_PID=
 echo "server killed after $(writes_done) writes; the device is $(cat "/sys/block/${dev#/dev/}/mxbd/state")"
 sleep 1
-start_server -s /tmp/demo-state -e demo=/tmp/demo-export,no_root_squash -b vol0=/tmp/demo-volume
+start_server -a "tcp://$ORFS_ADDR" -s /tmp/demo-state -e demo=/tmp/demo-export,no_root_squash -b vol0=/tmp/demo-volume
 wait $writer || fail "the write failed across the restart"
 cmp <(dd if="$dev" bs=1M count=48 iflag=direct status=none) /tmp/demo-blk || fail "the data differs"
 echo "48 MiB written across the restart read back identical"

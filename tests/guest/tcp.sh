@@ -170,7 +170,8 @@ step "clients that break the protocol are cut off; the server goes on serving"
 	{ cat /tmp/peer.out; fail "tcp-peer client"; }
 cat /tmp/peer.out
 for why in "not a CONNECT" "more requests than its credits" "data it was not asked for" \
-	"a PDU a client does not send" "message of a size no request has" "malformed PDU"; do
+	"a PDU a client does not send" "message of a size no request has" "malformed PDU" \
+	"stalled: it takes or sends nothing it was asked to"; do
 	expect_grep "$why" "$ORFS_SERVER_LOG"
 done
 mount -t orfs -o transport=tcp "$ORFS_ADDR:/data" /tmp/mnt

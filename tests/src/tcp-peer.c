@@ -7,7 +7,8 @@
  *	against orfs-server serving volume "tvol": one connection for each
  *	way a client can break the protocol (a first PDU that is not a
  *	CONNECT, more requests than its credits, data not asked for, a PDU
- *	type clients do not send, a message larger than any, flags set);
+ *	type clients do not send, a message larger than any, flags set, a
+ *	write whose R2T is never answered: closed within 40 s as stalled);
  *	each must be closed by the server. Exit 0 when all were.
  *
  *   tcp-peer server PORT LIE
@@ -132,14 +133,14 @@ static int handshake(int fd, uint16_t depth)
 	return le16toh(rep.credits);
 }
 
-/* Does the server close FD within 5 s (reading and dropping what it sends)? */
-static int closed_by_server(int fd)
+/* Does the server close FD within MS (reading and dropping what it sends)? */
+static int closed_by_server(int fd, int ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	char buf[4096];
 
 	for (;;) {
-		int n = poll(&pfd, 1, 5000);
+		int n = poll(&pfd, 1, ms);
 		ssize_t r;
 
 		if (n <= 0)
@@ -195,6 +196,19 @@ static int attack(const struct peer *pr, const char *name)
 			p = pdu(KNET_TCP_R2T, 4096, 1, 0);
 			memcpy(buf, &p, sizeof(p));
 			n = sizeof(p);
+		} else if (!strcmp(name, "stalled")) {
+			/* A 1 MiB write offered, its R2T never answered. */
+			struct mxbd_io io = { .length = htole32(1 << 20) };
+			struct knet_seg seg = { .len = htole32(1 << 20) };
+			struct knet_hdr *h;
+
+			n = msg(buf, MXBD_OP_WRITE, 1, &io, sizeof(io));
+			memcpy(buf + n, &seg, sizeof(seg));
+			n += sizeof(seg);
+			h = (struct knet_hdr *)(buf + sizeof(p));
+			h->nsegs = htole16(1);
+			p = pdu(KNET_TCP_MSG, (uint32_t)(n - sizeof(p)), 0, 0);
+			memcpy(buf, &p, sizeof(p));
 		} else if (!strcmp(name, "message of a size no request has")) {
 			p = pdu(KNET_TCP_MSG, 1 << 19, 0, 0);
 			memcpy(buf, &p, sizeof(p));
@@ -206,7 +220,7 @@ static int attack(const struct peer *pr, const char *name)
 	}
 	/* The server may close before it all went: that is the point. */
 	(void)send(fd, buf, n, MSG_NOSIGNAL);
-	ok = closed_by_server(fd);
+	ok = closed_by_server(fd, strcmp(name, "stalled") ? 5000 : 40000);
 	close(fd);
 	printf("%s: %s\n", name, ok ? "closed by the server" : "NOT CLOSED");
 	return ok ? 0 : -1;
@@ -217,7 +231,7 @@ static int run_client(const struct peer *pr)
 	static const char *const attacks[] = {
 		"not a CONNECT", "more requests than its credits", "data it was not asked for",
 		"a PDU a client does not send", "message of a size no request has",
-		"malformed PDU",
+		"malformed PDU", "stalled",
 	};
 	size_t i;
 	int bad = 0;
