@@ -51,32 +51,29 @@ static int knet_sg_piece(const struct knet_mem *m, unsigned int i, size_t off, s
 	return 0;
 }
 
+/* A page's part of user memory: its cached DMA address. */
+static int knet_user_page(struct regcache_entry *e, unsigned long addr, size_t k, void *arg)
+{
+	struct knet_sg_build *b = arg;
+	struct scatterlist *sg;
+
+	if (b->n == b->ep->max_pages)
+		return -EINVAL;
+	sg = &b->s->sg[b->n++];
+	sg_dma_address(sg) = regcache_dma(e, addr);
+	sg_dma_len(sg) = k;
+	ib_dma_sync_single_for_device(b->ep->dev, sg_dma_address(sg), k, DMA_BIDIRECTIONAL);
+	return 0;
+}
+
 /* User memory: the cached DMA addresses of its pinned pages, page by page. */
 static int knet_user_piece(const struct knet_mem *m, unsigned int i, size_t off, size_t n,
 			   void *arg)
 {
 	struct knet_sg_build *b = arg;
-	unsigned long addr = (unsigned long)m->iov[i].iov_base + off;
-	unsigned long end = addr + n;
-	struct regcache_entry *e;
 
-	if (b->pin >= b->rq->npin)
-		return -EINVAL;
-	e = b->rq->pin[b->pin++];
-	while (addr < end) {
-		size_t k = min_t(size_t, end - addr, PAGE_SIZE - offset_in_page(addr));
-		struct scatterlist *sg;
-
-		if (b->n == b->ep->max_pages)
-			return -EINVAL;
-		sg = &b->s->sg[b->n++];
-		sg_dma_address(sg) = regcache_dma(e, addr);
-		sg_dma_len(sg) = k;
-		ib_dma_sync_single_for_device(b->ep->dev, sg_dma_address(sg), k,
-					      DMA_BIDIRECTIONAL);
-		addr += k;
-	}
-	return 0;
+	return knet_pin_pages(b->rq, &b->pin, (unsigned long)m->iov[i].iov_base + off, n,
+			      knet_user_page, b);
 }
 
 /* Map the request's memory and register it; fills SEG. */

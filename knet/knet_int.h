@@ -214,6 +214,11 @@ typedef int (*knet_piece_fn)(const struct knet_mem *m, unsigned int i, size_t of
 int knet_mem_walk(const struct knet_mem *m, knet_piece_fn fn, void *arg);
 int knet_mem_copy(const struct knet_mem *m, void *buf, size_t len, bool to_mem,
 		  struct knet_request *pinned);
+struct regcache_entry;
+/* knet_pin_pages()'s FN: ADDR's N bytes, inside one page of pinned entry E. */
+typedef int (*knet_page_fn)(struct regcache_entry *e, unsigned long addr, size_t n, void *arg);
+int knet_pin_pages(const struct knet_request *rq, unsigned int *pin, unsigned long addr,
+		   size_t n, knet_page_fn fn, void *arg);
 
 /* knet_req.c */
 void knet_ep_fail(struct knet_ep *ep, int err);

@@ -122,6 +122,41 @@ static int knet_copy_piece(const struct knet_mem *m, unsigned int i, size_t off,
 	return 0;
 }
 
+/**
+ * knet_pin_pages() - the pinned pages of one piece of user memory
+ * @rq: the request whose pins hold the memory, one entry a piece
+ * @pin: in and out: the next entry of @rq->pin
+ * @addr: the piece's first user address
+ * @n: its bytes
+ * @fn: called for each page's part: the entry, the address, the bytes
+ *	(up to the page's end); a non-zero return stops the walk
+ * @arg: passed to @fn
+ *
+ * For a knet_mem_walk() over user memory that @rq pinned (knet_pin()).
+ *
+ * Return: 0, -EINVAL when @rq has no pin left, or what @fn returned.
+ */
+int knet_pin_pages(const struct knet_request *rq, unsigned int *pin, unsigned long addr,
+		   size_t n, knet_page_fn fn, void *arg)
+{
+	unsigned long end = addr + n;
+	struct regcache_entry *e;
+	int ret;
+
+	if (*pin >= rq->npin)
+		return -EINVAL;
+	e = rq->pin[(*pin)++];
+	while (addr < end) {
+		size_t k = min_t(size_t, end - addr, PAGE_SIZE - offset_in_page(addr));
+
+		ret = fn(e, addr, k, arg);
+		if (ret)
+			return ret;
+		addr += k;
+	}
+	return 0;
+}
+
 /*
  * Copy between the data of a descriptor and a linear buffer. User memory
  * is reached through the pins of PINNED when set (into it only), else

@@ -191,31 +191,29 @@ struct knet_tcp_build {
 	unsigned int		pin;
 };
 
+/* A page's part of user memory: one page entry. */
+static int knet_tcp_user_page(struct regcache_entry *e, unsigned long addr, size_t k, void *arg)
+{
+	struct knet_tcp_build *b = arg;
+	struct bio_vec *bv;
+
+	if (b->ts->nbv == KNET_TCP_BV_MAX)
+		return -EINVAL;
+	bv = &b->ts->bv[b->ts->nbv++];
+	bv->bv_page = regcache_page(e, addr);
+	bv->bv_len = k;
+	bv->bv_offset = offset_in_page(addr);
+	return 0;
+}
+
 /* User memory: one page entry per pinned page. */
 static int knet_tcp_user_piece(const struct knet_mem *m, unsigned int i, size_t off, size_t n,
 			       void *arg)
 {
 	struct knet_tcp_build *b = arg;
-	unsigned long addr = (unsigned long)m->iov[i].iov_base + off;
-	unsigned long end = addr + n;
-	struct regcache_entry *e;
 
-	if (b->pin >= b->rq->npin)
-		return -EINVAL;
-	e = b->rq->pin[b->pin++];
-	while (addr < end) {
-		size_t k = min_t(size_t, end - addr, PAGE_SIZE - offset_in_page(addr));
-		struct bio_vec *bv;
-
-		if (b->ts->nbv == KNET_TCP_BV_MAX)
-			return -EINVAL;
-		bv = &b->ts->bv[b->ts->nbv++];
-		bv->bv_page = regcache_page(e, addr);
-		bv->bv_len = k;
-		bv->bv_offset = offset_in_page(addr);
-		addr += k;
-	}
-	return 0;
+	return knet_pin_pages(b->rq, &b->pin, (unsigned long)m->iov[i].iov_base + off, n,
+			      knet_tcp_user_page, b);
 }
 
 /* Pages: may each go to the socket by reference? */
