@@ -90,12 +90,7 @@ static void hand_over(struct srv *s, const union cm_event *ev, size_t len)
 	memcpy(&q->ev, ev, len);
 	q->tcp_fd = -1;
 	q->datalen = len - sizeof(q->ev.cm);
-	sh->queued++;
-	pthread_mutex_lock(&sh->mail_lock);
-	q->next = sh->mail;
-	sh->mail = q;
-	pthread_mutex_unlock(&sh->mail_lock);
-	mail_wake(sh);
+	shard_mail(sh, q);
 }
 
 /* The device of the listener whose fid is FID, or -1. */

@@ -120,6 +120,17 @@ void mail_wake(struct shard *sh)
 	wake(sh->mailfd);
 }
 
+/* Main: hand connection request Q to shard SH, counted as a connection meanwhile. */
+void shard_mail(struct shard *sh, struct connreq *q)
+{
+	sh->queued++;
+	pthread_mutex_lock(&sh->mail_lock);
+	q->next = sh->mail;
+	sh->mail = q;
+	pthread_mutex_unlock(&sh->mail_lock);
+	mail_wake(sh);
+}
+
 /* How many connections shard SH has or is about to have. */
 int shard_load(struct shard *sh)
 {

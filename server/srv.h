@@ -400,6 +400,7 @@ void srv_reload(struct srv *s);
 /* shard.c: progress threads */
 int epoll_add(int epfd, int fd);
 void mail_wake(struct shard *sh);
+void shard_mail(struct shard *sh, struct connreq *q);
 int shard_load(struct shard *sh);
 uint32_t shard_chunks(const struct srv *s, int i);
 int shard_open(struct shard *sh, uint32_t nchunks);

@@ -191,12 +191,7 @@ void tcp_accept(struct srv *s, int lfd)
 		q->tcp_fd = fd;
 		memcpy(&q->tcp_peer, &ss, len);
 		q->tcp_peerlen = len;
-		sh->queued++;
-		pthread_mutex_lock(&sh->mail_lock);
-		q->next = sh->mail;
-		sh->mail = q;
-		pthread_mutex_unlock(&sh->mail_lock);
-		mail_wake(sh);
+		shard_mail(sh, q);
 	}
 }
 
