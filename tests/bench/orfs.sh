@@ -134,16 +134,14 @@ dio() {
 		--runtime="$secs" --ramp_time=2
 }
 grep -q " /tmp/omnt orfs .*transport=$tr" /proc/mounts || fail "ORFS is not over $tr"
-mnts="/tmp/omnt /tmp/nmnt"
 if [ "$tr" = tcp ]; then
-	# Ours over RDMA beside it, for the O_DIRECT jobs.
+	# Ours over RDMA beside it, for the O_DIRECT jobs, on the same file
+	# as the TCP mount's (the guest's memory holds no third copy).
 	mkdir -p /tmp/rmnt
 	mount -t orfs -o transport=rdma,nconnect="$nc" "$ORFS_ADDR:/data" /tmp/rmnt
 	on_exit "umount /tmp/rmnt"
-	mkdir -p /tmp/oexp/r
-	mnts="$mnts /tmp/rmnt/r"
 fi
-for d in $mnts; do
+for d in /tmp/omnt /tmp/nmnt; do
 	dd if=/dev/zero of=$d/f256 bs=1M count=256 status=none
 	mkdir -m 1777 $d/pub
 done
@@ -228,9 +226,7 @@ for ((round = 1; round <= rounds; round++)); do
 		set -- $job
 		# shellcheck disable=SC2046 # the mounts in this round's order
 		for x in $systems $( [ "$tr" = rdma ] || echo r); do
-			d=/tmp/${x}mnt
-			[ $x != r ] || d=/tmp/rmnt/r
-			read -r bw lat p99 _ < <(dio "$x-$1-$round" $d "$2" "$3" "$4")
+			read -r bw lat p99 _ < <(dio "$x-$1-$round" /tmp/${x}mnt "$2" "$3" "$4")
 			case $1 in
 			*_1M_*) keep $x "${1}_MBps" "$bw" ;;
 			*) keep $x "${1}_lat_us" "$lat"
