@@ -304,6 +304,8 @@ static void hs_connect(struct shard *sh, struct tcp_hs *hs)
 	out.rep = rep;
 	if (!c->tcp || write_all(hs->fd, &out, sizeof(out))) {
 		srv_log("%s: cannot accept a TCP connection", hs->peer);
+		if (c->tcp)
+			c->tcp->fd = -1;	/* still the handshake's, closed with it */
 		conn_free(c);
 		sh->s->nconns--;
 		hs_free(sh, hs);
@@ -423,7 +425,8 @@ void tcp_free(struct conn *c)
 {
 	if (!c->tcp)
 		return;
-	close(c->tcp->fd);
+	if (c->tcp->fd >= 0)
+		close(c->tcp->fd);
 	free(c->tcp);
 	c->tcp = NULL;
 }
