@@ -98,8 +98,8 @@ int config_add_listen(struct config *c, const char *spec, const char *port, char
 		return fail(err, errlen, "listen: '%s'%s%s: too long, empty or malformed", spec,
 			    port ? " " : "", port ? port : "");
 	if ((tcp ? c->ntcp : c->nlisten) == CFG_MAX_LISTEN)
-		return fail(err, errlen, "listen: more than %d %s addresses", CFG_MAX_LISTEN,
-			    tcp ? "TCP" : "RDMA");
+		return fail(err, errlen, "listen: more than %d %saddresses", CFG_MAX_LISTEN,
+			    tcp ? "TCP " : "");
 	l = tcp ? &c->tcp[c->ntcp++] : &c->listen[c->nlisten++];
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
 	snprintf(l->port, sizeof(l->port), "%s", uport[0] ? uport : port ? port : "");

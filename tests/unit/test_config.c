@@ -203,6 +203,35 @@ static void test_listen(void)
 	CU_ASSERT_EQUAL(b.nlisten, CFG_MAX_LISTEN);
 	CU_ASSERT_NOT_EQUAL(config_add_listen(&a, "", NULL, err, sizeof(err)), 0);
 
+	/* TCP listeners: a list of their own, with a port in the address or beside it. */
+	config_init(&b);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "tcp://10.0.0.1", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "tcp://10.0.0.2:20099", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "tcp://[fd00::1]:20100", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_parse_line(&b, "listen tcp://[::] 20101", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_add_listen(&b, "rdma://10.0.0.3", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(b.ntcp, 4);
+	CU_ASSERT_EQUAL(b.nlisten, 1);
+	CU_ASSERT_STRING_EQUAL(b.listen[0].addr, "10.0.0.3");
+	CU_ASSERT_STRING_EQUAL(b.tcp[0].addr, "10.0.0.1");
+	CU_ASSERT_STRING_EQUAL(config_tcp_port(&b, 0), "20077");
+	CU_ASSERT_STRING_EQUAL(b.tcp[1].addr, "10.0.0.2");
+	CU_ASSERT_STRING_EQUAL(config_tcp_port(&b, 1), "20099");
+	CU_ASSERT_STRING_EQUAL(b.tcp[2].addr, "fd00::1");
+	CU_ASSERT_STRING_EQUAL(config_tcp_port(&b, 2), "20100");
+	CU_ASSERT_STRING_EQUAL(b.tcp[3].addr, "::");
+	CU_ASSERT_STRING_EQUAL(config_tcp_port(&b, 3), "20101");
+	/* Malformed: empty, an IPv6 address with a port out of brackets, brackets open. */
+	CU_ASSERT_NOT_EQUAL(config_add_listen(&b, "tcp://", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_listen(&b, "tcp://fd00::1:20", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_listen(&b, "tcp://[fd00::1", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_listen(&b, "tcp://[fd00::1]x", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(config_add_listen(&b, "tcp://10.0.0.1:", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(b.ntcp, 4);
+	config_init(&a);
+	CU_ASSERT_EQUAL(config_add_listen(&a, "rdma://10.0.0.3", NULL, err, sizeof(err)), 0);
+	CU_ASSERT_FALSE(config_same_listen(&a, &b));	/* the TCP addresses count too */
+
 	/* Any address, in both families, and what only looks like it. */
 	config_init(&b);
 	CU_ASSERT_EQUAL(config_add_listen(&b, "0.0.0.0", NULL, err, sizeof(err)), 0);
