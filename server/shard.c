@@ -486,7 +486,7 @@ static void shard_loop(struct shard *s)
 
 	s->eq_ready = 1;
 	while (!s->stop && !s->failed) {
-		int polled = 0, nfids = 0, idle_ms;
+		int polled = 0, nfids = 0, idle_ms, tmo;
 
 		if (s->stopping && !draining) {
 			draining = 1;
@@ -557,6 +557,10 @@ static void shard_loop(struct shard *s)
 			s->tx_armed = s->tx_watched;
 		}
 		idle_ms = idle_sweep(s);
+		/* A TCP handshake's or stall's deadline comes first. */
+		tmo = tcp_next_ms(s);
+		if (tmo >= 0 && (idle_ms < 0 || tmo < idle_ms))
+			idle_ms = tmo;
 		n = epoll_wait(s->epfd, ev, 8, polled || tcp_busy(s) || s->now ? 0 :
 					      draining || retire_by ? 100 : idle_ms);
 		if (n < 0 && errno != EINTR) {

@@ -441,6 +441,7 @@ int tcp_rdma(struct conn *c, char *buf, size_t n, uint32_t tag, uint64_t raddr, 
 void tcp_shutdown(struct conn *c);
 void tcp_free(struct conn *c);
 int tcp_busy(const struct shard *sh);
+int tcp_next_ms(const struct shard *sh);
 
 /* fault.c: lying replies, a test aid (-F) */
 int fault_configure(struct srv *s, int enabled);

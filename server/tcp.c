@@ -705,6 +705,28 @@ int tcp_on_fd(struct shard *sh, int fd, uint32_t events)
 	return 0;
 }
 
+/*
+ * Milliseconds until shard SH's next TCP deadline, a handshake's or a
+ * stall's, or -1 for none: its loop must not sleep past it.
+ */
+int tcp_next_ms(const struct shard *sh)
+{
+	uint64_t now = now_us(), next = UINT64_MAX;
+	const struct tcp_hs *hs;
+	const struct conn *c;
+
+	for (hs = sh->tcp_hs; hs; hs = hs->next)
+		if (hs->deadline < next)
+			next = hs->deadline;
+	for (c = sh->conns; c; c = c->next)
+		if (c->tcp && !c->closing && (c->tcp->out || c->tcp->pull) &&
+		    c->tcp->moved_us + TCP_STALL_US < next)
+			next = c->tcp->moved_us + TCP_STALL_US;
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)((next - now + 999) / 1000);
+}
+
 /* Does any TCP connection of SH have work it can do now? */
 int tcp_busy(const struct shard *sh)
 {
