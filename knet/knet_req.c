@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * knet's request engine. An endpoint is one reliable connection to a
- * server (knet_verbs.c); its requests lend the server memory that it may
- * touch only while they run (knet_frwr.c).
+ * knet's request engine, whatever the transport. An endpoint is one
+ * reliable connection to a server (knet_ep.c) over a transport (RDMA:
+ * knet_verbs.c, knet_frwr.c; TCP: knet_tcp.c); its requests lend the
+ * server memory that it may touch only while they run.
  *
  * A request takes a slot and a credit, builds its message in the slot's
- * send buffer and, when it has data too large to travel inline, registers
- * that memory with a fast registration (FRWR) chained before the SEND: the
- * server gets an rkey that exists for this request only. When the reply
- * arrives, the rkey is invalidated (LOCAL_INV) before the caller is woken,
- * so the server can never reach the memory after the request returns. A
- * reply that lies (unknown tag, bad framing, more data than asked) breaks
- * the endpoint: the queue pair is disconnected, which fences every rkey,
- * and every request fails. A request whose key the server may still hold
- * when the endpoint fails (its reply never came) ends only once the queue
- * pair is in the error state, where no RDMA reaches it (the fence).
+ * send buffer and, when it has data too large to travel inline, has the
+ * transport lend that memory (@map: an FRWR key for this request only,
+ * or a segment the server asks for by R2T). When the reply arrives, the
+ * transport makes the memory unreachable (@replied: a LOCAL_INV waited
+ * for, or at once on TCP) before the caller is woken. A reply that lies
+ * (unknown tag, bad framing, more data than asked) breaks the endpoint
+ * and every request fails. A request whose memory the server may still
+ * reach when the endpoint fails (its reply never came) ends only once
+ * the transport fenced the endpoint (@fence: the queue pair in the error
+ * state, or the socket shut down and its work stopped).
  *
  * Completion: knet_submit() never sleeps and ends each request with its
  * callback (softirq context) or, without one, on the endpoint's done list

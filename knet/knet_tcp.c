@@ -586,7 +586,6 @@ static int knet_tcp_recv(struct knet_tcp *t)
 		t->rx_got = 0;
 		t->rx_slot = NULL;
 		if (t->rx_pdu.type == KNET_TCP_MSG) {
-			WRITE_ONCE(t->ep->last_rx, jiffies);
 			ret = knet_reply(t->ep, t->rx_buf, len, NULL);
 			if (ret)
 				return ret;
