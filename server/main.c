@@ -497,8 +497,11 @@ static int srv_start(struct srv *s)
 	/* Clients can reclaim from now on (opening can take seconds). */
 	locks_grace(&s->locks, s->cfg.grace == CFG_GRACE_LEASE ? s->cfg.lease : s->cfg.grace,
 		    (time_t)(now_us() / 1000000));
-	srv_log("listening on %s (%s): %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
-		listen_str(&s->cfg, where, sizeof(where)), dev_str(&s->cfg, s->linfo, s->anyinfo, devs, sizeof(devs)), s->cfg.nex,
+	/* The RDMA devices in parentheses: none for a server on TCP alone. */
+	dev_str(&s->cfg, s->linfo, s->anyinfo, devs, sizeof(devs));
+	srv_log("listening on %s%s%s%s: %d exports and volumes, pool %lu MiB in %u chunks, %d workers, %d progress threads, poll %u us",
+		listen_str(&s->cfg, where, sizeof(where)), devs[0] ? " (" : "", devs,
+		devs[0] ? ")" : "", s->cfg.nex,
 		(unsigned long)(s->chunk_size * s->nchunks >> 20), s->nchunks, s->nthreads, s->nshards,
 		s->cfg.poll_us);
 	if (!s->cfg.nallow)

@@ -521,7 +521,8 @@ static int tcp_pdu(struct conn *c)
 		return -1;
 	}
 	if (p->type == KNET_TCP_MSG) {
-		if (len < sizeof(struct knet_hdr) || len > SRV_MSG_SIZE) {
+		/* A short one is the engine's to answer, as an RDMA SEND is. */
+		if (!len || len > SRV_MSG_SIZE) {
 			conn_close(c, "message of a size no request has");
 			return -1;
 		}
