@@ -216,8 +216,9 @@ struct knet_seg {
  *   MSG      either way: one message (struct knet_hdr ...), as one SEND
  *            of RDMA; at most KNET_TCP_MSG_MAX bytes
  *   R2T      server: "send @length bytes of request @tag's data from
- *            @offset" (the request offered them with one struct knet_seg
- *            of address 0 and key 0)
+ *            @offset" (the request offered them in struct knet_seg
+ *            entries of key 0 whose addresses are offsets into its data;
+ *            the kernel offers one, of address 0)
  *   DATA     server to client: @length bytes of request @tag's data at
  *            @offset (what RDMA WRITE does); client to server: the bytes
  *            an R2T asked for, exactly
