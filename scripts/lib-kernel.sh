@@ -52,7 +52,7 @@ guest_tests() {
 
 IWARP_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs-mount.sh tests/guest/orfs-posix.sh tests/guest/orfs-cache.sh tests/guest/orfs-io.sh tests/guest/orfs-recovery.sh tests/guest/orfs-lies.sh"
 # The tests of the transport that also run over knet's TCP transport (make
-# check-tcp): IWARP_TESTS but block.sh (the server's RDMA path under
-# userspace libfabric clients, which have no TCP), and MXBD's recovery.
+# check-tcp): IWARP_TESTS, MXBD's recovery, and the authentication (the
+# userspace clients go over TCP too in such a run).
 # shellcheck disable=SC2034 # read by the scripts that source this
-TCP_TESTS="${IWARP_TESTS/tests\/guest\/block.sh /} tests/guest/mxbd-recovery.sh"
+TCP_TESTS="$IWARP_TESTS tests/guest/mxbd-recovery.sh tests/guest/auth.sh"

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The block service end to end over rxe, with the userspace client: data
-# pulled by the server (RDMA READ) for writes and pushed (RDMA WRITE) for
-# reads, through a pool small enough that requests must queue for buffers,
+# pulled by the server (RDMA READ, or R2T and DATA in a TCP run) for writes
+# and pushed (RDMA WRITE, or DATA) for reads, through a pool small enough that requests must queue for buffers,
 # with segment lists that straddle the server's chunks, and inline for
 # small blocks; every byte read back is compared, and the backing file is
 # checked independently. A read-only volume refuses writes. The server
@@ -20,9 +20,13 @@ mkdir -p /tmp/small
 mount -t tmpfs -o size=2m tmpfs /tmp/small
 on_exit "umount /tmp/small"
 truncate -s 64M /tmp/small/full0
-# 1 MiB of pool in 256 KiB chunks: 4 buffers for everything.
-start_server -b vol0=/tmp/vol0 -b ro0=/tmp/ro0,ro -b full0=/tmp/small/full0 -m 1 -C 256 -t 2 -T 2 -B 500
-expect_grep ' 2 progress threads, poll 500 us$' "$ORFS_SERVER_LOG"
+# 1 MiB of pool in 256 KiB chunks: 4 buffers for everything. A TCP run has
+# two threads for RDMA and two for TCP, which are the odd ones.
+threads=2 pair="0 1"
+[ "$ORFS_TRANSPORT" = rdma ] || threads=4 pair="1 3"
+start_server -b vol0=/tmp/vol0 -b ro0=/tmp/ro0,ro -b full0=/tmp/small/full0 -m 1 -C 256 -t 2 \
+	-T $threads -B 500
+expect_grep " $threads progress threads, poll 500 us\$" "$ORFS_SERVER_LOG"
 
 step "INFO gives the volume's geometry"
 load -n vol0 -w info | tee /tmp/info.out
@@ -34,7 +38,7 @@ step "64 KiB blocks, 4 streams x depth 4, 3 segments each: write then verify"
 load -n vol0 -w verify -S 4 -q 4 -b 65536 -N 64 -g 3 -r 11 | tee /tmp/v1.out
 expect_grep '^result: op=verify streams=4 bs=65536 .* errors=0 mismatches=0$' /tmp/v1.out
 
-expect_eq "progress threads of the four streams' connections" "$(conn_threads volume vol0)" "0 1"
+expect_eq "progress threads of the four streams' connections" "$(conn_threads volume vol0)" "$pair"
 
 step "four clients connecting at once are spread over both threads"
 n0=$(log_lines)
@@ -47,7 +51,7 @@ for i in 1 2 3 4; do
 	wait "${pids[$((i - 1))]}" || { cat /tmp/burst$i.out; fail "client $i failed"; }
 	expect_grep '^result: op=read .* errors=0 ' /tmp/burst$i.out
 done
-expect_eq "progress threads of the four clients" "$(conn_threads volume vol0 "$n0")" "0 1"
+expect_eq "progress threads of the four clients" "$(conn_threads volume vol0 "$n0")" "$pair"
 
 step "1 MiB blocks (4 chunks each) in 7 uneven segments, FUA"
 load -n vol0 -w verify -S 2 -q 2 -b 1048576 -N 8 -g 7 -F -r 12 | tee /tmp/v2.out

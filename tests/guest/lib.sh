@@ -8,14 +8,15 @@
 #   ORFS_ADDR     the guest's address with rxe0 on it (ORFS_DEV, ORFS_RDMA_DEV)
 #   ORFS_TRANSPORT  knet's transport for the run: rdma, or tcp (the servers
 #                 started here listen on TCP too, load_suite makes it the
-#                 modules' default, and the ktest tools use it)
+#                 modules' default, and the ktest tools and the userspace
+#                 clients, knet-ping, knet-fs and knet-load, use it)
 # A script exits 0 to pass, 77 to skip (after printing "SKIP: reason"), and
 # anything else to fail. Cleanup registered with on_exit runs in any case.
 set -euo pipefail
 
 : "${ORFS_KMOD:?not running inside the test guest (use tests/harness/vm run)}"
 ORFS_TRANSPORT=${ORFS_TRANSPORT:-rdma}
-export KTEST_TRANSPORT=$ORFS_TRANSPORT
+export KTEST_TRANSPORT=$ORFS_TRANSPORT KNET_TRANSPORT=$ORFS_TRANSPORT
 # tcp_listen ADDR: the server's option for a TCP listener on ADDR in a TCP run
 # (and -T 4: two progress threads for RDMA and two for TCP, as an RDMA run
 # has two in all)

@@ -5,8 +5,9 @@
 # verification through both, O_DIRECT from user buffers, the page cache;
 # the transport shown in sysfs, /proc/mounts and debugfs; "auto" choosing
 # RDMA where rxe routes; a server restart under I/O; clients that break
-# the protocol cut off by the server, which goes on serving.
-# timeout: 420
+# the protocol cut off by the server, which goes on serving; the userspace
+# clients over TCP, and facing a lying server.
+# timeout: 540
 . "$(dirname "$0")/lib.sh"
 
 truncate -s 256M /tmp/tvol
@@ -93,6 +94,32 @@ mkdir /tmp/mnt/d && touch /tmp/mnt/d/a && mv /tmp/mnt/d/a /tmp/mnt/d/b && rm /tm
 	rmdir /tmp/mnt/d || fail "metadata operations over TCP"
 umount /tmp/mnt
 
+step "the userspace clients over TCP: knet-ping, knet-fs, knet-load; auto as the kernel's"
+uc() { timeout 120 "$ORFS_BIN/$1" -a "$ORFS_ADDR" "${@:2}"; }
+uc knet-ping -t tcp -s block -n tvol -c 5 | tee /tmp/out
+expect_grep '^connected: .* over tcp$' /tmp/out
+expect_grep '^5 NOPs' /tmp/out
+uc knet-ping -t auto -n data -c 1 | tee /tmp/out
+expect_grep '^connected: .* over rdma$' /tmp/out
+# A short message is answered with an error, as over RDMA; a tiny one cuts the link.
+uc knet-ping -t tcp -n data -c 1 -x truncated | tee /tmp/out
+expect_grep "^malformed 'truncated': answered with status" /tmp/out
+uc knet-ping -t tcp -n data -c 1 -x tiny | tee /tmp/out
+expect_grep "^malformed 'tiny': the server dropped the connection" /tmp/out
+# 1 MiB in 7 uneven segments (offsets into the request's data), and inline.
+uc knet-load -t tcp -n tvol -w verify -S 2 -q 4 -b 1048576 -N 8 -g 7 -r 21 | tee /tmp/out
+expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
+uc knet-load -t tcp -n tvol -w verify -S 1 -q 8 -b 4096 -N 128 -i -r 22 | tee /tmp/out
+expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
+uc knet-load -t tcp -n tvol -w zero -S 2 -q 4 -b 65536 -N 16 -g 2 -r 23 | tee /tmp/out
+expect_grep '^result: op=zero .* errors=0 mismatches=0$' /tmp/out
+head -c 3M /dev/urandom > /tmp/u.bin
+uc knet-fs -t tcp -n data put /tmp/u.bin u.bin | tee /tmp/out
+expect_grep '^ok wrote 3145728$' /tmp/out
+cmp /tmp/u.bin /tmp/texp/u.bin || fail "knet-fs over TCP wrote other bytes"
+uc knet-fs -t tcp -n data get u.bin /tmp/u.back | tee /tmp/out
+cmp /tmp/u.bin /tmp/u.back || fail "knet-fs over TCP read other bytes"
+
 step "transport=auto takes RDMA where an RDMA device routes to the server"
 mount -t orfs -o transport=auto "$ORFS_ADDR:/data" /tmp/mnt
 expect_grep "/tmp/mnt orfs .*,transport=rdma" /proc/mounts
@@ -117,6 +144,8 @@ expect_eq "transport auto chose" "$(cat /sys/block/mxbd0/mxbd/transport)" tcp
 dd if=/tmp/src of=/dev/mxbd0 bs=1M count=8 oflag=direct status=none
 cmp <(head -c 8M /tmp/src) <(dd if=/dev/mxbd0 bs=1M count=8 iflag=direct status=none)
 echo mxbd0 > /sys/class/mxbd/detach
+"$ORFS_BIN/knet-ping" -t auto -a 127.0.0.1 -p 20088 -n data -c 1 | tee /tmp/out
+expect_grep '^connected: .* over tcp$' /tmp/out
 # An RDMA client finds no RDMA listener there: refused, not hung.
 expect_fail mount -t orfs -o transport=rdma,port=20088 "$ORFS_ADDR:/data" /tmp/mnt
 kill "$OTHER_PID"
@@ -164,6 +193,29 @@ expect_grep "data for no request, or beyond what it asked" <(dmesg)
 expect_grep "PDU of an unknown type from the server" <(dmesg)
 expect_grep "message of a size no reply has" <(dmesg)
 expect_grep "reply for no request" <(dmesg)
+
+step "the userspace client facing the same lies: each an error, never a hang or a crash"
+for lie in r2t-range r2t-tag data-long data-tag bad-type huge reply-tag cut; do
+	"$ORFS_BIN/tcp-peer" server 20099 $lie > /tmp/liar.out 2>&1 &
+	lpid=$!
+	wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server $lie did not start"
+	set +e
+	timeout 60 "$ORFS_BIN/knet-load" -t tcp -a "$ORFS_ADDR" -p 20099 -n v -w read -N 2 \
+		-b 65536 > /tmp/kl.out 2>&1
+	rc=$?
+	set -e
+	wait $lpid || { cat /tmp/liar.out; fail "tcp-peer server $lie"; }
+	cat /tmp/kl.out
+	[ "$rc" -eq 1 ] || fail "lie $lie: knet-load exited $rc, not 1"
+	case $lie in
+	r2t-* | data-*) want="which did not offer them" ;;
+	bad-type) want="a PDU of type 9" ;;
+	huge) want="larger than the receive" ;;
+	reply-tag) want="malformed reply" ;;
+	cut) want="the connection went" ;;
+	esac
+	expect_grep "$want" /tmp/kl.out
+done
 
 step "clients that break the protocol are cut off; the server goes on serving"
 "$ORFS_BIN/tcp-peer" client "$ORFS_ADDR" 20077 > /tmp/peer.out 2>&1 ||

@@ -9,7 +9,8 @@
  * Paths are walked from the export's root with LOOKUP, one component at a
  * time, as a kernel client does. File data moves the server-driven way:
  * the client's buffer is registered for remote access and named in the
- * request's segments; up to -I bytes travel inline instead.
+ * request's segments; up to -I bytes travel inline instead. -t picks the
+ * transport: RDMA (libfabric), TCP, or auto.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,7 +32,7 @@ struct fsc {
 	struct kc_fabric	f;
 	struct kc_conn		k;
 	struct auth_secret	secret;		/* -K: the connection authenticates */
-	struct fid_mr		*mr;
+	struct kc_mr		mr;
 	char			*mem;		/* DEPTH rx, one tx, then DATA_SIZE data */
 	struct fi_context	ctx[DEPTH + 1];
 	uint64_t		xid;
@@ -67,9 +68,7 @@ static char *data(struct fsc *c)
 
 static int post_recv(struct fsc *c, int i)
 {
-	ssize_t ret = fi_recv(c->k.ep, rxb(c, i), MSG_SIZE, fi_mr_desc(c->mr), 0, &c->ctx[i]);
-
-	return ret ? fab_err("fi_recv", (int)ret) : 0;
+	return kc_recv(&c->k, &c->mr, rxb(c, i), MSG_SIZE, &c->ctx[i]);
 }
 
 /* A request under construction in the send buffer. */
@@ -119,21 +118,23 @@ static void m_blob(struct msg *m, const void *p, uint32_t len)
 	m->len += (uint32_t)proto_put_blob((uint8_t *)txb(m->c) + m->len, p, len);
 }
 
-/* End the body; name LEN bytes of the data buffer as one segment. */
-static void m_seg(struct msg *m, uint32_t len)
+/*
+ * End the body; name LEN bytes of the data buffer as one segment, which
+ * the server reads (TO_SERVER) or writes.
+ */
+static int m_seg(struct msg *m, uint32_t len, int to_server)
 {
 	struct knet_hdr h;
 	struct knet_seg sg;
 
 	memcpy(&h, txb(m->c), sizeof(h));
 	h.body_len = htole32(m->len - sizeof(h));
-	sg.addr = htole64((uint64_t)(uintptr_t)data(m->c));
-	sg.rkey = htole32((uint32_t)fi_mr_key(m->c->mr));
-	sg.len = htole32(len);
+	sg = kc_seg(&m->c->k, &m->c->mr, data(m->c), data(m->c), len);
 	m_put(m, &sg, sizeof(sg));
 	h.nsegs = htole16(1);
 	memcpy(txb(m->c), &h, sizeof(h));
 	m->nsegs = 1;
+	return kc_lend(&m->c->k, le32toh(h.tag), data(m->c), len, to_server);
 }
 
 /* End the body; inline data follows. */
@@ -155,7 +156,6 @@ static int m_call(struct msg *m)
 	struct fsc *c = m->c;
 	struct knet_hdr h;
 	int got_send = 0, got_recv = 0;
-	ssize_t ret;
 
 	if (!m->nsegs && !m->inl)
 		m_inline(m, NULL, 0);
@@ -164,41 +164,36 @@ static int m_call(struct msg *m)
 		fprintf(stderr, "knet-fs: no credit\n");
 		return -1;
 	}
-	ret = fi_send(c->k.ep, txb(c), m->len, fi_mr_desc(c->mr), 0, &c->ctx[DEPTH]);
-	if (ret)
-		return fab_err("fi_send", (int)ret), -1;
+	if (kc_send(&c->k, &c->mr, txb(c), m->len, &c->ctx[DEPTH]))
+		return -1;
 	c->k.credits--;
 	/* 30 s for the reply; a server that closes the connection ends it now. */
 	for (int waited = 0; !got_send || !got_recv;) {
-		struct fi_cq_data_entry e;
-		ssize_t n = fi_cq_sread(c->f.cq, &e, 1, NULL, 100);
+		struct kc_event e;
+		int n = kc_wait(&c->f, &e, 1, 100);
 		int i;
 
-		if (n == -FI_EAGAIN && (waited += 100) < 30000) {
-			if (kc_peer_gone(&c->f)) {
-				fprintf(stderr, "knet-fs: the server closed the connection\n");
-				return -1;
-			}
+		if (n == 0 && (waited += 100) < 30000)
 			continue;
-		}
-
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err;
-
-			memset(&err, 0, sizeof(err));
-			fi_cq_readerr(c->f.cq, &err, 0);
-			fprintf(stderr, "knet-fs: completion error: %s\n", fi_strerror(err.err));
+		if (n == 0) {
+			fprintf(stderr, "knet-fs: no reply within 30 s\n");
 			return -1;
 		}
-		if (n < 0) {
-			fprintf(stderr, "knet-fs: no reply: %s\n", fi_strerror((int)-n));
+		if (n < 0)
+			return -1;
+		if (e.err == FI_ENOTCONN) {
+			fprintf(stderr, "knet-fs: the server closed the connection\n");
 			return -1;
 		}
-		if (e.op_context == &c->ctx[DEPTH]) {
+		if (e.err) {
+			fprintf(stderr, "knet-fs: completion error: %s\n", fi_strerror(e.err));
+			return -1;
+		}
+		if (e.ctx == &c->ctx[DEPTH]) {
 			got_send = 1;
 			continue;
 		}
-		i = (int)((struct fi_context *)e.op_context - c->ctx);
+		i = (int)((struct fi_context *)e.ctx - c->ctx);
 		memcpy(&h, rxb(c, i), sizeof(h));
 		if (knet_hdr_check(&h, (uint32_t)e.len, 0) != KNET_HDR_OK ||
 		    !(h.flags & KNET_HF_REPLY) || le32toh(h.tag) != (uint32_t)c->xid) {
@@ -370,8 +365,8 @@ static int io(struct fsc *c, uint16_t op, const struct orfs_fh *fh, uint64_t off
 	m_put(&m, &r, sizeof(r));
 	if (len <= c->inline_io && len <= c->k.inline_max)
 		m_inline(&m, op == ORFS_OP_WRITE ? data(c) : NULL, op == ORFS_OP_WRITE ? len : 0);
-	else
-		m_seg(&m, len);
+	else if (m_seg(&m, len, op == ORFS_OP_WRITE))
+		return -1;
 	st = m_call(&m);
 	if (st)
 		return st;
@@ -801,8 +796,8 @@ static int auth_call(void *ctx, const void *body, uint32_t len, void *rep, uint3
 	return st;
 }
 
-static int open_fsc(struct fsc *c, const char *addr, const char *port, const char *prov,
-		    const char *name)
+static int open_fsc(struct fsc *c, enum kc_transport tr, const char *addr, const char *port,
+		    const char *prov, const char *name)
 {
 	size_t size = (size_t)(DEPTH + 1) * MSG_SIZE + DATA_SIZE;
 	struct orfs_session_req s = { htole64(c->client_id) };
@@ -810,14 +805,12 @@ static int open_fsc(struct fsc *c, const char *addr, const char *port, const cha
 	struct msg m;
 	int ret, i;
 
-	if (kc_open(&c->f, addr, port, prov, 32) || kc_ep_open(&c->f, &c->k, NULL, 8, DEPTH))
+	if (kc_open(&c->f, tr, addr, port, prov, 32) || kc_ep_open(&c->f, &c->k, NULL, 8, DEPTH))
 		return 1;
 	if (posix_memalign((void **)&c->mem, 4096, size))
 		return 1;
-	ret = fi_mr_reg(c->f.domain, c->mem, size,
-			FI_SEND | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &c->mr, NULL);
-	if (ret)
-		return fab_err("fi_mr_reg", ret), 1;
+	if (kc_mr_reg(&c->f, &c->mr, c->mem, size, 1))
+		return 1;
 	for (i = 0; i < DEPTH; i++)
 		if (post_recv(c, i))
 			return 1;
@@ -851,12 +844,15 @@ int main(int argc, char **argv)
 	const char *addr = NULL, *name = NULL, *script = NULL, *prov = "verbs", *secret = NULL;
 	static struct fsc c;
 	char port[16], line[4096];
+	enum kc_transport tr = KC_RDMA;
 	int opt, ret = 0, i;
 
 	snprintf(port, sizeof(port), "%d", KNET_DEFAULT_PORT);
 	c.client_id = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid();
 	c.inline_io = 4096;
-	while ((opt = getopt(argc, argv, "a:p:n:u:g:f:c:I:P:K:h")) != -1) {
+	if (kc_transport_env(&tr))
+		return 2;
+	while ((opt = getopt(argc, argv, "a:p:n:u:g:f:c:I:P:K:t:h")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': snprintf(port, sizeof(port), "%s", optarg); break;
@@ -868,10 +864,15 @@ int main(int argc, char **argv)
 		case 'I': c.inline_io = (uint32_t)atoi(optarg); break;
 		case 'P': prov = optarg; break;
 		case 'K': secret = optarg; break;
+		case 't':
+			if (kc_transport_parse(optarg, &tr))
+				return 2;
+			break;
 		case 'h':
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
 				"usage: knet-fs -a ADDRESS -n EXPORT [-u UID] [-g GID] [-c CLIENT_ID] [-I INLINE] [-K SECRET_FILE]\n"
+				"               [-t rdma|tcp|auto] [-P PROVIDER]\n"
 				"               (-f SCRIPT | COMMAND [ARG]...)\n");
 			return opt == 'h' ? 0 : 2;
 		}
@@ -882,7 +883,7 @@ int main(int argc, char **argv)
 	}
 	if (kc_load_secret(secret, &c.secret))
 		return 2;
-	ret = open_fsc(&c, addr, port, prov, name);
+	ret = open_fsc(&c, tr, addr, port, prov, name);
 	if (ret)
 		goto out;
 	if (!script) {
@@ -926,8 +927,7 @@ int main(int argc, char **argv)
 	}
 out:
 	kc_ep_close(&c.k);
-	if (c.mr)
-		fi_close(&c.mr->fid);
+	kc_mr_close(&c.mr);
 	kc_close(&c.f);
 	free(c.mem);
 	return ret;

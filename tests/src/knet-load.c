@@ -6,7 +6,8 @@
  * stream within its credits. Data moves the server-driven way: the client
  * exposes its buffers (registered for remote access, address and key in
  * the request's segments) and the server pulls or pushes; with -i small
- * payloads travel inline instead.
+ * payloads travel inline instead. -t picks the transport: RDMA (libfabric),
+ * TCP, or auto.
  *
  *   -w write    write the region for -T seconds or -N blocks a stream
  *   -w read     read it likewise
@@ -45,7 +46,7 @@ enum op_kind { K_RECV, K_SEND };
 struct stream;
 
 struct op {
-	struct fi_context	ctx;
+	struct fi_context	ctx;	/* first: the event's context is the op */
 	enum op_kind		kind;
 	struct stream		*st;
 	int			idx;
@@ -63,7 +64,7 @@ struct slot {
 
 struct stream {
 	struct kc_conn	k;
-	struct fid_mr	*mr;		/* msg buffers and data */
+	struct kc_mr	mr;		/* msg buffers and data */
 	char		*mem;
 	struct op	rx[RX_DEPTH];
 	struct op	tx[MAX_DEPTH];
@@ -154,16 +155,13 @@ static int check(const char *buf, uint64_t off, uint32_t len, uint64_t seed, int
 
 static int post_recv(struct stream *st, int i)
 {
-	ssize_t ret = fi_recv(st->k.ep, rx_buf(st, i), MSG_SIZE, fi_mr_desc(st->mr), 0,
-			      &st->rx[i].ctx);
-
-	return ret ? fab_err("fi_recv", (int)ret) : 0;
+	return kc_recv(&st->k, &st->mr, rx_buf(st, i), MSG_SIZE, &st->rx[i].ctx);
 }
 
 static int stream_open(struct load *L, struct stream *st, const char *name)
 {
 	size_t size = (size_t)(RX_DEPTH + MAX_DEPTH) * MSG_SIZE + (size_t)L->depth * L->bs;
-	int ret, i;
+	int i;
 
 	if (kc_ep_open(&L->f, &st->k, st, MAX_DEPTH * 2, RX_DEPTH))
 		return 1;
@@ -173,10 +171,8 @@ static int stream_open(struct load *L, struct stream *st, const char *name)
 	}
 	memset(st->mem, 0, size);
 	/* Remote access: the server reads and writes the data buffers. */
-	ret = fi_mr_reg(L->f.domain, st->mem, size,
-			FI_SEND | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &st->mr, NULL);
-	if (ret)
-		return fab_err("fi_mr_reg", ret), 1;
+	if (kc_mr_reg(&L->f, &st->mr, st->mem, size, 1))
+		return 1;
 	for (i = 0; i < RX_DEPTH; i++) {
 		st->rx[i] = (struct op){ .kind = K_RECV, .st = st, .idx = i };
 		if (post_recv(st, i))
@@ -201,7 +197,6 @@ static int issue(struct load *L, struct stream *st, int i, uint16_t op, uint64_t
 	struct mxbd_io io;
 	uint32_t pos = sizeof(h), inl = 0;
 	int nsegs = 0, k;
-	ssize_t ret;
 
 	sl->is_read = op == MXBD_OP_READ;
 	sl->off = off;
@@ -227,8 +222,7 @@ static int issue(struct load *L, struct stream *st, int i, uint16_t op, uint64_t
 		}
 	} else {
 		/* Uneven pieces, so that server chunks straddle segment edges. */
-		uint32_t left = L->bs, each = L->bs / (uint32_t)L->nsegs;
-		uint64_t addr = (uint64_t)(uintptr_t)sl->data;
+		uint32_t left = L->bs, each = L->bs / (uint32_t)L->nsegs, at = 0;
 
 		for (k = 0; k < L->nsegs && left; k++) {
 			uint32_t len = k == L->nsegs - 1 ? left :
@@ -237,15 +231,15 @@ static int issue(struct load *L, struct stream *st, int i, uint16_t op, uint64_t
 
 			if (!len || len > left)
 				len = left;
-			sg.addr = htole64(addr);
-			sg.rkey = htole32((uint32_t)fi_mr_key(st->mr));
-			sg.len = htole32(len);
+			sg = kc_seg(&st->k, &st->mr, sl->data, sl->data + at, len);
 			memcpy(m + pos, &sg, sizeof(sg));
 			pos += sizeof(sg);
-			addr += len;
+			at += len;
 			left -= len;
 			nsegs++;
 		}
+		if (kc_lend(&st->k, (uint32_t)i, sl->data, L->bs, op == MXBD_OP_WRITE))
+			return -1;
 	}
 	h.nsegs = htole16((uint16_t)nsegs);
 	h.inline_len = htole32(inl);
@@ -256,10 +250,9 @@ send:
 		fprintf(stderr, "knet-load: no credit\n");
 		return -1;
 	}
-	ret = fi_send(st->k.ep, m, (op == MXBD_OP_INFO || op == MXBD_OP_FLUSH) ? sizeof(h) : pos,
-		      fi_mr_desc(st->mr), 0, &st->tx[i].ctx);
-	if (ret)
-		return fab_err("fi_send", (int)ret);
+	if (kc_send(&st->k, &st->mr, m,
+		    (op == MXBD_OP_INFO || op == MXBD_OP_FLUSH) ? sizeof(h) : pos, &st->tx[i].ctx))
+		return -1;
 	st->k.credits--;
 	sl->busy = 1;
 	sl->sent = sl->replied = 0;
@@ -388,37 +381,29 @@ static int run(struct load *L)
 			     next(L, &L->st[s], i)) < 0)
 				return -1;
 	while (L->outstanding || active) {
-		struct fi_cq_data_entry e[16];
-		ssize_t n = fi_cq_sread(L->f.cq, e, 16, NULL, 1000), k;
+		struct kc_event e[16];
+		int n = kc_wait(&L->f, e, 16, 1000), k;
 
-		if (n == -FI_EAGAIN) {
-			struct fid *gone = kc_peer_gone(&L->f);
-
-			for (s = 0; gone && s < L->nstreams; s++) {
-				if (gone == &L->st[s].k.ep->fid) {
-					fprintf(stderr, "knet-load: the server closed stream %d\n", s);
-					L->st[s].k.shutdown = 1;
-					return -1;
-				}
-			}
-			continue;
-		}
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err;
-
-			memset(&err, 0, sizeof(err));
-			fi_cq_readerr(L->f.cq, &err, 0);
-			fprintf(stderr, "knet-load: completion error: %s\n", fi_strerror(err.err));
-			return -1;
-		}
 		if (n < 0)
-			return fab_err("fi_cq_sread", (int)n);
+			return -1;
 		for (k = 0; k < n; k++) {
-			struct op *op = e[k].op_context;
-			struct stream *st = op->st;
+			struct op *op = e[k].ctx;
+			struct stream *st;
 			struct slot *sl;
-			int idx = op->idx;
+			int idx;
 
+			if (e[k].err == FI_ENOTCONN) {
+				fprintf(stderr, "knet-load: stream %d: the connection went\n",
+					(int)((struct stream *)e[k].conn->context - L->st));
+				return -1;
+			}
+			if (e[k].err) {
+				fprintf(stderr, "knet-load: completion error: %s\n",
+					fi_strerror(e[k].err));
+				return -1;
+			}
+			st = op->st;
+			idx = op->idx;
 			if (op->kind == K_RECV) {
 				if (on_reply(L, st, idx, e[k].len))
 					return -1;
@@ -464,12 +449,13 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: knet-load -a ADDRESS -n VOLUME [-p PORT] [-w write|read|verify|zero|info]\n"
 		"                 [-S STREAMS] [-b BYTES] [-q DEPTH] [-T SECONDS | -N BLOCKS]\n"
-		"                 [-g SEGMENTS] [-i] [-F] [-r SEED]\n");
+		"                 [-g SEGMENTS] [-i] [-F] [-r SEED] [-t rdma|tcp|auto] [-P PROVIDER]\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *addr = NULL, *name = NULL, *prov = "verbs";
+	enum kc_transport tr = KC_RDMA;
 	static struct load L;
 	char port[16];
 	double t0, secs;
@@ -483,7 +469,9 @@ int main(int argc, char **argv)
 	L.seconds = 5;
 	L.seed = 0x5eed;
 	L.mode = M_WRITE;
-	while ((opt = getopt(argc, argv, "a:p:n:w:S:b:q:T:N:g:iFr:P:h")) != -1) {
+	if (kc_transport_env(&tr))
+		return 2;
+	while ((opt = getopt(argc, argv, "a:p:n:w:S:b:q:T:N:g:iFr:P:t:h")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': snprintf(port, sizeof(port), "%s", optarg); break;
@@ -506,6 +494,10 @@ int main(int argc, char **argv)
 		case 'F': L.fua = 1; break;
 		case 'r': L.seed = strtoull(optarg, NULL, 0); break;
 		case 'P': prov = optarg; break;
+		case 't':
+			if (kc_transport_parse(optarg, &tr))
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -548,7 +540,7 @@ int main(int argc, char **argv)
 		I.nstreams = 1;
 		I.depth = 1;
 		I.st = calloc(1, sizeof(*I.st));
-		if (!I.st || kc_open(&I.f, addr, port, prov, 64)) {
+		if (!I.st || kc_open(&I.f, tr, addr, port, prov, 64)) {
 			free(I.st);
 			return 1;
 		}
@@ -556,8 +548,7 @@ int main(int argc, char **argv)
 		if (!ret)
 			ret = run(&I) ? 1 : (I.errors ? 1 : 0);
 		kc_ep_close(&I.st[0].k);
-		if (I.st[0].mr)
-			fi_close(&I.st[0].mr->fid);
+		kc_mr_close(&I.st[0].mr);
 		free(I.st[0].mem);
 		free(I.st);
 		kc_close(&I.f);
@@ -567,7 +558,8 @@ int main(int argc, char **argv)
 		L.lbs = I.lbs;
 	}
 	L.st = calloc((size_t)L.nstreams, sizeof(*L.st));
-	if (!L.st || kc_open(&L.f, addr, port, prov, (size_t)L.nstreams * (RX_DEPTH + 2 * MAX_DEPTH)))
+	if (!L.st || kc_open(&L.f, tr, addr, port, prov,
+			     (size_t)L.nstreams * (RX_DEPTH + 2 * MAX_DEPTH)))
 		goto out;
 	if (L.mode == M_INFO) {
 		ret = 0;
@@ -610,8 +602,7 @@ int main(int argc, char **argv)
 out:
 	for (s = 0; L.st && s < L.nstreams; s++) {
 		kc_ep_close(&L.st[s].k);
-		if (L.st[s].mr)
-			fi_close(&L.st[s].mr->fid);
+		kc_mr_close(&L.st[s].mr);
 		free(L.st[s].mem);
 	}
 	kc_close(&L.f);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * knet-ping: a userspace client of orfs-server speaking the knet protocol
- * over libfabric. It connects to an export or volume, sends NOP requests
+ * over libfabric or TCP (-t). It connects to an export or volume, sends NOP requests
  * within its credits and checks every reply; with -x it sends one malformed
  * message first and checks that the server answers it with an error (or
  * drops the link when the message cannot be answered) and goes on serving.
@@ -24,7 +24,7 @@
 struct client {
 	struct kc_fabric	f;
 	struct kc_conn		k;
-	struct fid_mr		*mr;
+	struct kc_mr		mr;
 	char			*buf;		/* DEPTH receive buffers, then one send buffer */
 	struct fi_context	ctx[DEPTH + 1];
 	uint32_t		tag;		/* of the last authentication step */
@@ -44,26 +44,24 @@ static char *txb(struct client *c)
 
 static int post_recv(struct client *c, int i)
 {
-	ssize_t ret = fi_recv(c->k.ep, rxb(c, i), MSG_SIZE, fi_mr_desc(c->mr), 0, &c->ctx[i]);
-
-	return ret ? fab_err("fi_recv", (int)ret) : 0;
+	return kc_recv(&c->k, &c->mr, rxb(c, i), MSG_SIZE, &c->ctx[i]);
 }
 
-static int open_client(struct client *c, const char *addr, const char *port, const char *prov)
+static int open_client(struct client *c, enum kc_transport tr, const char *addr,
+		       const char *port, const char *prov)
 {
 	size_t size = (size_t)(DEPTH + 1) * MSG_SIZE;
-	int ret, i;
+	int i;
 
-	if (kc_open(&c->f, addr, port, prov, 64) || kc_ep_open(&c->f, &c->k, NULL, 16, DEPTH))
+	if (kc_open(&c->f, tr, addr, port, prov, 64) || kc_ep_open(&c->f, &c->k, NULL, 16, DEPTH))
 		return -1;
 	c->buf = calloc(1, size);
 	if (!c->buf) {
 		fprintf(stderr, "knet-ping: out of memory\n");
 		return -FI_ENOMEM;
 	}
-	ret = fi_mr_reg(c->f.domain, c->buf, size, FI_SEND | FI_RECV, 0, 0, 0, &c->mr, NULL);
-	if (ret)
-		return fab_err("fi_mr_reg", ret);
+	if (kc_mr_reg(&c->f, &c->mr, c->buf, size, 0))
+		return -1;
 	for (i = 0; i < DEPTH; i++)
 		if (post_recv(c, i))
 			return -1;
@@ -73,8 +71,7 @@ static int open_client(struct client *c, const char *addr, const char *port, con
 static void close_client(struct client *c)
 {
 	kc_ep_close(&c->k);
-	if (c->mr)
-		fi_close(&c->mr->fid);
+	kc_mr_close(&c->mr);
 	kc_close(&c->f);
 	free(c->buf);
 }
@@ -88,27 +85,18 @@ static int wait_reply(struct client *c, uint32_t tag, uint32_t *status)
 	int got_send = 0, got_recv = 0, waited = 0;
 
 	while (!got_send || !got_recv) {
-		struct fi_cq_data_entry e;
-		ssize_t n = fi_cq_sread(c->f.cq, &e, 1, NULL, 100);
+		struct kc_event e;
+		int n = kc_wait(&c->f, &e, 1, 100);
 
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err;
-
-			memset(&err, 0, sizeof(err));
-			fi_cq_readerr(c->f.cq, &err, 0);
-			if (err.err == FI_ECANCELED || err.err == FI_EIO) {
+		if (n > 0 && e.err) {
+			if (e.err == FI_ECANCELED || e.err == FI_EIO || e.err == FI_ENOTCONN) {
 				c->k.shutdown = 1;
-				return 4;	/* flushed: the link is gone */
+				return 4;	/* flushed or closed: the link is gone */
 			}
-			fprintf(stderr, "knet-ping: completion error: %s\n", fi_strerror(err.err));
+			fprintf(stderr, "knet-ping: completion error: %s\n", fi_strerror(e.err));
 			return 1;
 		}
-		if (n == -FI_EAGAIN) {
-			/* A disconnect shows on the event queue, not the CQ. */
-			if (kc_peer_gone(&c->f) == &c->k.ep->fid) {
-				c->k.shutdown = 1;
-				return 4;
-			}
+		if (n == 0) {
 			waited += 100;
 			if (waited < TIMEOUT_MS)
 				continue;
@@ -116,11 +104,11 @@ static int wait_reply(struct client *c, uint32_t tag, uint32_t *status)
 			return 1;
 		}
 		if (n < 0)
-			return fab_err("fi_cq_sread", (int)n), 1;
-		if (e.op_context == &c->ctx[DEPTH]) {
+			return 1;
+		if (e.ctx == &c->ctx[DEPTH]) {
 			got_send = 1;
 		} else {
-			int i = (int)((struct fi_context *)e.op_context - c->ctx);
+			int i = (int)((struct fi_context *)e.ctx - c->ctx);
 			struct knet_hdr h;
 
 			memcpy(&h, rxb(c, i), sizeof(h));
@@ -144,15 +132,12 @@ static int wait_reply(struct client *c, uint32_t tag, uint32_t *status)
 
 static int send_msg(struct client *c, size_t len)
 {
-	ssize_t ret;
-
 	if (c->k.credits < 1) {
 		fprintf(stderr, "knet-ping: no credit left\n");
 		return 1;
 	}
-	ret = fi_send(c->k.ep, txb(c), len, fi_mr_desc(c->mr), 0, &c->ctx[DEPTH]);
-	if (ret)
-		return fab_err("fi_send", (int)ret), 1;
+	if (kc_send(&c->k, &c->mr, txb(c), len, &c->ctx[DEPTH]))
+		return 1;
 	c->k.credits--;
 	return 0;
 }
@@ -228,7 +213,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: knet-ping -a ADDRESS -n NAME [-p PORT] [-s file|block] [-c COUNT] [-K SECRET_FILE]\n"
-		"                 [-V VERSION]\n"
+		"                 [-V VERSION] [-t rdma|tcp|auto] [-P PROVIDER]\n"
 		"                 [-x magic|version|reply|segs|length|truncated|tiny|opcode|before-auth]\n");
 }
 
@@ -239,12 +224,15 @@ int main(int argc, char **argv)
 	char port[16];
 	struct client c;
 	int service = KNET_SVC_FILE, version = KNET_PROTO_VERSION, count = 10;
+	enum kc_transport tr = KC_RDMA;
 	double t0, t, sum = 0, min = 1e30, max = 0;
 	uint32_t status;
 	int opt, i, ret;
 
 	snprintf(port, sizeof(port), "%d", KNET_DEFAULT_PORT);
-	while ((opt = getopt(argc, argv, "a:p:n:s:c:V:x:P:K:h")) != -1) {
+	if (kc_transport_env(&tr))
+		return 2;
+	while ((opt = getopt(argc, argv, "a:p:n:s:c:V:x:P:K:t:h")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': snprintf(port, sizeof(port), "%s", optarg); break;
@@ -264,6 +252,10 @@ int main(int argc, char **argv)
 		case 'x': kind = optarg; break;
 		case 'P': prov = optarg; break;
 		case 'K': secret_file = optarg; break;
+		case 't':
+			if (kc_transport_parse(optarg, &tr))
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -276,7 +268,7 @@ int main(int argc, char **argv)
 	if (kc_load_secret(secret_file, &secret))
 		return 2;
 	memset(&c, 0, sizeof(c));
-	if (open_client(&c, addr, port, prov)) {
+	if (open_client(&c, tr, addr, port, prov)) {
 		close_client(&c);
 		return 1;
 	}
@@ -292,8 +284,9 @@ int main(int argc, char **argv)
 		}
 		printf("authenticated: the server proved the secret, and so did this client\n");
 	}
-	printf("connected: version %u credits %d inline_max %u max_io %u max_segs %u\n",
-	       KNET_PROTO_VERSION, c.k.credits, c.k.inline_max, c.k.max_io, c.k.max_segs);
+	printf("connected: version %u credits %d inline_max %u max_io %u max_segs %u over %s\n",
+	       KNET_PROTO_VERSION, c.k.credits, c.k.inline_max, c.k.max_io, c.k.max_segs,
+	       kc_transport_str(c.f.tr));
 
 	if (kind) {
 		int want_drop;

@@ -12,9 +12,11 @@
  *	each must be closed by the server. Exit 0 when all were.
  *
  *   tcp-peer server PORT LIE
- *	a lying server for the kernel client: accepts one connection on
- *	PORT, grants it, answers its requests (status 0, no data moved) up
- *	to the first that offers data (a READ's, for the data lies), and
+ *	a lying server for the clients (the kernel's, and knet-load's):
+ *	accepts connections on PORT, grants them, answers their requests
+ *	(status 0, no data moved; an MXBD INFO with a 64 MiB volume's
+ *	geometry) up to the first that offers data (a READ's, for the data
+ *	lies; a connection closed before it is followed by the next), and
  *	answers that one with LIE: r2t-range
  *	(an R2T beyond what the request offered), r2t-tag (an R2T for no
  *	request), data-long (DATA longer than the request offered),
@@ -241,8 +243,9 @@ static int run_client(const struct peer *pr)
 	return bad ? 1 : 0;
 }
 
-/* ---- server: lies to the kernel client -------------------------------- */
+/* ---- server: lies to the clients ---------------------------------------- */
 
+/* Lie HOW on FD: 0 when told, 1 if the client closed before, -1 on errors. */
 static int lie(int fd, const char *how)
 {
 	static uint8_t body[KNET_TCP_MSG_MAX];
@@ -257,6 +260,9 @@ static int lie(int fd, const char *how)
 			.flags = KNET_HF_REPLY, .credits = htole16(1),
 		};
 
+		/* A client may go before it offers data (knet-load's INFO connection). */
+		if (recv(fd, &p, 1, MSG_PEEK) <= 0)
+			return 1;
 		if (recv_all(fd, &p, sizeof(p)))
 			return fail("the client's request");
 		len = le32toh(p.length);
@@ -277,6 +283,19 @@ static int lie(int fd, const char *how)
 		/* Not the one: answered, without moving its data. */
 		r.opcode = h.opcode;
 		r.tag = h.tag;
+		if (le16toh(h.opcode) == MXBD_OP_INFO) {
+			struct mxbd_info info = {
+				.size = htole64(64 << 20), .logical_block = htole32(512),
+				.max_io = htole32(1 << 20),
+			};
+
+			r.body_len = htole32(sizeof(info));
+			p = pdu(KNET_TCP_MSG, sizeof(r) + sizeof(info), 0, 0);
+			if (send_all(fd, &p, sizeof(p)) || send_all(fd, &r, sizeof(r)) ||
+			    send_all(fd, &info, sizeof(info)))
+				return -1;
+			continue;
+		}
 		p = pdu(KNET_TCP_MSG, sizeof(r), 0, 0);
 		if (send_all(fd, &p, sizeof(p)) || send_all(fd, &r, sizeof(r)))
 			return -1;
@@ -341,21 +360,23 @@ static int run_server(int port, const char *how)
 		return fail("listen"), 1;
 	printf("listening\n");
 	fflush(stdout);
-	fd = accept(lfd, NULL, NULL);
-	if (fd < 0)
-		return fail("accept"), 1;
-	if (recv_all(fd, &p, sizeof(p)) || p.type != KNET_TCP_CONNECT ||
-	    le32toh(p.length) != sizeof(req) || recv_all(fd, &req, sizeof(req))) {
-		fprintf(stderr, "tcp-peer: no CONNECT\n");
-		return 1;
-	}
-	p = pdu(KNET_TCP_ACCEPT, sizeof(rep), 0, 0);
-	if (send_all(fd, &p, sizeof(p)) || send_all(fd, &rep, sizeof(rep)))
-		return 1;
-	ret = lie(fd, how);
-	if (strcmp(how, "cut"))
-		sleep(2);
-	close(fd);
+	do {
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			return fail("accept"), 1;
+		if (recv_all(fd, &p, sizeof(p)) || p.type != KNET_TCP_CONNECT ||
+		    le32toh(p.length) != sizeof(req) || recv_all(fd, &req, sizeof(req))) {
+			fprintf(stderr, "tcp-peer: no CONNECT\n");
+			return 1;
+		}
+		p = pdu(KNET_TCP_ACCEPT, sizeof(rep), 0, 0);
+		if (send_all(fd, &p, sizeof(p)) || send_all(fd, &rep, sizeof(rep)))
+			return 1;
+		ret = lie(fd, how);
+		if (!ret && strcmp(how, "cut"))
+			sleep(2);
+		close(fd);
+	} while (ret == 1);
 	close(lfd);
 	return ret ? 1 : 0;
 }
