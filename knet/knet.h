@@ -169,10 +169,20 @@ extern const struct kernel_param_ops knet_transport_param_ops;
 const char *knet_transport_str(enum knet_transport_sel t);
 const char *knet_ep_transport(const struct knet_ep *ep);
 
+/*
+ * Digests over TCP: KNET_CMF_HDGST, KNET_CMF_DDGST (knet_proto.h), or
+ * both; RDMA has its own CRCs and ignores them.
+ */
+int knet_digest_parse(const char *s);
+const char *knet_digest_str(unsigned int digests);
+unsigned int knet_ep_digests(const struct knet_ep *ep);
+
 /**
  * struct knet_ep_params - where an endpoint connects
  * @addr: server address and port, IPv4 or IPv6 (knet_parse_addr())
  * @transport: which transport to connect with
+ * @digests: over TCP, the CRC32C digests to ask for (KNET_CMF_HDGST,
+ *	KNET_CMF_DDGST); a server that does not grant them is refused
  * @src: local address to connect from, of the family of @addr, or
  *	family 0 for the one the routing table picks: it chooses the RDMA
  *	port on a multi-homed host, as nvme's host_traddr does
@@ -201,6 +211,7 @@ const char *knet_ep_transport(const struct knet_ep *ep);
 struct knet_ep_params {
 	struct sockaddr_storage	addr;
 	enum knet_transport_sel	transport;
+	unsigned int		digests;
 	struct sockaddr_storage	src;
 	enum knet_service	service;
 	const char		*name;

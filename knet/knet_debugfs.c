@@ -17,6 +17,7 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 
 	seq_printf(m, "peer %pISpc\n", &ep->peer);
 	seq_printf(m, "transport %s\n", ep->tr->name);
+	seq_printf(m, "digests %s\n", knet_digest_str(ep->digests));
 	seq_printf(m, "state %s\n", READ_ONCE(ep->dead) ? "dead" : "connected");
 	seq_printf(m, "credits %d of %u\n", READ_ONCE(ep->credits), ep->lim.credits);
 	seq_printf(m, "requests %lld\n", atomic64_read(&ep->requests));

@@ -51,6 +51,59 @@ const char *knet_transport_str(enum knet_transport_sel t)
 }
 EXPORT_SYMBOL_GPL(knet_transport_str);
 
+/**
+ * knet_digest_parse() - read which digests to use over TCP
+ * @s: "none", "header", "data" or "both"
+ *
+ * Return: KNET_CMF_HDGST and KNET_CMF_DDGST as named, or -EINVAL.
+ */
+int knet_digest_parse(const char *s)
+{
+	if (!strcmp(s, "none"))
+		return 0;
+	if (!strcmp(s, "header"))
+		return KNET_CMF_HDGST;
+	if (!strcmp(s, "data"))
+		return KNET_CMF_DDGST;
+	if (!strcmp(s, "both"))
+		return KNET_CMF_DIGESTS;
+	return -EINVAL;
+}
+EXPORT_SYMBOL_GPL(knet_digest_parse);
+
+/**
+ * knet_digest_str() - the name of a set of digests
+ * @digests: KNET_CMF_HDGST, KNET_CMF_DDGST, both or none
+ *
+ * Return: "none", "header", "data" or "both".
+ */
+const char *knet_digest_str(unsigned int digests)
+{
+	switch (digests & KNET_CMF_DIGESTS) {
+	case KNET_CMF_HDGST:
+		return "header";
+	case KNET_CMF_DDGST:
+		return "data";
+	case KNET_CMF_DIGESTS:
+		return "both";
+	default:
+		return "none";
+	}
+}
+EXPORT_SYMBOL_GPL(knet_digest_str);
+
+/**
+ * knet_ep_digests() - the digests an endpoint's PDUs carry
+ * @ep: a connected endpoint
+ *
+ * Return: KNET_CMF_HDGST and KNET_CMF_DDGST as in use (none over RDMA).
+ */
+unsigned int knet_ep_digests(const struct knet_ep *ep)
+{
+	return ep->digests;
+}
+EXPORT_SYMBOL_GPL(knet_ep_digests);
+
 static int knet_transport_param_set(const char *val, const struct kernel_param *kp)
 {
 	char buf[8];
@@ -110,6 +163,13 @@ int knet_ep_accepted(struct knet_ep *ep, const struct knet_cm_rep *rep, u32 max_
 	ep->lim.max_segs = le16_to_cpu(rep->max_segs);
 	ep->credits = ep->lim.credits;
 	ep->server_auth = le16_to_cpu(rep->flags) & KNET_CMF_AUTH;
+	/* Exactly the digests asked for (the transport asked for none over RDMA). */
+	if ((le16_to_cpu(rep->flags) & KNET_CMF_DIGESTS) != ep->digests) {
+		pr_err("%pISpc: the server grants digests '%s' for '%s' asked: refused\n",
+		       &ep->peer, knet_digest_str(le16_to_cpu(rep->flags)),
+		       knet_digest_str(ep->digests));
+		return -EPROTO;
+	}
 	return 0;
 }
 
@@ -219,6 +279,10 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 	req.inline_max = cpu_to_le32(KNET_MSG_SIZE - sizeof(struct knet_hdr) - 512);
 	if (p->secret && p->secret->len)
 		req.flags = cpu_to_le16(KNET_CMF_AUTH);
+	if (ep->tr == &knet_tcp_transport) {
+		ep->digests = p->digests & KNET_CMF_DIGESTS;
+		req.flags |= cpu_to_le16(ep->digests);
+	}
 	memcpy(req.name, p->name, name_len);
 	ret = ep->tr->connect(ep, p, &req, reason, &gone);
 	if (gone)
@@ -247,10 +311,11 @@ struct knet_ep *knet_ep_connect(const struct knet_ep_params *p, int *reason)
 			return ERR_PTR(ret);
 		}
 	}
-	pr_info("connected to %pISpc (%s '%s') over %s: %u credits, inline %u, max I/O %u%s\n",
+	pr_info("connected to %pISpc (%s '%s') over %s: %u credits, inline %u, max I/O %u%s%s%s\n",
 		&p->addr, p->service == KNET_SVC_FILE ? "export" : "volume", p->name,
 		ep->tr->name, ep->lim.credits, ep->lim.inline_max, ep->lim.max_io,
-		ep->server_auth ? ", authenticated" : "");
+		ep->server_auth ? ", authenticated" : "", ep->digests ? ", digests " : "",
+		ep->digests ? knet_digest_str(ep->digests) : "");
 	return ep;
 
 fail:

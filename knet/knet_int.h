@@ -138,6 +138,7 @@ struct knet_ep {
 	bool			dead;
 	bool			connected;
 	bool			server_auth;	/* the server asked for the authentication */
+	unsigned int		digests;	/* TCP: KNET_CMF_HDGST, KNET_CMF_DDGST in use */
 	bool			disconnect;	/* fail_work is to disconnect */
 	bool			fenced;		/* no memory of it is reachable any more */
 	struct work_struct	fail_work;

@@ -7,8 +7,9 @@
  * it, woken by the socket's callbacks and by new requests; it never
  * blocks. The server drives every transfer as on RDMA: a request whose
  * data is too large to travel inline offers it with one segment of
- * address 0, and the server asks for a write's data with R2T PDUs and
- * pushes a read's data with DATA PDUs. io_work checks each against the
+ * address 0 (addresses are offsets into its data), and the server asks
+ * for a write's data with R2T PDUs and pushes a read's data with DATA
+ * PDUs. io_work checks each against the
  * request: a PDU for no request, for a range the request did not offer,
  * beyond what it offered, or of the wrong direction breaks the endpoint.
  *
@@ -20,9 +21,15 @@
  * Pages go to the socket by reference where the kernel allows it
  * (MSG_SPLICE_PAGES, or sendpage before 6.5); the socket then holds its
  * own references, so a request may end before they are sent again.
+ *
+ * With digests (KNET_CMF_HDGST, KNET_CMF_DDGST, asked for at connect),
+ * each PDU header and payload is followed by its CRC32C: computed when a
+ * PDU starts to go out, checked when one is whole; a mismatch resets the
+ * connection, which reconnects as after any loss.
  */
 #define pr_fmt(fmt) "knet: " fmt
 
+#include <linux/crc32c.h>
 #include <linux/highmem.h>
 #include <linux/net.h>
 #include <linux/sched/mm.h>
@@ -78,11 +85,16 @@ struct knet_tcp_slot {
  * @write_space: the socket's original
  * @state_change: the socket's original
  * @tx_list: PDUs to send, under @ep->lock
+ * @hdgst: a digest follows each PDU header
+ * @ddgst: a digest follows each PDU payload
  * @tx_cur: the PDU being sent (io_work's)
- * @tx_pdu: the header of @tx_cur when DATA
- * @tx_done: bytes of @tx_cur sent, header included
- * @rx_pdu: the header being received
+ * @tx_hdr: the header of @tx_cur, and its digest
+ * @tx_ddgst: the digest of @tx_cur's payload
+ * @tx_done: bytes of @tx_cur sent, header and digests included
+ * @rx_h: the header being received, and its digest
+ * @rx_ddgst: the digest of the payload being received
  * @rx_got: bytes of the header received, then with those of its payload
+ *	and its digest
  * @rx_slot: DATA: the request it fills
  * @rx_buf: MSG: the message
  * @slot: each slot's TCP state
@@ -99,19 +111,75 @@ struct knet_tcp {
 	void			(*write_space)(struct sock *sk);
 	void			(*state_change)(struct sock *sk);
 	struct list_head	tx_list;
+	bool			hdgst;
+	bool			ddgst;
 	struct knet_tcp_tx	*tx_cur;
-	struct knet_tcp_pdu	tx_pdu;
+	u8			tx_hdr[KNET_TCP_PDU_LEN + KNET_TCP_DIGEST];
+	__le32			tx_ddgst;
 	size_t			tx_done;
-	struct knet_tcp_pdu	rx_pdu;
+	struct {
+		struct knet_tcp_pdu	pdu;
+		__le32			dgst;
+	}			rx_h;
+	__le32			rx_ddgst;
 	size_t			rx_got;
 	struct knet_slot	*rx_slot;
 	u8			*rx_buf;
 	struct knet_tcp_slot	slot[KNET_SLOTS];
 };
 
+static_assert(sizeof(((struct knet_tcp *)0)->rx_h) == KNET_TCP_PDU_LEN + KNET_TCP_DIGEST);
+
 static u32 knet_tcp_tag(const struct knet_slot *s)
 {
 	return s->idx | (s->gen << 8);
+}
+
+/* Bytes of a PDU header on T's stream, its digest included. */
+static size_t knet_tcp_hlen(const struct knet_tcp *t)
+{
+	return KNET_TCP_PDU_LEN + (t->hdgst ? KNET_TCP_DIGEST : 0);
+}
+
+/* Bytes of the digest after a payload of LEN bytes. */
+static size_t knet_tcp_dlen(const struct knet_tcp *t, u32 len)
+{
+	return t->ddgst && len ? KNET_TCP_DIGEST : 0;
+}
+
+static u32 knet_tcp_crc(const void *p, size_t n)
+{
+	return ~crc32c(~0U, p, n);
+}
+
+/* The CRC32C of the bytes IT covers (kernel-virtual memory or pages). */
+static u32 knet_tcp_crc_iter(const struct iov_iter *from)
+{
+	struct iov_iter it = *from;
+	u32 crc = ~0U;
+
+	while (iov_iter_count(&it)) {
+		size_t n;
+
+		if (iov_iter_is_kvec(&it)) {
+			const struct kvec *v = it.kvec;
+
+			n = min(iov_iter_count(&it), v->iov_len - it.iov_offset);
+			crc = crc32c(crc, v->iov_base + it.iov_offset, n);
+		} else {
+			const struct bio_vec *bv = it.bvec;
+			size_t pos = bv->bv_offset + it.iov_offset;
+			void *p;
+
+			n = min3(iov_iter_count(&it), (size_t)bv->bv_len - it.iov_offset,
+				 PAGE_SIZE - offset_in_page(pos));
+			p = kmap_local_page(nth_page(bv->bv_page, pos >> PAGE_SHIFT));
+			crc = crc32c(crc, p + offset_in_page(pos), n);
+			kunmap_local(p);
+		}
+		iov_iter_advance(&it, n);
+	}
+	return ~crc;
 }
 
 static void knet_tcp_kick(struct knet_tcp *t)
@@ -356,25 +424,70 @@ static int knet_tcp_send_cur(struct knet_tcp *t)
 {
 	struct knet_tcp_tx *tx = t->tx_cur;
 	struct knet_tcp_slot *ts = &t->slot[tx->s->idx];
-	const size_t hlen = sizeof(struct knet_tcp_pdu);
+	size_t hlen = knet_tcp_hlen(t), end = hlen + tx->len;
+	size_t dlen = knet_tcp_dlen(t, tx->len);
 	struct iov_iter it;
-	struct kvec v;
+	struct kvec v[3];
 
 	if (tx->type == KNET_TCP_MSG) {
-		v.iov_base = ts->buf + t->tx_done;
-		v.iov_len = hlen + tx->len - t->tx_done;
-		iov_iter_kvec(&it, ITER_SOURCE, &v, 1, v.iov_len);
+		/* Header, message and digest in one call. */
+		v[0].iov_base = t->tx_hdr;
+		v[0].iov_len = hlen;
+		v[1].iov_base = ts->buf + KNET_TCP_PDU_LEN;
+		v[1].iov_len = tx->len;
+		v[2].iov_base = &t->tx_ddgst;
+		v[2].iov_len = dlen;
+		iov_iter_kvec(&it, ITER_SOURCE, v, dlen ? 3 : 2, end + dlen);
+		iov_iter_advance(&it, t->tx_done);
 		return knet_tcp_sendmsg(t, &it, false, false);
 	}
 	if (t->tx_done < hlen) {
-		v.iov_base = (u8 *)&t->tx_pdu + t->tx_done;
-		v.iov_len = hlen - t->tx_done;
-		iov_iter_kvec(&it, ITER_SOURCE, &v, 1, v.iov_len);
+		v[0].iov_base = t->tx_hdr + t->tx_done;
+		v[0].iov_len = hlen - t->tx_done;
+		iov_iter_kvec(&it, ITER_SOURCE, v, 1, v[0].iov_len);
 		return knet_tcp_sendmsg(t, &it, false, true);
 	}
-	knet_tcp_iter(ts, tx->s->rq, ITER_SOURCE, tx->off + (t->tx_done - hlen),
-		      tx->len - (t->tx_done - hlen), &it);
-	return knet_tcp_sendmsg(t, &it, ts->splice, false);
+	if (t->tx_done < end) {
+		knet_tcp_iter(ts, tx->s->rq, ITER_SOURCE, tx->off + (t->tx_done - hlen),
+			      end - t->tx_done, &it);
+		return knet_tcp_sendmsg(t, &it, ts->splice, dlen);
+	}
+	v[0].iov_base = (u8 *)&t->tx_ddgst + (t->tx_done - end);
+	v[0].iov_len = end + dlen - t->tx_done;
+	iov_iter_kvec(&it, ITER_SOURCE, v, 1, v[0].iov_len);
+	return knet_tcp_sendmsg(t, &it, false, false);
+}
+
+/* TX is t->tx_cur now: its header, and the digests it goes with. */
+static void knet_tcp_start_tx(struct knet_tcp *t, struct knet_tcp_tx *tx)
+{
+	struct knet_tcp_slot *ts = &t->slot[tx->s->idx];
+	struct knet_tcp_pdu *pdu = (struct knet_tcp_pdu *)t->tx_hdr;
+	struct iov_iter it;
+
+	t->tx_done = 0;
+	if (tx->type == KNET_TCP_DATA) {
+		memset(pdu, 0, sizeof(*pdu));
+		pdu->type = KNET_TCP_DATA;
+		pdu->length = cpu_to_le32(tx->len);
+		pdu->tag = cpu_to_le32(knet_tcp_tag(tx->s));
+		pdu->offset = cpu_to_le32(tx->off);
+	} else {
+		memcpy(pdu, ts->buf, sizeof(*pdu));
+	}
+	if (t->hdgst) {
+		__le32 d = cpu_to_le32(knet_tcp_crc(pdu, sizeof(*pdu)));
+
+		memcpy(t->tx_hdr + sizeof(*pdu), &d, sizeof(d));
+	}
+	if (!knet_tcp_dlen(t, tx->len))
+		return;
+	if (tx->type == KNET_TCP_MSG) {
+		t->tx_ddgst = cpu_to_le32(knet_tcp_crc(ts->buf + KNET_TCP_PDU_LEN, tx->len));
+	} else {
+		knet_tcp_iter(ts, tx->s->rq, ITER_SOURCE, tx->off, tx->len, &it);
+		t->tx_ddgst = cpu_to_le32(knet_tcp_crc_iter(&it));
+	}
 }
 
 /* Send what is queued; returns 1 when something went, 0 when nothing could, or an error. */
@@ -396,21 +509,15 @@ static int knet_tcp_send(struct knet_tcp *t)
 			spin_unlock_irqrestore(&ep->lock, flags);
 			if (!tx)
 				return progress;
-			t->tx_done = 0;
-			if (tx->type == KNET_TCP_DATA) {
-				memset(&t->tx_pdu, 0, sizeof(t->tx_pdu));
-				t->tx_pdu.type = KNET_TCP_DATA;
-				t->tx_pdu.length = cpu_to_le32(tx->len);
-				t->tx_pdu.tag = cpu_to_le32(knet_tcp_tag(tx->s));
-				t->tx_pdu.offset = cpu_to_le32(tx->off);
-			}
+			knet_tcp_start_tx(t, tx);
 		}
 		ret = knet_tcp_send_cur(t);
 		if (ret <= 0)
 			return ret ?: progress;
 		progress = 1;
 		t->tx_done += ret;
-		if (t->tx_done == sizeof(struct knet_tcp_pdu) + t->tx_cur->len) {
+		if (t->tx_done == knet_tcp_hlen(t) + t->tx_cur->len +
+				  knet_tcp_dlen(t, t->tx_cur->len)) {
 			tx = t->tx_cur;
 			t->tx_cur = NULL;
 			if (tx->type == KNET_TCP_DATA)
@@ -500,7 +607,7 @@ static int knet_tcp_r2t(struct knet_tcp *t, u32 tag, u32 off, u32 len)
 /* A PDU's header is in: check it and get ready for its payload. */
 static int knet_tcp_rx_pdu(struct knet_tcp *t)
 {
-	const struct knet_tcp_pdu *p = &t->rx_pdu;
+	const struct knet_tcp_pdu *p = &t->rx_h.pdu;
 	u32 len = le32_to_cpu(p->length), tag = le32_to_cpu(p->tag);
 	u32 off = le32_to_cpu(p->offset);
 	unsigned long flags;
@@ -533,8 +640,8 @@ static int knet_tcp_rx_pdu(struct knet_tcp *t)
 static int knet_tcp_recv_data(struct knet_tcp *t)
 {
 	struct knet_slot *s = t->rx_slot;
-	u32 got = t->rx_got - sizeof(t->rx_pdu);
-	u32 off = le32_to_cpu(t->rx_pdu.offset), len = le32_to_cpu(t->rx_pdu.length);
+	u32 got = t->rx_got - knet_tcp_hlen(t);
+	u32 off = le32_to_cpu(t->rx_h.pdu.offset), len = le32_to_cpu(t->rx_h.pdu.length);
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
 	int ret;
 
@@ -549,43 +656,82 @@ static int knet_tcp_recv_data(struct knet_tcp *t)
 	return ret ?: -ECONNRESET;
 }
 
+static int knet_tcp_bad_digest(struct knet_tcp *t, const char *what)
+{
+	pr_err_ratelimited("%pISpc: %s digest mismatch: resetting the connection\n",
+			   &t->ep->peer, what);
+	return -EBADMSG;
+}
+
+/* The payload of the PDU received, LEN bytes: does its digest match? */
+static bool knet_tcp_ddgst_ok(struct knet_tcp *t, u32 len)
+{
+	struct knet_slot *s = t->rx_slot;
+	struct iov_iter it;
+	u32 crc;
+
+	if (t->rx_h.pdu.type == KNET_TCP_MSG) {
+		crc = knet_tcp_crc(t->rx_buf, len);
+	} else {
+		knet_tcp_iter(&t->slot[s->idx], s->rq, ITER_SOURCE,
+			      le32_to_cpu(t->rx_h.pdu.offset), len, &it);
+		crc = knet_tcp_crc_iter(&it);
+	}
+	return le32_to_cpu(t->rx_ddgst) == crc;
+}
+
 /* Receive what came; returns 1 when something did, 0 when nothing, or an error. */
 static int knet_tcp_recv(struct knet_tcp *t)
 {
-	const size_t hlen = sizeof(t->rx_pdu);
+	const size_t hlen = knet_tcp_hlen(t);
 	int progress = 0;
+	size_t end, dlen;
 	u32 len;
 	int ret;
 
 	for (;;) {
 		if (t->rx_got < hlen) {
-			ret = knet_tcp_recv_buf(t, (u8 *)&t->rx_pdu + t->rx_got, hlen - t->rx_got);
+			ret = knet_tcp_recv_buf(t, (u8 *)&t->rx_h + t->rx_got, hlen - t->rx_got);
 			if (ret <= 0)
 				return ret ?: progress;
 			progress = 1;
 			t->rx_got += ret;
 			if (t->rx_got == hlen) {
+				if (t->hdgst && le32_to_cpu(t->rx_h.dgst) !=
+				    knet_tcp_crc(&t->rx_h.pdu, sizeof(t->rx_h.pdu)))
+					return knet_tcp_bad_digest(t, "header");
 				ret = knet_tcp_rx_pdu(t);
 				if (ret)
 					return ret;
 			}
 			continue;
 		}
-		len = le32_to_cpu(t->rx_pdu.length);
-		if (t->rx_pdu.type == KNET_TCP_MSG)
-			ret = knet_tcp_recv_buf(t, t->rx_buf + (t->rx_got - hlen),
-						len - (t->rx_got - hlen));
-		else
-			ret = knet_tcp_recv_data(t);
-		if (ret <= 0)
+		len = le32_to_cpu(t->rx_h.pdu.length);
+		end = hlen + len;
+		dlen = knet_tcp_dlen(t, len);
+		if (t->rx_got < end) {
+			if (t->rx_h.pdu.type == KNET_TCP_MSG)
+				ret = knet_tcp_recv_buf(t, t->rx_buf + (t->rx_got - hlen),
+							end - t->rx_got);
+			else
+				ret = knet_tcp_recv_data(t);
+		} else if (t->rx_got < end + dlen) {
+			ret = knet_tcp_recv_buf(t, (u8 *)&t->rx_ddgst + (t->rx_got - end),
+						end + dlen - t->rx_got);
+		} else {
+			ret = 0;
+		}
+		if (ret < 0 || (!ret && t->rx_got < end + dlen))
 			return ret ?: progress;
 		progress = 1;
 		t->rx_got += ret;
-		if (t->rx_got < hlen + len)
+		if (t->rx_got < end + dlen)
 			continue;
+		if (dlen && !knet_tcp_ddgst_ok(t, len))
+			return knet_tcp_bad_digest(t, "data");
 		t->rx_got = 0;
 		t->rx_slot = NULL;
-		if (t->rx_pdu.type == KNET_TCP_MSG) {
+		if (t->rx_h.pdu.type == KNET_TCP_MSG) {
 			ret = knet_reply(t->ep, t->rx_buf, len, NULL);
 			if (ret)
 				return ret;
@@ -898,6 +1044,8 @@ static int knet_tcp_connect(struct knet_ep *ep, const struct knet_ep_params *p,
 		ret = knet_tcp_handshake(t, req, reason, deadline);
 	if (ret)
 		return ret;
+	t->hdgst = ep->digests & KNET_CMF_HDGST;
+	t->ddgst = ep->digests & KNET_CMF_DDGST;
 	ep->connected = true;
 	WRITE_ONCE(t->live, true);
 	queue_work(knet_tcp_wq, &t->io_work);

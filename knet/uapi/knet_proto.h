@@ -81,7 +81,16 @@ struct knet_cm_rep {
  * takes no other request before the authentication succeeded.
  */
 #define KNET_CMF_AUTH		0x0001
-#define KNET_CMF_ALL		KNET_CMF_AUTH
+/*
+ * TCP only (an RDMA server ignores them): in a request, the client asks
+ * for CRC32C digests of every PDU header (HDGST) or payload (DDGST) after
+ * the handshake; the accept carries the ones both sides then use, which
+ * are the ones asked for or the connection is refused by the client.
+ */
+#define KNET_CMF_HDGST		0x0002
+#define KNET_CMF_DDGST		0x0004
+#define KNET_CMF_DIGESTS	(KNET_CMF_HDGST | KNET_CMF_DDGST)
+#define KNET_CMF_ALL		(KNET_CMF_AUTH | KNET_CMF_DIGESTS)
 
 /* Reasons a server rejects a connection, carried as reject private data. */
 enum knet_cm_reject {
@@ -227,6 +236,13 @@ struct knet_seg {
  * inline in its message or when asked, and a PDU that does not fit a
  * request (unknown tag, a range beyond what it offered, data it did not
  * ask for) is a protocol error that ends the connection.
+ *
+ * Digests (KNET_CMF_HDGST, KNET_CMF_DDGST), once accepted, apply to every
+ * PDU after the ACCEPT: a header is followed by the CRC32C of its 16
+ * bytes, a payload (MSG, DATA; not an empty one) by the CRC32C of its
+ * bytes, each KNET_TCP_DIGEST bytes, little-endian (CRC32C as iSCSI and
+ * NVMe/TCP compute it: initial value and final XOR 0xffffffff). A digest
+ * that does not match ends the connection.
  */
 enum knet_tcp_type {
 	KNET_TCP_CONNECT	= 1,
@@ -238,6 +254,7 @@ enum knet_tcp_type {
 };
 
 #define KNET_TCP_MSG_MAX	8192	/* largest MSG payload either way */
+#define KNET_TCP_DIGEST		4	/* bytes of a digest */
 
 struct knet_tcp_pdu {
 	__u8	type;		/* enum knet_tcp_type */
