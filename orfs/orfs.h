@@ -51,6 +51,7 @@ struct orfs_opts {
 	bool		stable_wb;	/* writeback=stable: no unstable WRITEs, no COMMITs */
 	char		key[KNET_NAME_MAX + 1];	/* key=: the logon key "knet:key"; "": none */
 	enum knet_transport_sel transport;	/* transport= */
+	unsigned int	digests;	/* digest=: KNET_CMF_HDGST, KNET_CMF_DDGST */
 };
 
 /*

@@ -281,6 +281,7 @@ int orfs_connect(struct orfs_sb *sbi)
 	g->params = (struct knet_ep_params){
 		.addr = sbi->addr,
 		.transport = sbi->opts.transport,
+		.digests = sbi->opts.digests,
 		.src = sbi->opts.srcaddr,
 		.service = KNET_SVC_FILE,
 		.name = sbi->export,

@@ -51,6 +51,7 @@ enum {
 	ORFS_OPT_TIMEO, ORFS_OPT_RETRANS,
 	ORFS_OPT_REGCACHE, ORFS_OPT_NCONNECT, ORFS_OPT_LARGEFOLIO, ORFS_OPT_LOCKS,
 	ORFS_OPT_SRCADDR, ORFS_OPT_KEY, ORFS_OPT_WRITEBACK, ORFS_OPT_TRANSPORT,
+	ORFS_OPT_DIGEST,
 };
 
 static const struct constant_table orfs_onoff[] = {
@@ -79,6 +80,15 @@ static const struct constant_table orfs_transports[] = {
 	{}
 };
 
+/* As knet_digest_parse(). */
+static const struct constant_table orfs_digests[] = {
+	{ "none",	0 },
+	{ "header",	KNET_CMF_HDGST },
+	{ "data",	KNET_CMF_DDGST },
+	{ "both",	KNET_CMF_DIGESTS },
+	{}
+};
+
 static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_string("addr",		ORFS_OPT_ADDR),
 	fsparam_u32("port",		ORFS_OPT_PORT),
@@ -102,6 +112,7 @@ static const struct fs_parameter_spec orfs_params[] = {
 	fsparam_string("key",		ORFS_OPT_KEY),
 	fsparam_enum("writeback",	ORFS_OPT_WRITEBACK, orfs_writeback),
 	fsparam_enum("transport",	ORFS_OPT_TRANSPORT, orfs_transports),
+	fsparam_enum("digest",		ORFS_OPT_DIGEST, orfs_digests),
 	{}
 };
 
@@ -209,6 +220,9 @@ static int orfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case ORFS_OPT_TRANSPORT:
 		o->transport = r.uint_32;
+		break;
+	case ORFS_OPT_DIGEST:
+		o->digests = r.uint_32;
 		break;
 	}
 	return 0;
@@ -372,6 +386,9 @@ static int orfs_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",writeback=%s", o->stable_wb ? "stable" : "unstable");
 	/* What the mount connected with: "auto" shows its choice. */
 	seq_printf(m, ",transport=%s", READ_ONCE(sbi->transport));
+	/* Digests go over TCP only: shown when asked for. */
+	if (o->digests)
+		seq_printf(m, ",digest=%s", knet_digest_str(o->digests));
 	return 0;
 }
 
@@ -584,6 +601,8 @@ static int orfs_reconfigure(struct fs_context *fc)
 	else if (n->transport != o->transport &&
 		 strcmp(knet_transport_str(n->transport), READ_ONCE(sbi->transport)))
 		what = "transport";
+	else if (n->digests != o->digests)
+		what = "digest";
 	if (what)
 		return invalfc(fc, "%s= cannot change on a remount", what);
 	/* Going read-only: what this client holds dirty is written first. */
