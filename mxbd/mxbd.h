@@ -44,6 +44,7 @@
  * @key: key=, the logon key "knet:KEY" holding the secret; "" for none
  * @secret: that key's secret, read at attach
  * @transport: the transport to connect with
+ * @digests: over TCP, the digests to ask for (knet_digest_parse())
  */
 struct mxbd_opts {
 	struct sockaddr_storage	addr;
@@ -58,6 +59,7 @@ struct mxbd_opts {
 	char			key[KNET_NAME_MAX + 1];
 	struct knet_secret	secret;
 	enum knet_transport_sel	transport;
+	unsigned int		digests;
 };
 
 /**

@@ -463,6 +463,16 @@ static ssize_t transport_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(transport);
 
+/* The digests its connections carry ("none" over RDMA, where they are not used). */
+static ssize_t digest_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct mxbd_dev *d = mxbd_from_dev(dev);
+
+	return sysfs_emit(buf, "%s\n", strcmp(READ_ONCE(d->transport), "tcp") ? "none" :
+			  knet_digest_str(d->opts.digests));
+}
+static DEVICE_ATTR_RO(digest);
+
 static ssize_t volume_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", mxbd_from_dev(dev)->opts.volume);
@@ -530,6 +540,7 @@ static struct attribute *mxbd_attrs[] = {
 	&dev_attr_server.attr,
 	&dev_attr_srcaddr.attr,
 	&dev_attr_transport.attr,
+	&dev_attr_digest.attr,
 	&dev_attr_volume.attr,
 	&dev_attr_uuid.attr,
 	&dev_attr_state.attr,
@@ -649,6 +660,7 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 	d->g.params = (struct knet_ep_params){
 		.addr = o->addr,
 		.transport = o->transport,
+		.digests = o->digests,
 		.src = o->srcaddr,
 		.service = KNET_SVC_BLOCK,
 		.name = d->opts.volume,

@@ -159,6 +159,12 @@ static int mxbd_parse_opts(char *s, struct mxbd_opts *o)
 				o->transport = ret;
 				ret = 0;
 			}
+		} else if (!strcmp(tok, "digest")) {
+			ret = knet_digest_parse(val);
+			if (ret >= 0) {
+				o->digests = ret;
+				ret = 0;
+			}
 		} else if (!strcmp(tok, "queues")) {
 			ret = kstrtouint(val, 10, &o->nr_queues);
 			if (!ret && (!o->nr_queues || o->nr_queues > MXBD_MAX_QUEUES))
