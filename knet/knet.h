@@ -39,7 +39,6 @@ int knet_register_ulp(struct knet_ulp *ulp);
 void knet_unregister_ulp(struct knet_ulp *ulp);
 unsigned int knet_device_count(void);
 int knet_parse_addr(const char *s, size_t len, u16 port, struct sockaddr_storage *ss);
-const char *knet_connect_hint(int err);
 void knet_addr_set_port(struct sockaddr_storage *ss, u16 port);
 u16 knet_addr_port(const struct sockaddr_storage *ss);
 bool knet_addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
@@ -168,6 +167,7 @@ int knet_transport_parse(const char *s);
 extern const struct kernel_param_ops knet_transport_param_ops;
 const char *knet_transport_str(enum knet_transport_sel t);
 const char *knet_ep_transport(const struct knet_ep *ep);
+const char *knet_connect_hint(int err, enum knet_transport_sel t);
 
 /*
  * Digests over TCP: KNET_CMF_HDGST, KNET_CMF_DDGST (knet_proto.h), or

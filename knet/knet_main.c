@@ -274,28 +274,35 @@ EXPORT_SYMBOL_GPL(knet_parse_addr);
 /**
  * knet_connect_hint() - the likely cause of a failed connect, for a person
  * @err: knet_ep_connect()'s or knet_mq_connect()'s error
+ * @t: the transport asked for (knet_ep_params.transport)
  *
  * For the messages of an attach or a mount that failed, beside the
  * error's name (%pe), as mount.nfs and nvme connect say what to look at.
  *
  * Return: a phrase, or "" when there is nothing more to say.
  */
-const char *knet_connect_hint(int err)
+const char *knet_connect_hint(int err, enum knet_transport_sel t)
 {
 	switch (err) {
 	case -ETIMEDOUT:
+		if (t == KNET_TRANSPORT_TCP)
+			return "no answer: is the server running, listening on TCP (-a tcp://), not behind a firewall?";
 		return "no answer: is the server running, reached through an RDMA device?";
 	case -ENETUNREACH:
 	case -EHOSTUNREACH:
 	case -EADDRNOTAVAIL:
 	case -ENODEV:
+		if (t == KNET_TRANSPORT_TCP)
+			return "no route to it (see 'ip route get')";
 		return "no RDMA device here routes to it (see 'rdma link', 'ip route get')";
 	case -ECONNREFUSED:
+		if (t == KNET_TRANSPORT_TCP)
+			return "refused: no server listens on TCP at that address and port (-a tcp://)";
 		return "refused: no server listens at that address and port";
 	case -ECONNRESET:
 		return "cut during the handshake: a server of this suite and version?";
 	case -EPROTO:
-		return "the server's answer did not parse (another protocol version?)";
+		return "the server's answer did not parse (another protocol version?), or it did not grant the digests asked for";
 	case -EKEYREJECTED:
 	case -EKEYEXPIRED:
 	case -EACCES:

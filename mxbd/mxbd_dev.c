@@ -628,7 +628,8 @@ static void mxbd_report_connect_error(const struct mxbd_opts *o, int ret, int re
 		       &o->addr, knet_reject_str(reason));
 	else
 		pr_err("cannot attach volume '%s' of %pISpc: %pe%s%s\n", o->volume, &o->addr,
-		       ERR_PTR(ret), *knet_connect_hint(ret) ? ": " : "", knet_connect_hint(ret));
+		       ERR_PTR(ret), *knet_connect_hint(ret, o->transport) ? ": " : "",
+		       knet_connect_hint(ret, o->transport));
 }
 
 /**

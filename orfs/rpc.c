@@ -309,7 +309,8 @@ int orfs_connect(struct orfs_sb *sbi)
 	else if (ret)
 		pr_warn_ratelimited("%pISpc: cannot connect for export '%s': %pe%s%s\n",
 				    &sbi->addr, sbi->export, ERR_PTR(ret),
-				    *knet_connect_hint(ret) ? ": " : "", knet_connect_hint(ret));
+				    *knet_connect_hint(ret, sbi->opts.transport) ? ": " : "",
+				    knet_connect_hint(ret, sbi->opts.transport));
 	if (ret == -ECONNREFUSED && reason == KNET_REJ_NOENT)
 		return -ENOENT;
 	if (ret == -ECONNREFUSED && (reason == KNET_REJ_ACCESS || reason == KNET_REJ_AUTH))
