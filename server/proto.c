@@ -147,3 +147,46 @@ const char *proto_reject_str(int reason)
 {
 	return knet_reject_str(reason);
 }
+
+/*
+ * CRC32C, eight bytes a step ("slicing by 8"): crc_tab[k][b] is the CRC
+ * of byte b followed by k zero bytes. The tables are made before main(),
+ * while one thread runs.
+ */
+static uint32_t crc_tab[8][256];
+
+__attribute__((constructor)) static void crc_tab_init(void)
+{
+	uint32_t c;
+	int b, k, i;
+
+	for (b = 0; b < 256; b++) {
+		c = (uint32_t)b;
+		for (i = 0; i < 8; i++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc_tab[0][b] = c;
+	}
+	for (b = 0; b < 256; b++)
+		for (k = 1; k < 8; k++)
+			crc_tab[k][b] = (crc_tab[k - 1][b] >> 8) ^ crc_tab[0][crc_tab[k - 1][b] & 0xff];
+}
+
+uint32_t proto_crc32c(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint32_t c = 0xffffffffu;
+
+	while (n >= 8) {
+		uint32_t lo = c ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+				   (uint32_t)b[3] << 24);
+
+		c = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
+		    crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
+		    crc_tab[3][b[4]] ^ crc_tab[2][b[5]] ^ crc_tab[1][b[6]] ^ crc_tab[0][b[7]];
+		b += 8;
+		n -= 8;
+	}
+	while (n--)
+		c = (c >> 8) ^ crc_tab[0][(c ^ *b++) & 0xff];
+	return ~c;
+}

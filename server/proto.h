@@ -62,4 +62,10 @@ int proto_hdr_errno(enum knet_hdr_error e);
 const char *proto_hdr_strerror(enum knet_hdr_error e);
 const char *proto_reject_str(int reason);
 
+/*
+ * The CRC32C (Castagnoli) of N bytes at P, as a TCP PDU digest carries it:
+ * initial value and final XOR 0xffffffff ("123456789" gives 0xe3069283).
+ */
+uint32_t proto_crc32c(const void *p, size_t n);
+
 #endif /* ORFS_SERVER_PROTO_H */

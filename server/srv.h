@@ -68,6 +68,8 @@ struct op {
 	char			*tcp_buf;	/* TCP: its payload, or where a READ's data goes */
 	uint32_t		tcp_len;	/* TCP: bytes of it */
 	uint32_t		tcp_done;	/* TCP: bytes of header and payload moved */
+	uint32_t		tcp_hdgst;	/* TCP: the header's digest (little-endian) */
+	uint32_t		tcp_ddgst;	/* TCP: the payload's digest (little-endian) */
 };
 
 /* A pool buffer moving one piece of a request's data. */

@@ -20,7 +20,10 @@
  * inside the engine's call that queued the work. A client that sends
  * more messages than its credits, data it was not asked for, or a PDU
  * that does not parse is cut off and logged: nothing it sends is taken
- * into memory the server did not set aside for it.
+ * into memory the server did not set aside for it. With the digests the
+ * client asked for (it always gets them), each header and payload is
+ * followed by its CRC32C, made as a PDU is queued and checked as one
+ * comes whole: a mismatch closes the connection.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -62,6 +65,7 @@ struct tcp_hs {
 
 struct tcp_conn {
 	int			fd;
+	int			hdgst, ddgst;	/* digests after headers, payloads */
 	int			flush;		/* closing: end every operation (tcp_progress()) */
 	int			rd_ready;	/* the socket may have bytes */
 	int			wr_blocked;	/* the socket was full: EPOLLOUT watched */
@@ -69,13 +73,36 @@ struct tcp_conn {
 	struct op		*pull, **pull_tail;	/* READs waiting for DATA, in R2T order */
 	uint8_t			posted[SRV_CREDITS];	/* receive buffers free for a MSG */
 	int			msg_slot;	/* the buffer of the MSG being received, or -1 */
-	struct knet_tcp_pdu	hdr;		/* the PDU being received */
+	struct {
+		struct knet_tcp_pdu	pdu;	/* the PDU being received */
+		uint32_t		dgst;	/* and its header's digest */
+	} h;				/* 20 bytes, no padding: read as one */
 	uint32_t		hdr_got;
 	uint32_t		body_got;	/* bytes of its payload */
+	uint32_t		rx_ddgst;	/* its payload's digest */
+	uint32_t		dgst_got;	/* bytes of it */
 	uint64_t		moved_us;	/* now_us() when a byte last moved */
 	size_t			in_off, in_have;
 	char			in[TCP_IN_SIZE];
 };
+
+/* ", digests both" and the like, for the log: "" for none. */
+static const char *tcp_digests_str(uint16_t flags)
+{
+	switch (flags & KNET_CMF_DIGESTS) {
+	case KNET_CMF_HDGST:
+		return ", digests header";
+	case KNET_CMF_DDGST:
+		return ", digests data";
+	case KNET_CMF_DIGESTS:
+		return ", digests both";
+	default:
+		return "";
+	}
+}
+
+static_assert(sizeof(((struct tcp_conn *)0)->h) == sizeof(struct knet_tcp_pdu) + KNET_TCP_DIGEST,
+	      "a header and its digest are read as one");
 
 static void tcp_log_errno(const char *what)
 {
@@ -301,6 +328,12 @@ static void hs_connect(struct shard *sh, struct tcp_hs *hs)
 	}
 	c->tcp = tcp_conn_new(hs->fd);
 	conn_rep(c, &rep);
+	/* The digests asked for, granted: both sides use them from now on. */
+	if (c->tcp) {
+		c->tcp->hdgst = !!(c->p.flags & KNET_CMF_HDGST);
+		c->tcp->ddgst = !!(c->p.flags & KNET_CMF_DDGST);
+		rep.flags |= htole16(c->p.flags & KNET_CMF_DIGESTS);
+	}
 	out.rep = rep;
 	if (!c->tcp || write_all(hs->fd, &out, sizeof(out))) {
 		srv_log("%s: cannot accept a TCP connection", hs->peer);
@@ -327,9 +360,9 @@ static void hs_connect(struct shard *sh, struct tcp_hs *hs)
 	c->since_us = now_us();
 	c->idle_since_us = c->since_us;
 	snprintf(c->peer, sizeof(c->peer), "%s", hs->peer);
-	srv_log("%s connected to %s '%s' (credits %d, progress thread %d on TCP)", c->peer,
+	srv_log("%s connected to %s '%s' (credits %d, progress thread %d on TCP%s)", c->peer,
 		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, c->ncredits,
-		sh->id);
+		sh->id, tcp_digests_str(c->p.flags));
 	free(hs);
 }
 
@@ -359,6 +392,21 @@ static void hs_read(struct shard *sh, struct tcp_hs *hs)
 
 /* ---- operations -------------------------------------------------------- */
 
+/* Bytes of OP's payload on the wire: an R2T has none. */
+static uint32_t op_payload(const struct op *op)
+{
+	return op->tcp_hdr.type == KNET_TCP_R2T ? 0 : op->tcp_len;
+}
+
+/* OP is ready to go on T: the digests it carries. */
+static void op_digests(const struct tcp_conn *t, struct op *op)
+{
+	if (t->hdgst)
+		op->tcp_hdgst = htole32(proto_crc32c(&op->tcp_hdr, sizeof(op->tcp_hdr)));
+	if (t->ddgst && op_payload(op))
+		op->tcp_ddgst = htole32(proto_crc32c(op->tcp_buf, op_payload(op)));
+}
+
 static void out_push(struct tcp_conn *t, struct op *op)
 {
 	/* Work after a quiet time: the stall clock starts now. */
@@ -384,6 +432,7 @@ int tcp_send(struct conn *c, char *buf, size_t n, struct op *op)
 	op->tcp_hdr.length = htole32((uint32_t)n);
 	op->tcp_buf = buf;
 	op->tcp_len = (uint32_t)n;
+	op_digests(c->tcp, op);
 	out_push(c->tcp, op);
 	return 0;
 }
@@ -404,14 +453,54 @@ int tcp_rdma(struct conn *c, char *buf, size_t n, uint32_t tag, uint64_t raddr, 
 	op->tcp_hdr.offset = htole32((uint32_t)raddr);
 	op->tcp_buf = buf;
 	op->tcp_len = (uint32_t)n;
+	op_digests(c->tcp, op);
 	out_push(c->tcp, op);
 	return 0;
 }
 
-/* Bytes of OP's PDU on the wire: an R2T has no payload. */
-static uint32_t op_wire(const struct op *op)
+/* Bytes of a header on T's stream, its digest included. */
+static uint32_t tcp_hlen(const struct tcp_conn *t)
 {
-	return (uint32_t)sizeof(op->tcp_hdr) + (op->tcp_hdr.type == KNET_TCP_R2T ? 0 : op->tcp_len);
+	return (uint32_t)sizeof(struct knet_tcp_pdu) + (t->hdgst ? KNET_TCP_DIGEST : 0);
+}
+
+/* Bytes of the digest after a payload of LEN bytes. */
+static uint32_t tcp_dlen(const struct tcp_conn *t, uint32_t len)
+{
+	return t->ddgst && len ? KNET_TCP_DIGEST : 0;
+}
+
+/* Bytes of OP's PDU on T's stream: header, payload, digests. */
+static uint32_t op_wire(const struct tcp_conn *t, const struct op *op)
+{
+	return tcp_hlen(t) + op_payload(op) + tcp_dlen(t, op_payload(op));
+}
+
+/*
+ * The iovecs of what is left of OP on T (from op->tcp_done) into IOV, at
+ * most 4: header, its digest, payload, its digest. Returns how many.
+ */
+static int op_iov(const struct tcp_conn *t, struct op *op, struct iovec *iov)
+{
+	struct iovec part[4] = {
+		{ &op->tcp_hdr, sizeof(op->tcp_hdr) },
+		{ &op->tcp_hdgst, t->hdgst ? KNET_TCP_DIGEST : 0 },
+		{ op->tcp_buf, op_payload(op) },
+		{ &op->tcp_ddgst, tcp_dlen(t, op_payload(op)) },
+	};
+	uint32_t skip = op->tcp_done;
+	int i, n = 0;
+
+	for (i = 0; i < 4; i++) {
+		if (skip >= part[i].iov_len) {
+			skip -= (uint32_t)part[i].iov_len;
+			continue;
+		}
+		iov[n].iov_base = (char *)part[i].iov_base + skip;
+		iov[n++].iov_len = part[i].iov_len - skip;
+		skip = 0;
+	}
+	return n;
 }
 
 void tcp_shutdown(struct conn *c)
@@ -450,19 +539,8 @@ static void tcp_write(struct conn *c)
 	int n = 0;
 	ssize_t w;
 
-	for (op = t->out; op && n + 2 <= TCP_IOV_MAX; op = op->tcp_next) {
-		uint32_t hlen = sizeof(op->tcp_hdr), off = op->tcp_done;
-
-		if (off < hlen) {
-			iov[n].iov_base = (char *)&op->tcp_hdr + off;
-			iov[n++].iov_len = hlen - off;
-			off = hlen;
-		}
-		if (off < op_wire(op)) {
-			iov[n].iov_base = op->tcp_buf + (off - hlen);
-			iov[n++].iov_len = op_wire(op) - off;
-		}
-	}
+	for (op = t->out; op && n + 4 <= TCP_IOV_MAX; op = op->tcp_next)
+		n += op_iov(t, op, iov + n);
 	if (!n)
 		return;
 	w = writev(t->fd, iov, n);
@@ -477,7 +555,7 @@ static void tcp_write(struct conn *c)
 	}
 	/* Take off what went whole; completions once the queue is consistent. */
 	while ((op = t->out) && w > 0) {
-		uint32_t left = op_wire(op) - op->tcp_done;
+		uint32_t left = op_wire(t, op) - op->tcp_done;
 
 		if ((size_t)w < left) {
 			op->tcp_done += (uint32_t)w;
@@ -498,7 +576,7 @@ static void tcp_write(struct conn *c)
 			done_tail = &op->tcp_next;
 		}
 	}
-	if (t->out && t->out->tcp_done < op_wire(t->out))
+	if (t->out && t->out->tcp_done < op_wire(t, t->out))
 		tcp_watch_out(c->sh, t, 1);
 	while ((op = done)) {
 		done = op->tcp_next;
@@ -511,7 +589,7 @@ static void tcp_write(struct conn *c)
 static int tcp_pdu(struct conn *c)
 {
 	struct tcp_conn *t = c->tcp;
-	const struct knet_tcp_pdu *p = &t->hdr;
+	const struct knet_tcp_pdu *p = &t->h.pdu;
 	uint32_t len = le32toh(p->length);
 	struct op *op = t->pull;
 	int i;
@@ -554,8 +632,8 @@ static char *tcp_dest(struct conn *c, uint32_t *len)
 {
 	struct tcp_conn *t = c->tcp;
 
-	*len = le32toh(t->hdr.length);
-	if (t->hdr.type == KNET_TCP_MSG)
+	*len = le32toh(t->h.pdu.length);
+	if (t->h.pdu.type == KNET_TCP_MSG)
 		return conn_rx_buf(c, t->msg_slot);
 	return t->pull->tcp_buf;
 }
@@ -564,13 +642,14 @@ static char *tcp_dest(struct conn *c, uint32_t *len)
 static void tcp_pdu_done(struct conn *c)
 {
 	struct tcp_conn *t = c->tcp;
-	uint32_t len = le32toh(t->hdr.length);
+	uint32_t len = le32toh(t->h.pdu.length);
 	struct op *op;
 	int slot;
 
 	t->hdr_got = 0;
 	t->body_got = 0;
-	if (t->hdr.type == KNET_TCP_MSG) {
+	t->dgst_got = 0;
+	if (t->h.pdu.type == KNET_TCP_MSG) {
 		slot = t->msg_slot;
 		t->msg_slot = -1;
 		conn_completion(&c->rx[slot], len, 0);
@@ -584,12 +663,32 @@ static void tcp_pdu_done(struct conn *c)
 	conn_completion(op, len, 0);
 }
 
+/*
+ * Bytes came for the PDU being received: once its payload and digest are
+ * whole, check the digest and end it. 0, or -1 once C is closed.
+ */
+static int tcp_body_moved(struct conn *c)
+{
+	struct tcp_conn *t = c->tcp;
+	uint32_t len;
+	char *dst = tcp_dest(c, &len);
+
+	if (t->body_got < len || t->dgst_got < tcp_dlen(t, len))
+		return 0;
+	if (tcp_dlen(t, len) && le32toh(t->rx_ddgst) != proto_crc32c(dst, len)) {
+		conn_close(c, "data digest mismatch");
+		return -1;
+	}
+	tcp_pdu_done(c);
+	return 0;
+}
+
 /* Read what C's client sent, up to a budget. */
 static void tcp_read(struct conn *c)
 {
 	struct tcp_conn *t = c->tcp;
 	size_t budget = TCP_READ_BUDGET;
-	uint32_t len, k;
+	uint32_t hlen = tcp_hlen(t), len, k;
 	ssize_t n;
 	char *dst;
 
@@ -597,17 +696,17 @@ static void tcp_read(struct conn *c)
 		if (t->in_off == t->in_have) {
 			t->in_off = t->in_have = 0;
 			/* A large payload: straight into place. */
-			if (t->hdr_got == sizeof(t->hdr)) {
+			if (t->hdr_got == hlen) {
 				dst = tcp_dest(c, &len);
-				if (len - t->body_got >= TCP_DIRECT_MIN) {
+				if (t->body_got < len && len - t->body_got >= TCP_DIRECT_MIN) {
 					n = recv(t->fd, dst + t->body_got, len - t->body_got,
 						 MSG_DONTWAIT);
 					if (n > 0) {
 						t->moved_us = now_us();
 						budget -= budget < (size_t)n ? budget : (size_t)n;
 						t->body_got += (uint32_t)n;
-						if (t->body_got == len)
-							tcp_pdu_done(c);
+						if (tcp_body_moved(c))
+							return;
 						continue;
 					}
 					goto end;
@@ -620,26 +719,41 @@ static void tcp_read(struct conn *c)
 			t->in_have = (size_t)n;
 			budget -= budget < (size_t)n ? budget : (size_t)n;
 		}
-		if (t->hdr_got < sizeof(t->hdr)) {
-			k = (uint32_t)(sizeof(t->hdr) - t->hdr_got);
+		if (t->hdr_got < hlen) {
+			k = hlen - t->hdr_got;
 			if (k > t->in_have - t->in_off)
 				k = (uint32_t)(t->in_have - t->in_off);
-			memcpy((char *)&t->hdr + t->hdr_got, t->in + t->in_off, k);
+			memcpy((char *)&t->h + t->hdr_got, t->in + t->in_off, k);
 			t->in_off += k;
 			t->hdr_got += k;
-			if (t->hdr_got == sizeof(t->hdr) && tcp_pdu(c))
+			if (t->hdr_got < hlen)
+				continue;
+			if (t->hdgst &&
+			    le32toh(t->h.dgst) != proto_crc32c(&t->h.pdu, sizeof(t->h.pdu))) {
+				conn_close(c, "header digest mismatch");
+				return;
+			}
+			if (tcp_pdu(c))
 				return;
 			continue;
 		}
 		dst = tcp_dest(c, &len);
-		k = len - t->body_got;
-		if (k > t->in_have - t->in_off)
-			k = (uint32_t)(t->in_have - t->in_off);
-		memcpy(dst + t->body_got, t->in + t->in_off, k);
+		if (t->body_got < len) {
+			k = len - t->body_got;
+			if (k > t->in_have - t->in_off)
+				k = (uint32_t)(t->in_have - t->in_off);
+			memcpy(dst + t->body_got, t->in + t->in_off, k);
+			t->body_got += k;
+		} else {
+			k = tcp_dlen(t, len) - t->dgst_got;
+			if (k > t->in_have - t->in_off)
+				k = (uint32_t)(t->in_have - t->in_off);
+			memcpy((char *)&t->rx_ddgst + t->dgst_got, t->in + t->in_off, k);
+			t->dgst_got += k;
+		}
 		t->in_off += k;
-		t->body_got += k;
-		if (t->body_got == len)
-			tcp_pdu_done(c);
+		if (tcp_body_moved(c))
+			return;
 	}
 	return;
 end:
