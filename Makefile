@@ -112,15 +112,15 @@ KCLIENT_SRC := tests/src/kclient.c $(COMMON_LIB)
 
 $(BIN)/knet-ping: tests/src/knet-ping.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-ping.c $(KCLIENT_SRC) -lfabric -lcrypto
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-ping.c $(KCLIENT_SRC) -lfabric -lrdmacm -lcrypto
 
 $(BIN)/knet-fs: tests/src/knet-fs.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-fs.c $(KCLIENT_SRC) -lfabric -lcrypto
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-fs.c $(KCLIENT_SRC) -lfabric -lrdmacm -lcrypto
 
-$(BIN)/tcp-peer: tests/src/tcp-peer.c $(USER_HDR)
+$(BIN)/tcp-peer: tests/src/tcp-peer.c $(COMMON_LIB) $(USER_HDR)
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tests/src/tcp-peer.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/tcp-peer.c $(COMMON_LIB)
 
 $(BIN)/knet-test: tests/src/knet-test.c tests/src/ktest.c tests/src/ktest.h $(COMMON_LIB) $(USER_HDR)
 	@mkdir -p $(BIN)
@@ -149,7 +149,7 @@ $(BIN)/regcache-test: tests/src/regcache-test.c tests/src/ktest.c tests/src/ktes
 
 $(BIN)/knet-load: tests/src/knet-load.c $(KCLIENT_SRC) $(USER_HDR) tests/src/kclient.h
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-load.c $(KCLIENT_SRC) -lfabric -lcrypto
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/knet-load.c $(KCLIENT_SRC) -lfabric -lrdmacm -lcrypto
 
 $(BIN)/unit-tests: $(UNIT_SRC) $(SERVER_LIB_SRC) server/workers.c $(USER_HDR)
 	@mkdir -p $(BIN)

@@ -31,7 +31,7 @@ if [ "$tr" = tcp ]; then
 else
 	start_server -b mx=/tmp/mx.img
 fi
-modprobe -a ib_core rdma_cm
+modprobe -a ib_core rdma_cm libcrc32c
 insmod "$ORFS_KMOD/regcache/regcache.ko"
 insmod "$ORFS_KMOD/knet/knet.ko"
 insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mx transport="$tr"

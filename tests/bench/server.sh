@@ -50,7 +50,7 @@ rm -f /tmp/benchvol
 # RDMA target (nvmet + nvme_rdma) in this boot, both backed by tmpfs files.
 truncate -s 512M /tmp/fa /tmp/fb /tmp/na /tmp/nb
 start_server -b fa=/tmp/fa -b fb=/tmp/fb
-modprobe -a ib_core rdma_cm nvmet nvmet_rdma nvme_rdma
+modprobe -a ib_core rdma_cm libcrc32c nvmet nvmet_rdma nvme_rdma
 insmod "$ORFS_KMOD/regcache/regcache.ko"
 insmod "$ORFS_KMOD/knet/knet.ko"
 insmod "$ORFS_KMOD/mxbd/mxbd.ko"

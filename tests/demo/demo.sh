@@ -69,7 +69,7 @@ rmmod knet_test
 
 say "MXBD: the volume as /dev/mxbd0, an ext4 file system on it, checked by fsck"
 unload_suite
-modprobe -a ib_core rdma_cm
+modprobe -a ib_core rdma_cm libcrc32c
 insmod "$ORFS_KMOD/regcache/regcache.ko"
 insmod "$ORFS_KMOD/knet/knet.ko"
 insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=vol0

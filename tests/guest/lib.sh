@@ -202,7 +202,7 @@ module_loaded() { [ -d "/sys/module/$1" ]; }
 # kernel's module tree (e.g. DKMS's, tests/guest/packages.sh)
 load_suite() {
 	local m
-	modprobe -a ib_core rdma_cm
+	modprobe -a ib_core rdma_cm libcrc32c
 	if [ "${ORFS_MODPROBE:-0}" = 1 ]; then
 		modprobe -a orfs mxbd
 	else

@@ -14,7 +14,7 @@
 ctl() { "$ORFS_PROJ/tools/mxbdctl" "$@"; }
 truncate -s 128M /tmp/rvol
 start_server -b rvol=/tmp/rvol
-modprobe -a ib_core rdma_cm
+modprobe -a ib_core rdma_cm libcrc32c
 insmod "$ORFS_KMOD/regcache/regcache.ko"
 insmod "$ORFS_KMOD/knet/knet.ko"
 on_exit "rmmod knet; rmmod regcache"

@@ -11,7 +11,7 @@
 truncate -s 256M /tmp/mvol
 head -c 8M /dev/urandom > /tmp/mro
 start_server -b mvol=/tmp/mvol -b mro=/tmp/mro,ro
-modprobe -a ib_core rdma_cm
+modprobe -a ib_core rdma_cm libcrc32c
 insmod "$ORFS_KMOD/regcache/regcache.ko"
 insmod "$ORFS_KMOD/knet/knet.ko"
 on_exit "rmmod knet; rmmod regcache"

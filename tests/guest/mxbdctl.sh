@@ -22,7 +22,7 @@ on_exit "kill $server2 2>/dev/null; wait $server2 2>/dev/null"
 for ((i = 0; i < 100; i++)); do grep -q 'listening on' /tmp/server2.log && break; sleep 0.1; done
 expect_grep 'listening on' /tmp/server2.log
 
-modprobe -a ib_core rdma_cm
+modprobe -a ib_core rdma_cm libcrc32c
 insmod "$ORFS_KMOD/regcache/regcache.ko"
 insmod "$ORFS_KMOD/knet/knet.ko"
 on_exit "rmmod knet; rmmod regcache"

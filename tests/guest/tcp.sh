@@ -5,7 +5,8 @@
 # verification through both, O_DIRECT from user buffers, the page cache;
 # the transport shown in sysfs, /proc/mounts and debugfs; "auto" choosing
 # RDMA where rxe routes; a server restart under I/O; clients that break
-# the protocol cut off by the server, which goes on serving; the userspace
+# the protocol cut off by the server, which goes on serving; CRC32C digests
+# asked for, granted, checked both ways, and lied about; the userspace
 # clients over TCP, and facing a lying server.
 # timeout: 540
 . "$(dirname "$0")/lib.sh"
@@ -120,6 +121,36 @@ cmp /tmp/u.bin /tmp/texp/u.bin || fail "knet-fs over TCP wrote other bytes"
 uc knet-fs -t tcp -n data get u.bin /tmp/u.back | tee /tmp/out
 cmp /tmp/u.bin /tmp/u.back || fail "knet-fs over TCP read other bytes"
 
+step "CRC32C digests, asked for at mount and attach: granted, shown, data intact"
+mount -t orfs -o transport=tcp,digest=both "$ORFS_ADDR:/data" /tmp/mnt
+expect_grep "/tmp/mnt orfs .*,transport=tcp,digest=both" /proc/mounts
+expect_eq "endpoints with both digests" "$(ep_each digests | sort -u)" both
+expect_grep "connected to export 'data' \(credits [0-9]+, progress thread [0-9]+ on TCP, digests both\)" \
+	"$ORFS_SERVER_LOG"
+expect_grep "knet: connected to $ORFS_ADDR:20077 \(export 'data'\) over tcp: .*, digests both" <(dmesg)
+cp /tmp/src /tmp/mnt/dg
+dd if=/tmp/src of=/tmp/mnt/dgd bs=1M oflag=direct status=none
+sync
+cmp /tmp/src /tmp/texp/dg || fail "a write with digests differs on the server"
+cmp /tmp/src /tmp/texp/dgd || fail "an O_DIRECT write with digests differs on the server"
+echo 3 > /proc/sys/vm/drop_caches
+cmp /tmp/src /tmp/mnt/dg || fail "a read with digests differs"
+cmp <(dd if=/tmp/mnt/dgd bs=1M iflag=direct status=none) /tmp/src ||
+	fail "an O_DIRECT read with digests differs"
+expect_fail mount -o remount,digest=none /tmp/mnt
+umount /tmp/mnt
+expect_fail mount -t orfs -o transport=tcp,digest=md5 "$ORFS_ADDR:/data" /tmp/mnt
+for dg in header data; do
+	echo "server=$ORFS_ADDR volume=tvol transport=tcp digest=$dg" > /sys/class/mxbd/attach
+	expect_eq "digest of the volume" "$(cat /sys/block/mxbd0/mxbd/digest)" $dg
+	dd if=/tmp/src of=/dev/mxbd0 bs=1M count=8 oflag=direct status=none
+	cmp <(head -c 8M /tmp/src) <(dd if=/dev/mxbd0 bs=1M count=8 iflag=direct status=none) ||
+		fail "the volume read back with digest=$dg differs"
+	echo mxbd0 > /sys/class/mxbd/detach
+done
+expect_fail sh -c "echo 'server=$ORFS_ADDR volume=tvol transport=tcp digest=crc' > /sys/class/mxbd/attach"
+expect_grep "attach: bad value 'crc' for digest" <(dmesg)
+
 step "transport=auto takes RDMA where an RDMA device routes to the server"
 mount -t orfs -o transport=auto "$ORFS_ADDR:/data" /tmp/mnt
 expect_grep "/tmp/mnt orfs .*,transport=rdma" /proc/mounts
@@ -148,6 +179,9 @@ echo mxbd0 > /sys/class/mxbd/detach
 expect_grep '^connected: .* over tcp$' /tmp/out
 # An RDMA client finds no RDMA listener there: refused, not hung.
 expect_fail mount -t orfs -o transport=rdma,port=20088 "$ORFS_ADDR:/data" /tmp/mnt
+# Nothing on TCP there: the hint speaks of TCP, not of RDMA devices.
+expect_fail mount -t orfs -o transport=tcp,port=20089 "$ORFS_ADDR:/data" /tmp/mnt
+expect_grep "refused: no server listens on TCP at that address and port" <(dmesg)
 kill "$OTHER_PID"
 wait "$OTHER_PID" || fail "the TCP-only server did not stop cleanly"
 
@@ -170,15 +204,23 @@ kt -a "$ORFS_ADDR" -n tvol -w batch -b 65536 -N 200 -q 48 | tee /tmp/out
 expect_grep '^batch wait-any: 200 blocks .* 0 errors, 0 mismatches' /tmp/out
 kt -a "$ORFS_ADDR" -n tvol -w batch-cb -b 16384 -N 300 -q 8 -o 512 | tee /tmp/out
 expect_grep '^batch callbacks: 300 blocks .* 0 errors, 0 mismatches' /tmp/out
+# With digests: data and replies summed as they go out and checked as they come in.
+for args in "-b 1048576 -N 4 -m pages -o 3000" "-b 262144 -N 8 -m user -V 4" "-b 2048 -N 16 -m kvec"; do
+	KTEST_DIGEST=both kt -a "$ORFS_ADDR" -n tvol -w verify $args | tee /tmp/out
+	expect_grep '^verified ' /tmp/out
+done
 
 step "a lying TCP server: every lie ends the connection with an error, never a crash or a write past the request"
-for lie in r2t-range r2t-tag data-long data-tag bad-type huge reply-tag cut; do
+for lie in r2t-range r2t-tag data-long data-tag bad-type huge reply-tag cut hdgst ddgst; do
 	"$ORFS_BIN/tcp-peer" server 20099 $lie > /tmp/liar.out 2>&1 &
 	lpid=$!
 	wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server $lie did not start"
 	n=$(dmesg | grep -c 'knet: .*disconnecting\|knet: connection to .* lost')
+	dg=none
+	[[ $lie != ?dgst ]] || dg=both
 	set +e
-	KTEST_PORT=20099 kt -a "$ORFS_ADDR" -n tvol -w verify -b 65536 -N 2 -m pages > /tmp/kt.out 2>&1
+	KTEST_DIGEST=$dg KTEST_PORT=20099 kt -a "$ORFS_ADDR" -n tvol -w verify -b 65536 -N 2 -m pages \
+		> /tmp/kt.out 2>&1
 	rc=$?
 	set -e
 	wait $lpid || { cat /tmp/liar.out; fail "tcp-peer server $lie"; }
@@ -193,6 +235,23 @@ expect_grep "data for no request, or beyond what it asked" <(dmesg)
 expect_grep "PDU of an unknown type from the server" <(dmesg)
 expect_grep "message of a size no reply has" <(dmesg)
 expect_grep "reply for no request" <(dmesg)
+expect_grep "header digest mismatch: resetting the connection" <(dmesg)
+expect_grep "data digest mismatch: resetting the connection" <(dmesg)
+
+step "a server that does not grant the digests asked for is refused"
+"$ORFS_BIN/tcp-peer" server 20099 cut > /tmp/liar.out 2>&1 &
+lpid=$!
+wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server did not start"
+set +e
+KTEST_DIGEST=both KTEST_PORT=20099 kt -a "$ORFS_ADDR" -n tvol -w verify -b 65536 -N 2 -m pages \
+	> /tmp/kt.out 2>&1
+rc=$?
+set -e
+kill $lpid 2>/dev/null || true
+wait $lpid 2>/dev/null || true
+cat /tmp/kt.out
+[ "$rc" -ne 0 ] || fail "a connection without the digests asked for was taken"
+expect_grep "the server grants digests 'none' for 'both' asked: refused" <(dmesg)
 
 step "the userspace client facing the same lies: each an error, never a hang or a crash"
 for lie in r2t-range r2t-tag data-long data-tag bad-type huge reply-tag cut; do
@@ -223,7 +282,8 @@ step "clients that break the protocol are cut off; the server goes on serving"
 cat /tmp/peer.out
 for why in "not a CONNECT" "more requests than its credits" "data it was not asked for" \
 	"a PDU a client does not send" "message of a size no request has" "malformed PDU" \
-	"stalled: it takes or sends nothing it was asked to"; do
+	"stalled: it takes or sends nothing it was asked to" "header digest mismatch" \
+	"data digest mismatch"; do
 	expect_grep "$why" "$ORFS_SERVER_LOG"
 done
 mount -t orfs -o transport=tcp "$ORFS_ADDR:/data" /tmp/mnt

@@ -219,6 +219,11 @@ static long knet_test_connect(struct knet_test_file *tf, void __user *arg)
 		goto unlock;
 	}
 	p.transport = c.transport;
+	if (c.digests & ~KNET_CMF_DIGESTS) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	p.digests = c.digests;
 	if (c.queues > 1) {
 		tf->mq = knet_mq_connect(&p, c.queues, &reason);
 		ep = IS_ERR(tf->mq) ? ERR_CAST(tf->mq) : tf->mq->q[0];

@@ -23,6 +23,7 @@ struct knet_test_connect {
 	__u32	inline_max;
 	__u32	max_io;
 	__u32	transport;	/* enum knet_transport_sel: 0 rdma, 1 tcp, 2 auto */
+	__u32	digests;	/* over TCP: KNET_CMF_HDGST, KNET_CMF_DDGST */
 };
 
 #define KNET_TEST_MEM_KVEC	0

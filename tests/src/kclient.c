@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <rdma/rdma_cma.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,14 +69,37 @@ static int rdma_open(struct kc_fabric *f, const char *addr, const char *port, co
 	return 0;
 }
 
+/*
+ * Does an RDMA device route to ADDR? What the kernel's transport=auto
+ * asks: rdma_cm resolves the address and the route (synchronously).
+ */
+static int rdma_routes(const char *addr, const char *port)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res = NULL;
+	struct rdma_cm_id *id = NULL;
+	int ok = 0;
+
+	if (rdma_getaddrinfo(addr, port, &hints, &res))
+		return 0;
+	if (!rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP)) {
+		ok = !rdma_resolve_addr(id, res->ai_src_addr, res->ai_dst_addr, 2000) &&
+		     !rdma_resolve_route(id, 2000);
+		rdma_destroy_id(id);
+	}
+	rdma_freeaddrinfo(res);
+	return ok;
+}
+
 int kc_open(struct kc_fabric *f, enum kc_transport tr, const char *addr, const char *port,
 	    const char *prov, size_t cq_size)
 {
 	int ret;
 
 	memset(f, 0, sizeof(*f));
+	/* auto: RDMA when an RDMA device routes to ADDR, as the kernel decides. */
+	if (tr == KC_AUTO && !rdma_routes(addr, port))
+		tr = KC_TCP;
 	if (tr != KC_TCP) {
-		/* auto: RDMA when libfabric has a provider that reaches ADDR. */
 		ret = rdma_open(f, addr, port, prov, cq_size, tr == KC_AUTO);
 		if (!ret || tr == KC_RDMA) {
 			f->tr = KC_RDMA;

@@ -16,7 +16,7 @@
 enum kc_transport {
 	KC_RDMA,	/* libfabric (the provider of -P) */
 	KC_TCP,		/* knet's TCP transport (knet_proto.h) */
-	KC_AUTO,	/* RDMA if libfabric finds a provider for the address, else TCP */
+	KC_AUTO,	/* RDMA if an RDMA device routes to the address, else TCP */
 };
 
 /* "rdma", "tcp" or "auto" into *T: 0, or -1 with the reason printed. */

@@ -47,6 +47,20 @@ int ktest_connect(const char *addr, const char *name, int service, int queues,
 			return -1;
 		}
 	}
+	t = getenv("KTEST_DIGEST");
+	if (t && *t) {
+		if (!strcmp(t, "header"))
+			cn->digests = KNET_CMF_HDGST;
+		else if (!strcmp(t, "data"))
+			cn->digests = KNET_CMF_DDGST;
+		else if (!strcmp(t, "both"))
+			cn->digests = KNET_CMF_DIGESTS;
+		else if (strcmp(t, "none")) {
+			fprintf(stderr, "ktest: KTEST_DIGEST=%s: none, header, data or both\n", t);
+			close(fd);
+			return -1;
+		}
+	}
 	t = getenv("KTEST_PORT");
 	if (t && *t)
 		cn->port = (uint16_t)strtoul(t, NULL, 10);

@@ -17,6 +17,7 @@
  * Open /dev/knet_test and connect to volume NAME at ADDR (IPv4 text), as a
  * completion group of QUEUES endpoints when QUEUES > 1. The environment
  * picks the transport (KTEST_TRANSPORT: rdma, the default, tcp or auto)
+ * and, over TCP, the digests (KTEST_DIGEST: none, header, data or both)
  * and the port (KTEST_PORT, default knet's).
  * Returns the descriptor, or -1 with a message; *REFUSED is set when the
  * server refused (its reason printed).

@@ -8,7 +8,8 @@
  *	way a client can break the protocol (a first PDU that is not a
  *	CONNECT, more requests than its credits, data not asked for, a PDU
  *	type clients do not send, a message larger than any, flags set, a
- *	write whose R2T is never answered: closed within 40 s as stalled);
+ *	write whose R2T is never answered: closed within 40 s as stalled,
+ *	a header or a payload whose digest is wrong);
  *	each must be closed by the server. Exit 0 when all were.
  *
  *   tcp-peer server PORT LIE
@@ -22,7 +23,9 @@
  *	request), data-long (DATA longer than the request offered),
  *	data-tag (DATA for no request), bad-type (a PDU of no known type),
  *	huge (a MSG larger than any), reply-tag (a reply for no request),
- *	cut (half a PDU header, then the connection closed). It keeps the
+ *	cut (half a PDU header, then the connection closed); or, granting
+ *	the digests the client asked for, answers its first request with a
+ *	wrong header digest (hdgst) or payload digest (ddgst). It keeps the
  *	connection open two seconds more, then exits 0.
  */
 #include <arpa/inet.h>
@@ -39,6 +42,7 @@
 
 #include "knet/uapi/knet_proto.h"
 #include "mxbd/uapi/mxbd_proto.h"
+#include "server/proto.h"
 
 struct peer {
 	int	fd;
@@ -114,12 +118,16 @@ static int dial(const struct peer *pr)
 	return fd;
 }
 
-/* CONNECT to volume "tvol" asking for DEPTH receives; the server's ACCEPT read. */
-static int handshake(int fd, uint16_t depth)
+/*
+ * CONNECT to volume "tvol" asking for DEPTH receives and the digests of
+ * FLAGS; the server's ACCEPT read.
+ */
+static int handshake(int fd, uint16_t depth, uint16_t flags)
 {
 	struct knet_cm_req req = {
 		.version = htole16(KNET_PROTO_VERSION), .service = KNET_SVC_BLOCK, .name_len = 4,
 		.recv_depth = htole16(depth), .inline_max = htole32(4096), .name = "tvol",
+		.flags = htole16(flags),
 	};
 	struct knet_tcp_pdu p = pdu(KNET_TCP_CONNECT, sizeof(req), 0, 0);
 	struct knet_cm_rep rep;
@@ -130,6 +138,10 @@ static int handshake(int fd, uint16_t depth)
 	if (p.type != KNET_TCP_ACCEPT || le32toh(p.length) != sizeof(rep) ||
 	    recv_all(fd, &rep, sizeof(rep))) {
 		fprintf(stderr, "tcp-peer: the server did not accept (PDU type %u)\n", p.type);
+		return -1;
+	}
+	if ((le16toh(rep.flags) & KNET_CMF_DIGESTS) != flags) {
+		fprintf(stderr, "tcp-peer: the server did not grant the digests\n");
 		return -1;
 	}
 	return le16toh(rep.credits);
@@ -180,8 +192,24 @@ static int attack(const struct peer *pr, const char *name)
 		return -1;
 	if (!strcmp(name, "not a CONNECT")) {
 		n = msg(buf, KNET_OP_NOP, 1, NULL, 0);
+	} else if (strstr(name, "digest")) {
+		/* A NOP with both digests, one of them wrong. */
+		uint32_t hd, dd, len;
+
+		if (handshake(fd, 4, KNET_CMF_DIGESTS) < 0) {
+			close(fd);
+			return -1;
+		}
+		n = msg(buf + 4, KNET_OP_NOP, 1, NULL, 0) + 4;
+		memmove(buf, buf + 4, sizeof(p));	/* header, then its digest */
+		len = (uint32_t)(n - 4 - sizeof(p));
+		hd = htole32(proto_crc32c(buf, sizeof(p)) ^ (name[0] == 'h'));
+		memcpy(buf + sizeof(p), &hd, 4);
+		dd = htole32(proto_crc32c(buf + sizeof(p) + 4, len) ^ (name[0] == 'd'));
+		memcpy(buf + n, &dd, 4);
+		n += 4;
 	} else {
-		credits = handshake(fd, 4);
+		credits = handshake(fd, 4, 0);
 		if (credits < 0) {
 			close(fd);
 			return -1;
@@ -233,7 +261,7 @@ static int run_client(const struct peer *pr)
 	static const char *const attacks[] = {
 		"not a CONNECT", "more requests than its credits", "data it was not asked for",
 		"a PDU a client does not send", "message of a size no request has",
-		"malformed PDU", "stalled",
+		"malformed PDU", "stalled", "header digest mismatch", "data digest mismatch",
 	};
 	size_t i;
 	int bad = 0;
@@ -244,6 +272,38 @@ static int run_client(const struct peer *pr)
 }
 
 /* ---- server: lies to the clients ---------------------------------------- */
+
+/* With digests: the first request read, its reply's header or payload digest wrong. */
+static int lie_digest(int fd, const char *how)
+{
+	static uint8_t body[KNET_TCP_MSG_MAX + 2 * KNET_TCP_DIGEST];
+	struct knet_hdr h, r = {
+		.magic = htole32(KNET_PROTO_MAGIC), .version = KNET_PROTO_VERSION,
+		.flags = KNET_HF_REPLY, .credits = htole16(1),
+	};
+	struct knet_tcp_pdu p;
+	uint32_t len, hd, dd;
+
+	if (recv_all(fd, &p, sizeof(p)))
+		return fail("the client's request");
+	len = le32toh(p.length);
+	if (p.type != KNET_TCP_MSG || len < sizeof(h) || len > KNET_TCP_MSG_MAX ||
+	    recv_all(fd, body, len + 2 * KNET_TCP_DIGEST)) {
+		fprintf(stderr, "tcp-peer: the client's PDU is not a request with digests\n");
+		return -1;
+	}
+	memcpy(&h, body + KNET_TCP_DIGEST, sizeof(h));
+	printf("request: opcode %u, tag %#x\n", le16toh(h.opcode), le32toh(h.tag));
+	r.opcode = h.opcode;
+	r.tag = h.tag;
+	p = pdu(KNET_TCP_MSG, sizeof(r), 0, 0);
+	hd = htole32(proto_crc32c(&p, sizeof(p)) ^ !strcmp(how, "hdgst"));
+	dd = htole32(proto_crc32c(&r, sizeof(r)) ^ !strcmp(how, "ddgst"));
+	if (send_all(fd, &p, sizeof(p)) || send_all(fd, &hd, sizeof(hd)) ||
+	    send_all(fd, &r, sizeof(r)) || send_all(fd, &dd, sizeof(dd)))
+		return -1;
+	return 0;
+}
 
 /* Lie HOW on FD: 0 when told, 1 if the client closed before, -1 on errors. */
 static int lie(int fd, const char *how)
@@ -369,10 +429,12 @@ static int run_server(int port, const char *how)
 			fprintf(stderr, "tcp-peer: no CONNECT\n");
 			return 1;
 		}
+		/* The digest lies grant the digests asked for; the others none. */
+		rep.flags = strstr(how, "dgst") ? req.flags & htole16(KNET_CMF_DIGESTS) : 0;
 		p = pdu(KNET_TCP_ACCEPT, sizeof(rep), 0, 0);
 		if (send_all(fd, &p, sizeof(p)) || send_all(fd, &rep, sizeof(rep)))
 			return 1;
-		ret = lie(fd, how);
+		ret = strstr(how, "dgst") ? lie_digest(fd, how) : lie(fd, how);
 		if (!ret && strcmp(how, "cut"))
 			sleep(2);
 		close(fd);

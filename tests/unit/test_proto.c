@@ -154,14 +154,18 @@ static void test_cm_req_bad(void)
 	make_cm_req(&r, "export", 9);
 	CU_ASSERT_EQUAL(proto_parse_cm_req(&r, len, &p), KNET_REJ_SERVICE);
 
-	/* An unknown flag; the authentication flag is known and kept. */
+	/* An unknown flag; the authentication and digest flags are known and kept. */
 	make_cm_req(&r, "export", KNET_SVC_FILE);
-	r.flags = htole16(2);
+	r.flags = htole16(8);
 	CU_ASSERT_EQUAL(proto_parse_cm_req(&r, len, &p), KNET_REJ_MALFORMED);
 	make_cm_req(&r, "export", KNET_SVC_FILE);
 	r.flags = htole16(KNET_CMF_AUTH);
 	CU_ASSERT_EQUAL(proto_parse_cm_req(&r, len, &p), 0);
 	CU_ASSERT_EQUAL(p.flags, KNET_CMF_AUTH);
+	make_cm_req(&r, "export", KNET_SVC_FILE);
+	r.flags = htole16(KNET_CMF_HDGST | KNET_CMF_DDGST);
+	CU_ASSERT_EQUAL(proto_parse_cm_req(&r, len, &p), 0);
+	CU_ASSERT_EQUAL(p.flags, KNET_CMF_DIGESTS);
 
 	make_cm_req(&r, "export", KNET_SVC_FILE);
 	r.recv_depth = 0;
@@ -200,6 +204,25 @@ static void test_strings(void)
 					   "unknown framing error");
 }
 
+/* The TCP digests: CRC32C's check value, and its known answers for 32 zero and 0xff bytes. */
+static void test_crc32c(void)
+{
+	uint8_t b[32];
+
+	CU_ASSERT_EQUAL(proto_crc32c("123456789", 9), 0xe3069283u);
+	CU_ASSERT_EQUAL(proto_crc32c("", 0), 0);
+	memset(b, 0, sizeof(b));
+	CU_ASSERT_EQUAL(proto_crc32c(b, sizeof(b)), 0x8a9136aau);
+	memset(b, 0xff, sizeof(b));
+	CU_ASSERT_EQUAL(proto_crc32c(b, sizeof(b)), 0x62a8ab43u);
+	/* Every length and alignment the eight-byte steps split differently. */
+	for (size_t off = 0; off < 8; off++) {
+		memset(b, 0, sizeof(b));
+		memcpy(b + off, "123456789", 9);
+		CU_ASSERT_EQUAL(proto_crc32c(b + off, 9), 0xe3069283u);
+	}
+}
+
 int unit_add_proto_suite(void)
 {
 	static const struct {
@@ -215,6 +238,7 @@ int unit_add_proto_suite(void)
 		{ "connect: bad requests rejected with reasons", test_cm_req_bad },
 		{ "names: containment", test_names },
 		{ "strings: every code has text", test_strings },
+		{ "CRC32C of the TCP digests: known answers", test_crc32c },
 	};
 	CU_pSuite s = CU_add_suite("wire protocol", NULL, NULL);
 	size_t i;
