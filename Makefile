@@ -61,7 +61,7 @@ SERVER_CORE_SRC := server/dispatch.c server/block.c server/sched.c server/config
 	server/siphash.c server/replay.c server/fdcache.c server/locks.c
 SERVER_LIB_SRC := server/proto.c server/auth.c $(SERVER_CORE_SRC)
 UNIT_SRC := $(wildcard tests/unit/*.c)
-USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h)
+USER_HDR := $(wildcard knet/uapi/*.h mxbd/uapi/*.h orfs/uapi/*.h server/*.h tests/unit/*.h tests/src/sockio.h)
 
 # The suite's version: dkms.conf's.
 VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)

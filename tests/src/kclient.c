@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tests/src/kclient.h"
+#include "tests/src/sockio.h"
 
 #define CONNECT_TIMEOUT_MS 10000
 /* A TCP PDU the server began must come whole within this (emulated guests are slow). */
@@ -481,24 +482,6 @@ static int write_full(int fd, const struct iovec *iov0, int cnt)
 	return 0;
 }
 
-/* Read exactly N bytes: 1, 0 at the end of the stream, -1 with errno set. */
-static int read_full(int fd, void *buf, size_t n)
-{
-	char *p = buf;
-
-	while (n) {
-		ssize_t r = recv(fd, p, n, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -1 : 0;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 1;
-}
-
 static int tcp_pdu_send(struct kc_conn *c, uint8_t type, uint32_t tag, uint32_t off,
 			const void *buf, uint32_t len)
 {
@@ -576,7 +559,7 @@ static void tcp_pdu(struct kc_conn *c)
 	char why[128];
 	int r;
 
-	r = read_full(c->fd, &p, sizeof(p));
+	r = sock_read_full(c->fd, &p, sizeof(p));
 	if (r <= 0)
 		goto cut;
 	len = le32toh(p.length);
@@ -595,7 +578,7 @@ static void tcp_pdu(struct kc_conn *c)
 			return;
 		}
 		m = c->posted[0];
-		r = read_full(c->fd, m.buf, len);
+		r = sock_read_full(c->fd, m.buf, len);
 		if (r <= 0)
 			goto cut;
 		memmove(c->posted, c->posted + 1, (size_t)--c->nposted * sizeof(*c->posted));
@@ -618,7 +601,7 @@ static void tcp_pdu(struct kc_conn *c)
 		l = lent_of(c, tag, 0, off, len);
 		if (!l)
 			break;
-		r = read_full(c->fd, l->buf + off, len);
+		r = sock_read_full(c->fd, l->buf + off, len);
 		if (r <= 0)
 			goto cut;
 		return;
@@ -760,12 +743,12 @@ static int tcp_connect(struct kc_fabric *f, struct kc_conn *c, const struct knet
 	c->fd = fd;
 	errno = 0;
 	if (tcp_pdu_send(c, KNET_TCP_CONNECT, 0, 0, req, sizeof(*req)) ||
-	    read_full(fd, &p, sizeof(p)) <= 0) {
+	    sock_read_full(fd, &p, sizeof(p)) <= 0) {
 		fprintf(stderr, "TCP handshake: %s\n", errno ? strerror(errno) : "closed");
 		return 1;
 	}
 	if (p.type == KNET_TCP_REJECT && le32toh(p.length) == sizeof(rej) &&
-	    read_full(fd, &rej, sizeof(rej)) > 0) {
+	    sock_read_full(fd, &rej, sizeof(rej)) > 0) {
 		c->shutdown = 1;
 		if (!quiet)
 			printf("rejected: %s (server speaks version %u)\n",
@@ -773,7 +756,7 @@ static int tcp_connect(struct kc_fabric *f, struct kc_conn *c, const struct knet
 		return 3;
 	}
 	if (p.type != KNET_TCP_ACCEPT || le32toh(p.length) != sizeof(rep) ||
-	    read_full(fd, &rep, sizeof(rep)) <= 0) {
+	    sock_read_full(fd, &rep, sizeof(rep)) <= 0) {
 		fprintf(stderr, "TCP handshake: an answer of type %u and %u bytes\n", p.type,
 			le32toh(p.length));
 		return 1;

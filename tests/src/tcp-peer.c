@@ -43,6 +43,7 @@
 #include "knet/uapi/knet_proto.h"
 #include "mxbd/uapi/mxbd_proto.h"
 #include "server/proto.h"
+#include "tests/src/sockio.h"
 
 struct peer {
 	int	fd;
@@ -76,19 +77,9 @@ static int send_all(int fd, const void *buf, size_t n)
 
 static int recv_all(int fd, void *buf, size_t n)
 {
-	char *p = buf;
+	int r = sock_read_full(fd, buf, n);
 
-	while (n) {
-		ssize_t r = recv(fd, p, n, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r ? fail("recv") : -1;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
+	return r > 0 ? 0 : r < 0 ? fail("recv") : -1;
 }
 
 static struct knet_tcp_pdu pdu(uint8_t type, uint32_t len, uint32_t tag, uint32_t off)
