@@ -207,18 +207,23 @@ static int handle_cq(struct shard *sh, struct fid_cq *cq)
 	}
 }
 
+static void shard_events(struct shard *s, const struct epoll_event *ev, int n);
+
 /*
- * Poll the completion queue and the workers' done list for up to the
- * configured time after the last work, instead of sleeping: a wake-up
- * from epoll costs more than a request's own work on small I/O. Only
- * while at most one request is in service: that is when a client waits
- * on every step of the server; with more, completions come in batches
- * and sleeping costs little, while a spinning thread would take a CPU
- * from the workers. Returns 1 if work was found (and done), 0 to sleep.
+ * Poll the completion queue and the workers' done list (and, on a TCP
+ * thread, its sockets) for up to the configured time after the last
+ * work, instead of sleeping: a wake-up from epoll costs more than a
+ * request's own work on small I/O. Only while at most one request is in
+ * service: that is when a client waits on every step of the server; with
+ * more, completions come in batches and sleeping costs little, while a
+ * spinning thread would take a CPU from the workers. Returns 1 if work
+ * was found (and done), 0 to sleep.
  */
 static int srv_poll(struct shard *s)
 {
 	uint64_t t = now_us(), end = s->last_busy + s->s->cfg.poll_us;
+	struct epoll_event ev[8];
+	int n;
 
 	while (t < end && !s->stop && !s->failed && s->active <= 1) {
 		int got = handle_cq(s, s->txcq) + handle_cq(s, s->rxcq);
@@ -226,6 +231,14 @@ static int srv_poll(struct shard *s)
 		if (box_have_done(&s->box)) {
 			eng_on_jobs(s);
 			got = 1;
+		}
+		/* Sockets have no completion queue: their readiness, without waiting. */
+		if (!got && s->dev < 0) {
+			n = epoll_wait(s->epfd, ev, 8, 0);
+			if (n > 0) {
+				shard_events(s, ev, n);
+				got = tcp_busy(s) || s->now;
+			}
 		}
 		/* Jobs done without a worker are finished at the top of the loop. */
 		if (got) {
@@ -482,7 +495,7 @@ static void shard_loop(struct shard *s)
 	struct epoll_event ev[8];
 	time_t deadline = 0, retire_by = 0;
 	int draining = 0;
-	int n, i;
+	int n;
 
 	s->eq_ready = 1;
 	while (!s->stop && !s->failed) {
@@ -505,7 +518,8 @@ static void shard_loop(struct shard *s)
 		/* Reply buffers back first: the requests below may need them. */
 		if ((handle_cq(s, s->txcq) + handle_cq(s, s->rxcq)) && s->s->cfg.poll_us)
 			s->last_busy = now_us();
-		tcp_progress(s);
+		if (tcp_progress(s) && s->s->cfg.poll_us)
+			s->last_busy = now_us();
 		if (s->now) {
 			/* Finishing them may complete or start more: look again first. */
 			eng_run_now(s);
@@ -568,22 +582,30 @@ static void shard_loop(struct shard *s)
 			s->failed = 1;
 			break;
 		}
-		for (i = 0; i < n; i++) {
-			if (ev[i].data.fd == s->eqfd) {
-				s->eq_ready = 1;
-			} else if (ev[i].data.fd == s->rxcqfd) {
-				s->rx_armed = 0;
-			} else if (ev[i].data.fd == s->txcqfd) {
-				s->tx_armed = 0;
-			} else if (ev[i].data.fd == s->box.efd) {
-				eng_on_jobs(s);
-				if (s->s->cfg.poll_us)
-					s->last_busy = now_us();
-			} else if (ev[i].data.fd == s->mailfd) {
-				take_mail(s);
-			} else {
-				tcp_on_fd(s, ev[i].data.fd, ev[i].events);
-			}
+		shard_events(s, ev, n);
+	}
+}
+
+/* What epoll said of shard S's descriptors: N events in EV. */
+static void shard_events(struct shard *s, const struct epoll_event *ev, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (ev[i].data.fd == s->eqfd) {
+			s->eq_ready = 1;
+		} else if (ev[i].data.fd == s->rxcqfd) {
+			s->rx_armed = 0;
+		} else if (ev[i].data.fd == s->txcqfd) {
+			s->tx_armed = 0;
+		} else if (ev[i].data.fd == s->box.efd) {
+			eng_on_jobs(s);
+			if (s->s->cfg.poll_us)
+				s->last_busy = now_us();
+		} else if (ev[i].data.fd == s->mailfd) {
+			take_mail(s);
+		} else {
+			tcp_on_fd(s, ev[i].data.fd, ev[i].events);
 		}
 	}
 }
