@@ -151,6 +151,15 @@ done
 expect_fail sh -c "echo 'server=$ORFS_ADDR volume=tvol transport=tcp digest=crc' > /sys/class/mxbd/attach"
 expect_grep "attach: bad value 'crc' for digest" <(dmesg)
 
+step "-B polls a TCP thread's sockets: requests found while it spins"
+# NOPs only: no worker's result can be what the polls find.
+start_other /tmp/poll.log -a tcp://127.0.0.1:20087 -s /tmp/tstate3 -e data=/tmp/texp -T 1 -B 20000
+"$ORFS_BIN/knet-ping" -t tcp -a 127.0.0.1 -p 20087 -n data -c 50 | tee /tmp/out
+expect_grep '^50 NOPs' /tmp/out
+kill "$OTHER_PID"
+wait "$OTHER_PID" || fail "the polling server did not stop cleanly"
+expect_grep " [1-9][0-9]* polls found work" /tmp/poll.log
+
 step "transport=auto takes RDMA where an RDMA device routes to the server"
 mount -t orfs -o transport=auto "$ORFS_ADDR:/data" /tmp/mnt
 expect_grep "/tmp/mnt orfs .*,transport=rdma" /proc/mounts
