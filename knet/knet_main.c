@@ -286,7 +286,7 @@ const char *knet_connect_hint(int err, enum knet_transport_sel t)
 	switch (err) {
 	case -ETIMEDOUT:
 		if (t == KNET_TRANSPORT_TCP)
-			return "no answer: is the server running, listening on TCP (-a tcp://), not behind a firewall?";
+			return "no answer: is the server running and listening on TCP (tcp://)?";
 		return "no answer: is the server running, reached through an RDMA device?";
 	case -ENETUNREACH:
 	case -EHOSTUNREACH:
@@ -297,12 +297,12 @@ const char *knet_connect_hint(int err, enum knet_transport_sel t)
 		return "no RDMA device here routes to it (see 'rdma link', 'ip route get')";
 	case -ECONNREFUSED:
 		if (t == KNET_TRANSPORT_TCP)
-			return "refused: no server listens on TCP at that address and port (-a tcp://)";
+			return "refused: no server listens on TCP at that address and port";
 		return "refused: no server listens at that address and port";
 	case -ECONNRESET:
 		return "cut during the handshake: a server of this suite and version?";
 	case -EPROTO:
-		return "the server's answer did not parse (another protocol version?), or it did not grant the digests asked for";
+		return "a reply that did not parse (another version?), or digests not granted";
 	case -EKEYREJECTED:
 	case -EKEYEXPIRED:
 	case -EACCES:
