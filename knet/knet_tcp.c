@@ -9,9 +9,9 @@
  * data is too large to travel inline offers it with one segment of
  * address 0 (addresses are offsets into its data), and the server asks
  * for a write's data with R2T PDUs and pushes a read's data with DATA
- * PDUs. io_work checks each against the
- * request: a PDU for no request, for a range the request did not offer,
- * beyond what it offered, or of the wrong direction breaks the endpoint.
+ * PDUs. io_work checks each against the request: a PDU for no request,
+ * for a range the request did not offer, beyond what it offered, or of
+ * the wrong direction breaks the endpoint.
  *
  * The memory a request lends is reached by io_work alone, and only while
  * the request waits for its reply: the reply, handled by io_work too,
