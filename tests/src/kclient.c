@@ -455,7 +455,7 @@ static void tcp_gone(struct kc_conn *c, const char *why)
 	ev_push(c->f, NULL, c, 0, FI_ENOTCONN);
 }
 
-/* Write all of N bytes: 0, or -1 with errno set. */
+/* Write all of the CNT iovecs at IOV0 (3 at most): 0, or -1 with errno set. */
 static int write_full(int fd, const struct iovec *iov0, int cnt)
 {
 	struct iovec iov[3];
