@@ -221,6 +221,26 @@ static void test_crc32c(void)
 		memcpy(b + off, "123456789", 9);
 		CU_ASSERT_EQUAL(proto_crc32c(b + off, 9), 0xe3069283u);
 	}
+	/* Against the CRC computed bit by bit, over random bytes of every length to 300. */
+	{
+		static uint8_t r[310];
+		uint32_t x = 12345;
+
+		for (size_t i = 0; i < sizeof(r); i++) {
+			x = x * 1103515245u + 12345u;
+			r[i] = (uint8_t)(x >> 16);
+		}
+		for (size_t n = 0; n <= 300; n++) {
+			uint32_t c = 0xffffffffu;
+
+			for (size_t i = 0; i < n; i++) {
+				c ^= r[i + n % 8];
+				for (int k = 0; k < 8; k++)
+					c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+			}
+			CU_ASSERT_EQUAL(proto_crc32c(r + n % 8, n), ~c);
+		}
+	}
 }
 
 int unit_add_proto_suite(void)
