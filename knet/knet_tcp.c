@@ -69,7 +69,7 @@ struct knet_tcp_slot {
 	bool			splice;		/* its pages may go by reference */
 	struct bio_vec		*bv;		/* user memory: its pinned pages */
 	unsigned int		nbv;
-	void			*buf;		/* a PDU header, then the message */
+	void			*buf;		/* the message (its header is built to send it) */
 };
 
 /**
@@ -346,12 +346,8 @@ static int knet_tcp_post(struct knet_ep *ep, struct knet_slot *s, u32 len)
 {
 	struct knet_tcp *t = ep->tcp;
 	struct knet_tcp_slot *ts = &t->slot[s->idx];
-	struct knet_tcp_pdu *pdu = ts->buf;
 	unsigned long flags;
 
-	memset(pdu, 0, sizeof(*pdu));
-	pdu->type = KNET_TCP_MSG;
-	pdu->length = cpu_to_le32(len);
 	ts->msg.s = s;
 	ts->msg.type = KNET_TCP_MSG;
 	ts->msg.len = len;
@@ -433,7 +429,7 @@ static int knet_tcp_send_cur(struct knet_tcp *t)
 		/* Header, message and digest in one call. */
 		v[0].iov_base = t->tx_hdr;
 		v[0].iov_len = hlen;
-		v[1].iov_base = ts->buf + KNET_TCP_PDU_LEN;
+		v[1].iov_base = ts->buf;
 		v[1].iov_len = tx->len;
 		v[2].iov_base = &t->tx_ddgst;
 		v[2].iov_len = dlen;
@@ -466,14 +462,12 @@ static void knet_tcp_start_tx(struct knet_tcp *t, struct knet_tcp_tx *tx)
 	struct iov_iter it;
 
 	t->tx_done = 0;
+	memset(pdu, 0, sizeof(*pdu));
+	pdu->type = tx->type;
+	pdu->length = cpu_to_le32(tx->len);
 	if (tx->type == KNET_TCP_DATA) {
-		memset(pdu, 0, sizeof(*pdu));
-		pdu->type = KNET_TCP_DATA;
-		pdu->length = cpu_to_le32(tx->len);
 		pdu->tag = cpu_to_le32(knet_tcp_tag(tx->s));
 		pdu->offset = cpu_to_le32(tx->off);
-	} else {
-		memcpy(pdu, ts->buf, sizeof(*pdu));
 	}
 	if (t->hdgst) {
 		__le32 d = cpu_to_le32(knet_tcp_crc(pdu, sizeof(*pdu)));
@@ -483,7 +477,7 @@ static void knet_tcp_start_tx(struct knet_tcp *t, struct knet_tcp_tx *tx)
 	if (!knet_tcp_dlen(t, tx->len))
 		return;
 	if (tx->type == KNET_TCP_MSG) {
-		t->tx_ddgst = cpu_to_le32(knet_tcp_crc(ts->buf + KNET_TCP_PDU_LEN, tx->len));
+		t->tx_ddgst = cpu_to_le32(knet_tcp_crc(ts->buf, tx->len));
 	} else {
 		knet_tcp_iter(ts, tx->s->rq, ITER_SOURCE, tx->off, tx->len, &it);
 		t->tx_ddgst = cpu_to_le32(knet_tcp_crc_iter(&it));
@@ -979,14 +973,14 @@ static int knet_tcp_alloc(struct knet_ep *ep)
 		struct knet_tcp_slot *ts = &t->slot[i];
 		struct knet_slot *s = &ep->slot[i];
 
-		ts->buf = kmalloc(KNET_TCP_PDU_LEN + KNET_MSG_SIZE, GFP_KERNEL);
+		ts->buf = kmalloc(KNET_MSG_SIZE, GFP_KERNEL);
 		ts->bv = kcalloc(KNET_TCP_BV_MAX, sizeof(*ts->bv), GFP_KERNEL);
 		if (!ts->buf || !ts->bv)
 			return -ENOMEM;
 		INIT_LIST_HEAD(&ts->msg.node);
 		s->ep = ep;
 		s->idx = i;
-		s->msg = ts->buf + KNET_TCP_PDU_LEN;
+		s->msg = ts->buf;
 	}
 	ep->rc = knet_tcp_rc;
 	ep->max_pages = KNET_MAX_PAGES;
