@@ -79,16 +79,7 @@ EXPORT_SYMBOL_GPL(knet_digest_parse);
  */
 const char *knet_digest_str(unsigned int digests)
 {
-	switch (digests & KNET_CMF_DIGESTS) {
-	case KNET_CMF_HDGST:
-		return "header";
-	case KNET_CMF_DDGST:
-		return "data";
-	case KNET_CMF_DIGESTS:
-		return "both";
-	default:
-		return "none";
-	}
+	return knet_digests_str(digests);
 }
 EXPORT_SYMBOL_GPL(knet_digest_str);
 

@@ -86,21 +86,6 @@ struct tcp_conn {
 	char			in[TCP_IN_SIZE];
 };
 
-/* ", digests both" and the like, for the log: "" for none. */
-static const char *tcp_digests_str(uint16_t flags)
-{
-	switch (flags & KNET_CMF_DIGESTS) {
-	case KNET_CMF_HDGST:
-		return ", digests header";
-	case KNET_CMF_DDGST:
-		return ", digests data";
-	case KNET_CMF_DIGESTS:
-		return ", digests both";
-	default:
-		return "";
-	}
-}
-
 static_assert(sizeof(((struct tcp_conn *)0)->h) == sizeof(struct knet_tcp_pdu) + KNET_TCP_DIGEST,
 	      "a header and its digest are read as one");
 
@@ -360,9 +345,10 @@ static void hs_connect(struct shard *sh, struct tcp_hs *hs)
 	c->since_us = now_us();
 	c->idle_since_us = c->since_us;
 	snprintf(c->peer, sizeof(c->peer), "%s", hs->peer);
-	srv_log("%s connected to %s '%s' (credits %d, progress thread %d on TCP%s)", c->peer,
+	srv_log("%s connected to %s '%s' (credits %d, progress thread %d on TCP%s%s)", c->peer,
 		c->p.service == KNET_SVC_FILE ? "export" : "volume", c->p.name, c->ncredits,
-		sh->id, tcp_digests_str(c->p.flags));
+		sh->id, c->p.flags & KNET_CMF_DIGESTS ? ", digests " : "",
+		c->p.flags & KNET_CMF_DIGESTS ? knet_digests_str(c->p.flags) : "");
 	free(hs);
 }
 

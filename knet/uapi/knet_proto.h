@@ -92,6 +92,21 @@ struct knet_cm_rep {
 #define KNET_CMF_DIGESTS	(KNET_CMF_HDGST | KNET_CMF_DDGST)
 #define KNET_CMF_ALL		(KNET_CMF_AUTH | KNET_CMF_DIGESTS)
 
+/* The name of the digests of FLAGS, the same on both sides of the wire. */
+static inline const char *knet_digests_str(unsigned int flags)
+{
+	switch (flags & KNET_CMF_DIGESTS) {
+	case KNET_CMF_HDGST:
+		return "header";
+	case KNET_CMF_DDGST:
+		return "data";
+	case KNET_CMF_DIGESTS:
+		return "both";
+	default:
+		return "none";
+	}
+}
+
 /* Reasons a server rejects a connection, carried as reject private data. */
 enum knet_cm_reject {
 	KNET_REJ_VERSION	= 1,	/* unsupported protocol version */
