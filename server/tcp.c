@@ -675,6 +675,7 @@ static void tcp_read(struct conn *c)
 	struct tcp_conn *t = c->tcp;
 	size_t budget = TCP_READ_BUDGET;
 	uint32_t hlen = tcp_hlen(t), len, k;
+	size_t want;
 	ssize_t n;
 	char *dst;
 
@@ -698,7 +699,15 @@ static void tcp_read(struct conn *c)
 					goto end;
 				}
 			}
-			n = recv(t->fd, t->in, sizeof(t->in), MSG_DONTWAIT);
+			/*
+			 * A large DATA may come next: its header alone, so
+			 * that none of its payload lands here to be copied.
+			 */
+			want = sizeof(t->in);
+			if (t->hdr_got < hlen && t->pull &&
+			    le32toh(t->pull->tcp_hdr.length) >= TCP_DIRECT_MIN)
+				want = hlen - t->hdr_got;
+			n = recv(t->fd, t->in, want, MSG_DONTWAIT);
 			if (n <= 0)
 				goto end;
 			t->moved_us = now_us();
