@@ -93,7 +93,7 @@ userspace: $(BIN)/unit-tests $(BIN)/orfs-server $(BIN)/knet-ping $(BIN)/knet-loa
 	$(BIN)/log-replay $(BIN)/tcp-peer
 
 SERVER_SRC := server/main.c server/conn.c server/exports.c server/reload.c server/shard.c \
-	server/fabric.c server/hotplug.c server/fault.c server/engine.c server/workers.c \
+	server/fabric.c server/hotplug.c server/fault.c server/engine.c server/splice.c server/workers.c \
 	server/tcp.c
 
 $(COMMON_LIB): $(COMMON_SRC) $(USER_HDR)

@@ -233,6 +233,8 @@ static int run_block_job(struct job *j)
  * at once.
  */
 #define TRY_NOW_MAX	(64u << 10)
+/* READ chunks from this size may go through a pipe (chunk_wants_pipe()). */
+#define SPLICE_MIN	(16u << 10)
 
 /*
  * Hand job J to a worker, or, when it was done here without waiting (a read
@@ -334,7 +336,8 @@ static int post_piece(void *arg, const struct seg_piece *p)
 	op->idx = rp->k;
 	op->read = rp->is_read;
 	if (c->tcp)
-		ret = tcp_rdma(c, ch->buf + p->local, p->len, ch->r->f.tag, p->raddr, op);
+		ret = tcp_rdma(c, ch->buf + p->local, ch->pipe >= 0 ? c->sh->pipes[ch->pipe].r : -1,
+			       p->len, ch->r->f.tag, p->raddr, op);
 	else if (rp->is_read)
 		ret = fi_read(c->ep, ch->buf + p->local, p->len, desc, 0, p->raddr, p->rkey,
 			      &op->ctx);
@@ -494,7 +497,31 @@ static int file_try_now(struct fsvc_export *fx, struct job *j)
 	return 1;
 }
 
-/* Move chunk CH between its buffer and the volume or file. */
+/*
+ * Read CH's data into its pipe (splice.c), now if the store is in memory
+ * (nothing is copied, nothing waits), else on a worker.
+ */
+static void chunk_splice(struct chunk *ch)
+{
+	struct req *r = ch->r;
+	struct conn *c = r->c;
+	struct job *j = &ch->job;
+	int now = conn_is_file(c) ? c->ex->fx.in_memory : c->ex->vol.in_memory;
+
+	j->run = splice_read;
+	j->kind = JOB_READ;
+	j->fd = conn_is_file(c) ? r->fd : c->ex->vol.fd;
+	j->pipe = c->sh->pipes[ch->pipe].w;
+	j->buf = ch->buf;
+	j->off = r->br.offset + ch->off;
+	j->len = ch->len;
+	j->fua = 0;
+	if (now)
+		j->result = splice_read(j);
+	dispatch_job(c->sh, j, now);
+}
+
+/* Move chunk CH between its buffer (or pipe) and the volume or file. */
 static void chunk_job(struct chunk *ch, int kind)
 {
 	struct req *r = ch->r;
@@ -503,6 +530,10 @@ static void chunk_job(struct chunk *ch, int kind)
 	ch->job.owner = ch;
 	ch->job.peer = c->peer_key;
 	ch->job.tag = JOB_TAG_CHUNK;
+	if (ch->pipe >= 0) {
+		chunk_splice(ch);
+		return;
+	}
 	if (conn_is_file(c)) {
 		ch->job.run = run_file_io;
 		ch->job.kind = kind;
@@ -516,6 +547,23 @@ static void chunk_job(struct chunk *ch, int kind)
 	}
 	submit(c->sh, &ch->job, kind, &c->ex->vol, ch->buf, r->br.offset + ch->off, ch->len,
 	       kind == JOB_WRITE && (r->br.flags & MXBD_IO_FUA));
+}
+
+/*
+ * Does the READ chunk CH go from the page cache by reference (splice.c)?
+ * Not with a data digest (made over the bytes) or lies to tell (-F). A
+ * pipe takes two system calls more than a copy and, on a store not in
+ * memory, a worker: a chunk small enough to be tried on the spot
+ * (TRY_NOW_MAX) is copied there, as a small one anywhere is.
+ */
+static int chunk_wants_pipe(const struct chunk *ch)
+{
+	const struct conn *c = ch->c;
+	int in_memory = conn_is_file(c) ? c->ex->fx.in_memory : c->ex->vol.in_memory;
+
+	if (!tcp_can_splice(c) || c->s->fault != FAULT_NONE || ch->len < SPLICE_MIN)
+		return 0;
+	return in_memory || ch->len > TRY_NOW_MAX;
 }
 
 static void start_chunk(struct req *r)
@@ -534,6 +582,11 @@ static void start_chunk(struct req *r)
 	ch->err = 0;
 	ch->late = 0;
 	ch->late_writes = 0;
+	ch->pipe = -1;
+	if (r->br.opcode == MXBD_OP_READ && r->c->tcp && chunk_wants_pipe(ch)) {
+		ch->pipe = spipe_get(s);
+		s->splice_chunks += ch->pipe >= 0;
+	}
 	r->next += ch->len;
 	r->inflight++;
 	if (r->br.opcode == MXBD_OP_WRITE)
@@ -578,15 +631,23 @@ static void req_progress(struct req *r)
 		want_chunk(r);
 }
 
+/* CH's buffer, and its pipe if it had one, go back; ERR: the pipe may not be empty. */
+static void chunk_release(struct shard *s, struct chunk *ch, int err)
+{
+	pool_put(&s->pool, ch->buf);
+	ch->buf = NULL;
+	spipe_put(s, ch->pipe, err);
+	ch->pipe = -1;
+}
+
 static void chunk_done(struct chunk *ch, int err)
 {
 	struct req *r = ch->r;
 	struct shard *s = r->c->sh;
 
 	sink_release(ch);	/* its READs, if any, are over */
-	pool_put(&s->pool, ch->buf);
+	chunk_release(s, ch, err || ch->err);
 	ch->r = NULL;
-	ch->buf = NULL;
 	r->inflight--;
 	r->done += ch->len;
 	if (err && !r->status)
@@ -1103,8 +1164,7 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 	}
 	if (!r) {
 		/* A read's posted data (see chunk_posted()): only the buffer is left. */
-		pool_put(&c->sh->pool, ch->buf);
-		ch->buf = NULL;
+		chunk_release(c->sh, ch, ch->err);
 		schedule(c->sh);
 		return;
 	}

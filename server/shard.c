@@ -41,6 +41,7 @@ static void report_status(struct shard *sh)
 	unsigned int gen = atomic_load(&s->status_gen);
 	uint64_t now = now_us();
 	struct conn *c;
+	char how[96];
 	int n = 0;
 
 	if (sh->status_seen == gen)
@@ -48,13 +49,19 @@ static void report_status(struct shard *sh)
 	sh->status_seen = gen;
 	for (c = sh->conns; c; c = c->next)
 		n++;
-	srv_log("status: progress thread %d on %s: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer, READ sinks %s (%llu registered, %llu live)",
+	/* How its data moves: RDMA READ sinks, or TCP READs sent by pipe. */
+	if (sh->dev >= 0)
+		snprintf(how, sizeof(how), "READ sinks %s (%llu registered, %llu live)",
+			 sh->sink_per_read ? "registered per READ" : "in the pool's registration",
+			 (unsigned long long)sh->sink_regs, (unsigned long long)sh->sink_live);
+	else
+		snprintf(how, sizeof(how), "%llu READ chunks sent from the page cache",
+			 (unsigned long long)sh->splice_chunks);
+	srv_log("status: progress thread %d on %s: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer, %s",
 		sh->id, sh->dev >= 0 ? s->dev[sh->dev].info->domain_attr->name : "TCP", n,
 		atomic_load(&sh->active),
 		sh->pool.nfree, sh->pool.nchunks,
-		(unsigned long long)sh->buffer_waits,
-		sh->sink_per_read ? "registered per READ" : "in the pool's registration",
-		(unsigned long long)sh->sink_regs, (unsigned long long)sh->sink_live);
+		(unsigned long long)sh->buffer_waits, how);
 	for (c = sh->conns; c; c = c->next)
 		srv_log("status: %s %s '%s' (thread %d): %s %llu s, %d requests in service, %llu requests, %llu malformed, %llu bytes in, %llu out",
 			c->peer[0] ? c->peer : "?",
@@ -282,6 +289,7 @@ int shard_open(struct shard *sh, uint32_t nchunks)
 	int iwarp, ret;
 
 	sh->epfd = sh->mailfd = sh->box.efd = -1;
+	spipe_init(sh);
 	pthread_mutex_init(&sh->mail_lock, NULL);
 	sh->rx_budget = SRV_RX_BUDGET / s->nshards;
 	if (sh->rx_budget < SRV_CREDITS)
@@ -391,6 +399,7 @@ void shard_close(struct shard *sh)
 		free(q);
 	}
 	tcp_shard_close(sh);
+	spipe_close_all(sh);
 	if (sh->pool_mr)
 		fi_close(&sh->pool_mr->fid);
 	if (sh->txcq)

@@ -46,6 +46,8 @@
 #define SRV_MAX_UNSERVED	16
 #define SRV_REQ_CHUNKS	2	/* buffers one request may hold at once */
 #define SRV_MAX_IO	(1U << 20)
+/* Pipes a TCP progress thread keeps for READs sent from the page cache */
+#define SRV_PIPES	64
 
 struct conn;
 struct req;
@@ -70,6 +72,7 @@ struct op {
 	uint32_t		tcp_done;	/* TCP: bytes of header and payload moved */
 	uint32_t		tcp_hdgst;	/* TCP: the header's digest (little-endian) */
 	uint32_t		tcp_ddgst;	/* TCP: the payload's digest (little-endian) */
+	int			tcp_pipe;	/* TCP: a DATA's payload is in this pipe, or -1 */
 };
 
 /* A pool buffer moving one piece of a request's data. */
@@ -86,6 +89,7 @@ struct chunk {
 	struct job		job;
 	struct fid_mr		*sink_mr;	/* its READs' own registration (sink_per_read) */
 	struct chunk		*wait_next;	/* waiting for send-queue room */
+	int			pipe;		/* its data is in this pipe of its shard, or -1 */
 	struct op		ops[KNET_MAX_SEGS];
 };
 
@@ -248,6 +252,14 @@ struct shard {
 	uint64_t		sink_regs;	/* such registrations made */
 	uint64_t		sink_live;	/* and not closed yet */
 	uint64_t		fault_rng;	/* the "fs-random" fault's state */
+	/* READs sent from the page cache (splice.c): TCP threads only. */
+	struct spipe {
+		int		r, w;		/* -1: not made */
+	}			pipes[SRV_PIPES];
+	int			pipe_free[SRV_PIPES];	/* made and empty: indexes */
+	int			npipe_free;
+	int			splice_off;	/* a pipe could not be made: copy */
+	uint64_t		splice_chunks;	/* chunks sent from the page cache */
 };
 
 /*
@@ -439,11 +451,20 @@ int tcp_progress(struct shard *sh);
 void tcp_shard_close(struct shard *sh);
 int tcp_post_recv(struct conn *c, int i);
 int tcp_send(struct conn *c, char *buf, size_t n, struct op *op);
-int tcp_rdma(struct conn *c, char *buf, size_t n, uint32_t tag, uint64_t raddr, struct op *op);
+int tcp_rdma(struct conn *c, char *buf, int pipe, size_t n, uint32_t tag, uint64_t raddr,
+	     struct op *op);
+int tcp_can_splice(const struct conn *c);
 void tcp_shutdown(struct conn *c);
 void tcp_free(struct conn *c);
 int tcp_busy(const struct shard *sh);
 int tcp_next_ms(const struct shard *sh);
+
+/* splice.c: READs over TCP sent from the page cache, through pipes */
+void spipe_init(struct shard *sh);
+int spipe_get(struct shard *sh);
+void spipe_put(struct shard *sh, int i, int dirty);
+void spipe_close_all(struct shard *sh);
+int splice_read(struct job *j);
 
 /* fault.c: lying replies, a test aid (-F) */
 int fault_configure(struct srv *s, int enabled);

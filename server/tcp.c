@@ -15,7 +15,8 @@
  *   WRITE     a DATA PDU
  *
  * The socket is non-blocking and watched by the shard's epoll. Writes
- * are batched (writev of every queued PDU), reads go through a buffer,
+ * are batched (writev of the queued PDUs; a DATA payload in a pipe,
+ * splice.c, is spliced after its header), reads go through a buffer,
  * and completions run from the shard's loop (tcp_progress()), never from
  * inside the engine's call that queued the work. A client that sends
  * more messages than its credits, data it was not asked for, or a PDU
@@ -28,6 +29,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -418,16 +420,25 @@ int tcp_send(struct conn *c, char *buf, size_t n, struct op *op)
 	op->tcp_hdr.length = htole32((uint32_t)n);
 	op->tcp_buf = buf;
 	op->tcp_len = (uint32_t)n;
+	op->tcp_pipe = -1;
 	op_digests(c->tcp, op);
 	out_push(c->tcp, op);
 	return 0;
 }
 
+/* Can a DATA PDU to C take its payload from a pipe? Not when it needs a digest. */
+int tcp_can_splice(const struct conn *c)
+{
+	return !c->tcp->ddgst;
+}
+
 /*
  * READ (op->read) or WRITE N bytes of BUF from or to the client's data at
- * RADDR of request TAG: an R2T, or a DATA PDU.
+ * RADDR of request TAG: an R2T, or a DATA PDU. A WRITE's data may instead
+ * be the next N bytes of PIPE (-1: none; see tcp_can_splice()).
  */
-int tcp_rdma(struct conn *c, char *buf, size_t n, uint32_t tag, uint64_t raddr, struct op *op)
+int tcp_rdma(struct conn *c, char *buf, int pipe, size_t n, uint32_t tag, uint64_t raddr,
+	     struct op *op)
 {
 	/* The client offered its data from 0: no offset beyond 32 bits. */
 	if (raddr > UINT32_MAX || n > UINT32_MAX - raddr)
@@ -439,6 +450,7 @@ int tcp_rdma(struct conn *c, char *buf, size_t n, uint32_t tag, uint64_t raddr, 
 	op->tcp_hdr.offset = htole32((uint32_t)raddr);
 	op->tcp_buf = buf;
 	op->tcp_len = (uint32_t)n;
+	op->tcp_pipe = op->read ? -1 : pipe;
 	op_digests(c->tcp, op);
 	out_push(c->tcp, op);
 	return 0;
@@ -464,7 +476,8 @@ static uint32_t op_wire(const struct tcp_conn *t, const struct op *op)
 
 /*
  * The iovecs of what is left of OP on T (from op->tcp_done) into IOV, at
- * most 4: header, its digest, payload, its digest. Returns how many.
+ * most 4: header, its digest, payload, its digest. Returns how many. A
+ * payload in a pipe is not one of them (tcp_write() splices it).
  */
 static int op_iov(const struct tcp_conn *t, struct op *op, struct iovec *iov)
 {
@@ -477,6 +490,8 @@ static int op_iov(const struct tcp_conn *t, struct op *op, struct iovec *iov)
 	uint32_t skip = op->tcp_done;
 	int i, n = 0;
 
+	if (op->tcp_pipe >= 0)
+		part[2].iov_len = part[3].iov_len = 0;	/* no digest: tcp_can_splice() */
 	for (i = 0; i < 4; i++) {
 		if (skip >= part[i].iov_len) {
 			skip -= (uint32_t)part[i].iov_len;
@@ -516,34 +531,18 @@ static void tcp_watch_out(struct shard *sh, struct tcp_conn *t, int on)
 	t->wr_blocked = on;
 }
 
-/* Write what C has queued, as far as the socket takes it. */
-static void tcp_write(struct conn *c)
+/*
+ * W bytes of C's queue went into the socket: take off the PDUs that went
+ * whole, an R2T to the pull queue, the others to the list *DONE_TAIL.
+ */
+static void tcp_wrote(struct tcp_conn *t, size_t w, struct op ***done_tail)
 {
-	struct tcp_conn *t = c->tcp;
-	struct iovec iov[TCP_IOV_MAX];
-	struct op *op, *done = NULL, **done_tail = &done;
-	int n = 0;
-	ssize_t w;
+	struct op *op;
 
-	for (op = t->out; op && n + 4 <= TCP_IOV_MAX; op = op->tcp_next)
-		n += op_iov(t, op, iov + n);
-	if (!n)
-		return;
-	w = writev(t->fd, iov, n);
-	if (w > 0)
-		t->moved_us = now_us();
-	if (w < 0) {
-		if (errno == EAGAIN)
-			tcp_watch_out(c->sh, t, 1);
-		else if (errno != EINTR)
-			conn_close(c, "send failed");
-		return;
-	}
-	/* Take off what went whole; completions once the queue is consistent. */
 	while ((op = t->out) && w > 0) {
 		uint32_t left = op_wire(t, op) - op->tcp_done;
 
-		if ((size_t)w < left) {
+		if (w < left) {
 			op->tcp_done += (uint32_t)w;
 			break;
 		}
@@ -558,11 +557,67 @@ static void tcp_write(struct conn *c)
 			*t->pull_tail = op;
 			t->pull_tail = &op->tcp_next;
 		} else {
-			*done_tail = op;
-			done_tail = &op->tcp_next;
+			**done_tail = op;
+			*done_tail = &op->tcp_next;
 		}
 	}
-	if (t->out && t->out->tcp_done < op_wire(t, t->out))
+}
+
+/*
+ * One system call's worth of C's queue into the socket: a writev() of the
+ * PDUs queued, up to the first payload in a pipe, which is spliced once
+ * its header went. Returns the bytes moved, 0 when the socket is full, -1
+ * on an error (C is closed).
+ */
+static ssize_t tcp_write_once(struct conn *c, struct op ***done_tail)
+{
+	struct tcp_conn *t = c->tcp;
+	struct iovec iov[TCP_IOV_MAX];
+	struct op *op = t->out;
+	size_t want = 0;
+	ssize_t w;
+	int n = 0, i;
+
+	if (op->tcp_pipe >= 0 && op->tcp_done >= tcp_hlen(t)) {
+		/* Its header went: its payload, from the pipe to the socket. */
+		want = op_wire(t, op) - op->tcp_done;
+		w = splice(op->tcp_pipe, NULL, t->fd, NULL, want,
+			   SPLICE_F_NONBLOCK | (op->tcp_next ? SPLICE_F_MORE : 0));
+	} else {
+		for (; op && n + 4 <= TCP_IOV_MAX; op = op->tcp_next) {
+			n += op_iov(t, op, iov + n);
+			if (op->tcp_pipe >= 0)
+				break;	/* its payload is spliced next */
+		}
+		for (i = 0; i < n; i++)
+			want += iov[i].iov_len;
+		w = writev(t->fd, iov, n);
+	}
+	if (w < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		conn_close(c, "send failed");
+		return -1;
+	}
+	if (w > 0)
+		t->moved_us = now_us();
+	tcp_wrote(t, (size_t)w, done_tail);
+	/* Short: the socket is full. */
+	return (size_t)w < want ? 0 : w;
+}
+
+/* Write what C has queued, as far as the socket takes it. */
+static void tcp_write(struct conn *c)
+{
+	struct tcp_conn *t = c->tcp;
+	struct op *op, *done = NULL, **done_tail = &done;
+	ssize_t w = 1;
+	int calls;
+
+	/* A few calls a turn: the other connections' turn comes too. */
+	for (calls = 0; t->out && calls < 4 && w > 0; calls++)
+		w = tcp_write_once(c, &done_tail);
+	if (!w)
 		tcp_watch_out(c->sh, t, 1);
 	while ((op = done)) {
 		done = op->tcp_next;

@@ -36,6 +36,7 @@ struct job {
 	int			kind;
 	const void		*target;	/* a volume or a file export */
 	int			fd;
+	int			pipe;		/* splice_read(): the pipe's write end */
 	void			*buf;
 	uint64_t		off;
 	uint32_t		len;

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * orfs-server: READs over TCP sent from the page cache.
+ *
+ * A READ's chunk is otherwise copied twice by the server: pread() from
+ * the volume or file into the pool chunk, then writev() from the chunk
+ * into the socket. Over TCP without a data digest it goes through a pipe
+ * instead: a worker splices the file's range into the pipe (the pipe
+ * takes references to the page-cache pages, and waits for the disk if it
+ * must), and the progress thread splices the pipe into the socket after
+ * the DATA PDU's header (tcp.c), which hands the same pages to TCP. No
+ * byte is copied by the server. The chunk is still taken from the pool
+ * and held until its data is in the socket: flow control is the same.
+ *
+ * Each TCP progress thread keeps up to SRV_PIPES pipes, made when first
+ * needed, each large enough for a chunk. A pipe whose chunk ended in an
+ * error may still hold bytes: it is closed, and made again when needed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "server/srv.h"
+
+/* Pages of room a pipe needs beyond a chunk: an unaligned range and a tail of zeroes. */
+#define SPIPE_SLACK	(4 * 4096)
+
+void spipe_init(struct shard *sh)
+{
+	int i;
+
+	for (i = 0; i < SRV_PIPES; i++)
+		sh->pipes[i].r = sh->pipes[i].w = -1;
+	sh->npipe_free = 0;
+}
+
+static void spipe_close(struct spipe *p)
+{
+	if (p->r >= 0)
+		close(p->r);
+	if (p->w >= 0)
+		close(p->w);
+	p->r = p->w = -1;
+}
+
+/* Make pipe P, with room for a chunk: 0, or -1 with the reason logged. */
+static int spipe_make(struct shard *sh, struct spipe *p)
+{
+	int fds[2], want = (int)(sh->s->chunk_size + SPIPE_SLACK), got;
+
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK)) {
+		srv_log("progress thread %d: pipe: %s: READs over TCP are copied", sh->id,
+			strerror(errno));
+		return -1;
+	}
+	p->r = fds[0];
+	p->w = fds[1];
+	got = fcntl(p->w, F_SETPIPE_SZ, want);
+	if (got < want) {
+		srv_log("progress thread %d: a pipe of %d bytes: %s: READs over TCP are copied "
+			"(see /proc/sys/fs/pipe-max-size)", sh->id, want,
+			got < 0 ? strerror(errno) : "refused");
+		spipe_close(p);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * An empty pipe of SH for one chunk's data, or -1: every pipe is in use,
+ * or pipes cannot be made (the data is then copied, as with digests).
+ */
+int spipe_get(struct shard *sh)
+{
+	int i;
+
+	if (sh->npipe_free)
+		return sh->pipe_free[--sh->npipe_free];
+	if (sh->splice_off)
+		return -1;
+	for (i = 0; i < SRV_PIPES; i++) {
+		if (sh->pipes[i].r >= 0)
+			continue;
+		if (spipe_make(sh, &sh->pipes[i])) {
+			sh->splice_off = 1;
+			return -1;
+		}
+		return i;
+	}
+	return -1;
+}
+
+/* Pipe I is free again; DIRTY: it may still hold bytes, so it goes. */
+void spipe_put(struct shard *sh, int i, int dirty)
+{
+	if (i < 0)
+		return;
+	if (dirty) {
+		spipe_close(&sh->pipes[i]);
+		return;
+	}
+	sh->pipe_free[sh->npipe_free++] = i;
+}
+
+void spipe_close_all(struct shard *sh)
+{
+	int i;
+
+	for (i = 0; i < SRV_PIPES; i++)
+		spipe_close(&sh->pipes[i]);
+	sh->npipe_free = 0;
+}
+
+/* Write N bytes of BUF, or of zeroes if BUF is NULL, into the pipe J's: 0 or -errno. */
+static int pipe_fill(const struct job *j, const char *buf, uint32_t n)
+{
+	static const char zero[16384];
+
+	while (n) {
+		size_t k = buf ? n : n < sizeof(zero) ? n : sizeof(zero);
+		ssize_t w = write(j->pipe, buf ? buf : zero, k);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno == EAGAIN ? -EIO : -errno;
+		n -= (uint32_t)w;
+		if (buf)
+			buf += w;
+	}
+	return 0;
+}
+
+/* J's range read into its chunk, then written into its pipe: one copy. */
+static int copy_read(struct job *j)
+{
+	uint32_t got = 0;
+	int err;
+
+	while (got < j->len) {
+		ssize_t n = pread(j->fd, (char *)j->buf + got, j->len - got, (off_t)(j->off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (uint32_t)n;
+	}
+	err = pipe_fill(j, j->buf, got);
+	if (!err)
+		err = pipe_fill(j, NULL, j->len - got);
+	return err ? err : (int)got;
+}
+
+/*
+ * A worker's job (or the progress thread's, on a store in memory): J's
+ * range of its file (fd, off, len) into its pipe. As a read into a chunk:
+ * what lies past the end of the file is zeroes, and the result is the
+ * bytes the file had. A file system that cannot splice is read into the
+ * chunk (buf) and written into the pipe.
+ */
+int splice_read(struct job *j)
+{
+	loff_t off = (loff_t)j->off;
+	uint32_t done = 0, got;
+	int have = 0, err;
+
+	/* A pipe is given back empty or closed: anything else is a bug here. */
+	if (ioctl(j->pipe, FIONREAD, &have) || have) {
+		srv_log("a READ's pipe is not empty (%d bytes): internal error", have);
+		return -EIO;
+	}
+	while (done < j->len) {
+		ssize_t n = splice(j->fd, &off, j->pipe, NULL, j->len - done, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EINVAL || errno == ENOSYS) && !done)
+			return copy_read(j);
+		if (n < 0)	/* EAGAIN: the pipe is full, it was made too small */
+			return errno == EAGAIN ? -EIO : -errno;
+		if (n == 0)
+			break;
+		done += (uint32_t)n;
+	}
+	got = done;
+	err = pipe_fill(j, NULL, j->len - done);
+	return err ? err : (int)got;
+}
