@@ -7,14 +7,24 @@
 # RDMA where rxe routes; a server restart under I/O; clients that break
 # the protocol cut off by the server, which goes on serving; CRC32C digests
 # asked for, granted, checked both ways, and lied about; the userspace
-# clients over TCP, and facing a lying server.
+# clients over TCP, and facing a lying server; READs sent from the page
+# cache through pipes (from memory and from a disk file system, past the
+# end of a shrunk store, not with a data digest, clients killed mid-read).
 # timeout: 540
 . "$(dirname "$0")/lib.sh"
 
 truncate -s 256M /tmp/tvol
-mkdir -p /tmp/texp /tmp/m /tmp/mnt
+mkdir -p /tmp/texp /tmp/m /tmp/mnt /tmp/disk
+# A volume on a disk file system (ext4 on a loop device), not in memory:
+# its large READs go to the workers.
+truncate -s 64M /tmp/disk.img
+mkfs.ext4 -q -F /tmp/disk.img
+modprobe loop
+mount -o loop /tmp/disk.img /tmp/disk
+on_exit "umount /tmp/disk"
+truncate -s 32M /tmp/disk/dvol
 tstart() { start_server -a "tcp://$ORFS_ADDR" -s /tmp/tstate -b tvol=/tmp/tvol \
-	-e data=/tmp/texp,no_root_squash; }
+	-b dvol=/tmp/disk/dvol -e data=/tmp/texp,no_root_squash; }
 tstart
 load_suite
 
@@ -40,6 +50,47 @@ expect_grep 'err= 0' /tmp/fio.out
 # Large writes went by R2T and DATA, small ones inline.
 (($(ep_sum bytes_rdma) > 32 * 1048576)) || fail "hardly any data went by R2T/DATA: $(ep_sum bytes_rdma)"
 (($(ep_sum bytes_inline) > 0)) || fail "no data went inline"
+
+step "block READs over TCP go from the page cache by reference; past a shrunk store, zeroes"
+# The server's count of READ chunks sent from a pipe, from its status report.
+spliced() {
+	local n0
+	n0=$(log_lines)
+	kill -USR1 "$ORFS_SERVER_PID"
+	wait_until 50 sh -c "tail -n +$((n0 + 1)) '$ORFS_SERVER_LOG' | grep -q 'on TCP: .* sent from the page cache'"
+	tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" |
+		sed -n 's/.* \([0-9]*\) READ chunks sent from the page cache$/\1/p' |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+head -c 16M /dev/urandom > /tmp/src
+dd if=/tmp/src of=/dev/mxbd0 bs=1M seek=192 oflag=direct status=none
+n0=$(spliced)
+cmp /tmp/src <(dd if=/dev/mxbd0 bs=1M skip=192 count=16 iflag=direct status=none) ||
+	fail "a volume read over TCP differs"
+n1=$(spliced)
+# 16 MiB in chunks of 256 KiB: 64 of them, whatever the requests' sizes.
+((n1 - n0 >= 64)) || fail "READ chunks sent from the page cache: $n0 then $n1"
+# The store shrinks under the server (it still serves 256 MiB): what is past its end reads as zeroes.
+truncate -s $((200 * 1048576 + 12345)) /tmp/tvol
+head -c $((8 * 1048576 + 12345)) /tmp/src > /tmp/exp
+head -c $((8 * 1048576 - 12345)) /dev/zero >> /tmp/exp
+cmp /tmp/exp <(dd if=/dev/mxbd0 bs=1M skip=192 count=16 iflag=direct status=none) ||
+	fail "a read across the shrunk end of the store is not its data then zeroes"
+truncate -s 256M /tmp/tvol
+# From a volume on disk, through the workers: large reads by pipe, small ones copied.
+echo "server=$ORFS_ADDR volume=dvol transport=tcp" > /sys/class/mxbd/attach
+[ -b /dev/mxbd1 ] || fail "no /dev/mxbd1"
+dd if=/tmp/src of=/dev/mxbd1 bs=1M oflag=direct status=none
+sync /tmp/disk/dvol
+echo 3 > /proc/sys/vm/drop_caches
+n0=$(spliced)
+cmp /tmp/src <(dd if=/dev/mxbd1 bs=1M count=16 iflag=direct status=none) ||
+	fail "a read of a volume on disk over TCP differs"
+cmp <(head -c 1M /tmp/src) <(dd if=/dev/mxbd1 bs=8k count=128 iflag=direct status=none) ||
+	fail "small reads of a volume on disk over TCP differ"
+n1=$(spliced)
+((n1 - n0 >= 64)) || fail "READ chunks of a volume on disk sent from the page cache: $n0 then $n1"
+echo mxbd1 > /sys/class/mxbd/detach
 
 step "mkfs, a tree of files, a clean fsck, the files intact after a remount"
 mkfs.ext4 -q -F /dev/mxbd0
@@ -120,6 +171,17 @@ expect_grep '^ok wrote 3145728$' /tmp/out
 cmp /tmp/u.bin /tmp/texp/u.bin || fail "knet-fs over TCP wrote other bytes"
 uc knet-fs -t tcp -n data get u.bin /tmp/u.back | tee /tmp/out
 cmp /tmp/u.bin /tmp/u.back || fail "knet-fs over TCP read other bytes"
+# A client killed with its reads in flight: their pipes are dropped, not sent to the next.
+for i in 1 2 3; do
+	timeout -s KILL 0.$((3 * i)) "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -t tcp -n tvol -w read \
+		-S 2 -q 16 -b 1048576 -T 5 > /dev/null 2>&1 || true
+done
+uc knet-load -t tcp -n tvol -w verify -S 2 -q 8 -b 1048576 -N 64 -g 3 -r 24 | tee /tmp/out
+expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
+if grep -q "internal error" "$ORFS_SERVER_LOG"; then
+	grep "internal error" "$ORFS_SERVER_LOG"
+	fail "the server met an internal error"
+fi
 
 step "CRC32C digests, asked for at mount and attach: granted, shown, data intact"
 mount -t orfs -o transport=tcp,digest=both "$ORFS_ADDR:/data" /tmp/mnt
@@ -141,12 +203,20 @@ expect_fail mount -o remount,digest=none /tmp/mnt
 umount /tmp/mnt
 expect_fail mount -t orfs -o transport=tcp,digest=md5 "$ORFS_ADDR:/data" /tmp/mnt
 for dg in header data; do
+	n0=$(spliced)
 	echo "server=$ORFS_ADDR volume=tvol transport=tcp digest=$dg" > /sys/class/mxbd/attach
 	expect_eq "digest of the volume" "$(cat /sys/block/mxbd0/mxbd/digest)" $dg
 	dd if=/tmp/src of=/dev/mxbd0 bs=1M count=8 oflag=direct status=none
 	cmp <(head -c 8M /tmp/src) <(dd if=/dev/mxbd0 bs=1M count=8 iflag=direct status=none) ||
 		fail "the volume read back with digest=$dg differs"
 	echo mxbd0 > /sys/class/mxbd/detach
+	# A data digest is made over the bytes: they go through the pool, copied.
+	n1=$(spliced)
+	if [ $dg = data ]; then
+		expect_eq "READ chunks sent from the page cache with digest=data" "$n1" "$n0"
+	else
+		((n1 - n0 >= 32)) || fail "digest=header: READ chunks sent from the page cache: $n0 then $n1"
+	fi
 done
 expect_fail sh -c "echo 'server=$ORFS_ADDR volume=tvol transport=tcp digest=crc' > /sys/class/mxbd/attach"
 expect_grep "attach: bad value 'crc' for digest" <(dmesg)
