@@ -11,7 +11,9 @@
 # With BENCH_TRANSPORT=tcp (tests/bench/mxbd-tcp.sh) MXBD goes over knet's
 # TCP transport and its peer is NVMe/TCP (nvmet_tcp, nvme_tcp), on the
 # same address; a third device, MXBD over RDMA, runs the same jobs, and
-# rows named *_vs_rdma give each TCP figure beside it.
+# rows named *_vs_rdma give each TCP figure beside it. The server listens
+# on both then, and gets -T twice the CPUs: each transport's threads as many as the
+# CPUs, as a server listening on one of them has by default.
 # timeout: 1800
 . "$(dirname "$0")/../guest/lib.sh"
 tr=${BENCH_TRANSPORT:-rdma}
@@ -27,7 +29,7 @@ size=256M
 truncate -s 512M /tmp/mx.img
 if [ "$tr" = tcp ]; then
 	truncate -s 512M /tmp/mr.img
-	start_server -a "tcp://$ORFS_ADDR" -b mx=/tmp/mx.img -b mr=/tmp/mr.img
+	start_server -a "tcp://$ORFS_ADDR" -T $((2 * $(nproc))) -b mx=/tmp/mx.img -b mr=/tmp/mr.img
 else
 	start_server -b mx=/tmp/mx.img
 fi

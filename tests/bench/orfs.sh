@@ -46,7 +46,8 @@ mkdir -p /tmp/dexp/o /tmp/dexp/n
 # ORFS.
 mkdir -p /tmp/oexp /tmp/omnt /tmp/odisk /tmp/odiskst
 tcpl=()
-[ "$tr" = rdma ] || tcpl=(-a "tcp://$ORFS_ADDR")
+# Both transports: each with as many progress threads as CPUs (mxbd.sh).
+[ "$tr" = rdma ] || tcpl=(-a "tcp://$ORFS_ADDR" -T $((2 * $(nproc))))
 start_server "${tcpl[@]}" -e data=/tmp/oexp,no_root_squash -e disk=/tmp/dexp/o,no_root_squash
 load_suite
 # Every ORFS mount that names no transport takes the benchmark's.
