@@ -270,24 +270,33 @@ static int aligned(const struct volume *v, const void *buf, uint64_t off, uint32
 
 int block_read(const struct volume *v, void *buf, uint64_t off, uint32_t len)
 {
-	int fd = aligned(v, buf, off, len) ? v->fd_direct : v->fd;
+	int got = rw_full(aligned(v, buf, off, len) ? v->fd_direct : v->fd, 0, buf, len, off);
+
+	if (got < 0)
+		return got;
+	/* The store shrank under us: what is past its end is zero. */
+	memset((char *)buf + got, 0, len - (uint32_t)got);
+	return 0;
+}
+
+int rw_full(int fd, int write, void *buf, uint32_t len, uint64_t off)
+{
 	uint32_t done = 0;
 
 	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		ssize_t n = write ?
+			pwrite(fd, (char *)buf + done, len - done, (off_t)(off + done)) :
+			pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
-		if (n == 0) {
-			/* The store shrank under us: what is past its end is zero. */
-			memset((char *)buf + done, 0, len - done);
+		if (n == 0)
 			break;
-		}
 		done += (uint32_t)n;
 	}
-	return 0;
+	return (int)done;
 }
 
 int rw_nowait(int fd, int write, void *buf, uint64_t off, uint32_t len, int *refused)

@@ -102,5 +102,10 @@ int block_try_now(struct volume *v, int write, void *buf, uint64_t off, uint32_t
  * that refuses RWF_NOWAIT sets *REFUSED, and callers do not ask it again.
  */
 int rw_nowait(int fd, int write, void *buf, uint64_t off, uint32_t len, int *refused);
+/*
+ * Read (WRITE 0) or write all LEN bytes of BUF at OFF of FD, a read short
+ * only at the end of the file: the bytes moved, or -errno.
+ */
+int rw_full(int fd, int write, void *buf, uint32_t len, uint64_t off);
 
 #endif /* ORFS_SERVER_BLOCK_H */

@@ -460,24 +460,11 @@ static void chunk_rdma(struct chunk *ch)
 /* A file's piece: plain pread/pwrite; a read returns what it got. */
 static int run_file_io(struct job *j)
 {
-	uint32_t done = 0;
+	int done = rw_full(j->fd, j->kind == JOB_WRITE, j->buf, j->len, j->off);
 
-	while (done < j->len) {
-		ssize_t n = j->kind == JOB_READ ?
-			pread(j->fd, (char *)j->buf + done, j->len - done, (off_t)(j->off + done)) :
-			pwrite(j->fd, (char *)j->buf + done, j->len - done, (off_t)(j->off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		done += (uint32_t)n;
-	}
-	if (j->kind == JOB_READ && done < j->len)
-		memset((char *)j->buf + done, 0, j->len - done);
-	return (int)done;
+	if (j->kind == JOB_READ && done >= 0)
+		memset((char *)j->buf + done, 0, j->len - (uint32_t)done);
+	return done;
 }
 
 /*

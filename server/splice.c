@@ -136,24 +136,14 @@ static int pipe_fill(const struct job *j, const char *buf, uint32_t n)
 /* J's range read into its chunk, then written into its pipe: one copy. */
 static int copy_read(struct job *j)
 {
-	uint32_t got = 0;
-	int err;
+	int got = rw_full(j->fd, 0, j->buf, j->len, j->off), err;
 
-	while (got < j->len) {
-		ssize_t n = pread(j->fd, (char *)j->buf + got, j->len - got, (off_t)(j->off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (uint32_t)n;
-	}
-	err = pipe_fill(j, j->buf, got);
+	if (got < 0)
+		return got;
+	err = pipe_fill(j, j->buf, (uint32_t)got);
 	if (!err)
-		err = pipe_fill(j, NULL, j->len - got);
-	return err ? err : (int)got;
+		err = pipe_fill(j, NULL, j->len - (uint32_t)got);
+	return err ? err : got;
 }
 
 /*
