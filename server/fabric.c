@@ -214,6 +214,28 @@ static void raise_memlock(const struct srv *s)
 			(unsigned long long)rl.rlim_cur >> 10, pool >> 20);
 }
 
+/*
+ * Sockets, cached open files and each TCP thread's pipes (up to
+ * SRV_PIPES pairs) can pass the usual soft limit of 1024 descriptors
+ * (systemd's default): the soft limit goes up to the hard one, as
+ * systemd asks of services that need more. Everything waits in epoll,
+ * so descriptors past 1024 are fine.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl)) {
+		perror("orfs-server: getrlimit(RLIMIT_NOFILE)");
+		return;
+	}
+	if (rl.rlim_cur == rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		perror("orfs-server: setrlimit(RLIMIT_NOFILE)");
+}
+
 int srv_open(struct srv *s)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
@@ -221,6 +243,7 @@ int srv_open(struct srv *s)
 	int i, ret;
 
 	raise_memlock(s);
+	raise_nofile();
 	for (i = 0; i < s->cfg.nlisten; i++) {
 		const char *addr = s->cfg.listen[i].addr, *port = config_listen_port(&s->cfg, i);
 
