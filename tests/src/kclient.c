@@ -91,6 +91,26 @@ static int rdma_routes(const char *addr, const char *port)
 	return ok;
 }
 
+/* The digests $KNET_DIGEST asks for over TCP (none, header, data, both): 0, or -1 (printed). */
+static int digest_env(uint16_t *flags)
+{
+	static const uint16_t fl[] = { 0, KNET_CMF_HDGST, KNET_CMF_DDGST, KNET_CMF_DIGESTS };
+	const char *e = getenv("KNET_DIGEST");
+	size_t i;
+
+	*flags = 0;
+	if (!e || !*e)
+		return 0;
+	for (i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+		if (!strcmp(e, knet_digests_str(fl[i]))) {
+			*flags = fl[i];
+			return 0;
+		}
+	}
+	fprintf(stderr, "KNET_DIGEST: unknown digests '%s' (none, header, data or both)\n", e);
+	return -1;
+}
+
 int kc_open(struct kc_fabric *f, enum kc_transport tr, const char *addr, const char *port,
 	    const char *prov, size_t cq_size)
 {
@@ -109,6 +129,8 @@ int kc_open(struct kc_fabric *f, enum kc_transport tr, const char *addr, const c
 		kc_close(f);
 	}
 	f->tr = KC_TCP;
+	if (digest_env(&f->digests))
+		return -FI_EINVAL;
 	if (strlen(addr) >= sizeof(f->addr) || strlen(port) >= sizeof(f->port)) {
 		fprintf(stderr, "address or port too long\n");
 		return -FI_EINVAL;
@@ -249,8 +271,10 @@ int kc_connect(struct kc_fabric *f, struct kc_conn *c, int version, int service,
 	req.inline_max = htole32(inline_max);
 	req.flags = htole16(secret && secret->len ? KNET_CMF_AUTH : 0);
 	memcpy(req.name, name, req.name_len);
-	if (f->tr == KC_TCP)
+	if (f->tr == KC_TCP) {
+		req.flags |= htole16(f->digests);
 		return tcp_connect(f, c, &req, depth, secret, quiet);
+	}
 	ret = fi_connect(c->ep, f->info->dest_addr, &req, sizeof(req));
 	if (ret)
 		return fab_err("fi_connect", ret), 1;
@@ -455,10 +479,10 @@ static void tcp_gone(struct kc_conn *c, const char *why)
 	ev_push(c->f, NULL, c, 0, FI_ENOTCONN);
 }
 
-/* Write all of the CNT iovecs at IOV0 (3 at most): 0, or -1 with errno set. */
+/* Write all of the CNT iovecs at IOV0 (4 at most): 0, or -1 with errno set. */
 static int write_full(int fd, const struct iovec *iov0, int cnt)
 {
-	struct iovec iov[3];
+	struct iovec iov[4];
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
 	ssize_t w;
 
@@ -488,9 +512,45 @@ static int tcp_pdu_send(struct kc_conn *c, uint8_t type, uint32_t tag, uint32_t 
 	struct knet_tcp_pdu p = {
 		.type = type, .length = htole32(len), .tag = htole32(tag), .offset = htole32(off),
 	};
-	struct iovec iov[2] = { { &p, sizeof(p) }, { (void *)buf, len } };
+	uint32_t hd = 0, dd = 0;
+	struct iovec iov[4];
+	int n = 0;
 
-	return write_full(c->fd, iov, len ? 2 : 1);
+	/* With the digests granted: a CRC32C after the header and after the payload. */
+	iov[n++] = (struct iovec){ &p, sizeof(p) };
+	if (c->hdgst) {
+		hd = htole32(proto_crc32c(&p, sizeof(p)));
+		iov[n++] = (struct iovec){ &hd, sizeof(hd) };
+	}
+	if (len)
+		iov[n++] = (struct iovec){ (void *)buf, len };
+	if (len && c->ddgst) {
+		dd = htole32(proto_crc32c(buf, len));
+		iov[n++] = (struct iovec){ &dd, sizeof(dd) };
+	}
+	return write_full(c->fd, iov, n);
+}
+
+/*
+ * Read and check the digest after LEN bytes at P on C's stream, if C has
+ * that digest (HEADER: a header's, else a payload's). Returns 1 when it
+ * matches or there is none, -2 when it does not (C is cut off), else
+ * what sock_read_full() returned.
+ */
+static int digest_check(struct kc_conn *c, int header, const void *p, uint32_t len)
+{
+	uint32_t d;
+	int r;
+
+	if (header ? !c->hdgst : !c->ddgst || !len)
+		return 1;
+	r = sock_read_full(c->fd, &d, sizeof(d));
+	if (r <= 0)
+		return r;
+	if (le32toh(d) == proto_crc32c(p, len))
+		return 1;
+	tcp_gone(c, header ? "header digest mismatch" : "data digest mismatch");
+	return -2;
 }
 
 int kc_recv(struct kc_conn *c, struct kc_mr *m, void *buf, size_t len, void *ctx)
@@ -560,6 +620,10 @@ static void tcp_pdu(struct kc_conn *c)
 	int r;
 
 	r = sock_read_full(c->fd, &p, sizeof(p));
+	if (r > 0)
+		r = digest_check(c, 1, &p, sizeof(p));
+	if (r == -2)
+		return;
 	if (r <= 0)
 		goto cut;
 	len = le32toh(p.length);
@@ -579,6 +643,10 @@ static void tcp_pdu(struct kc_conn *c)
 		}
 		m = c->posted[0];
 		r = sock_read_full(c->fd, m.buf, len);
+		if (r > 0)
+			r = digest_check(c, 0, m.buf, len);
+		if (r == -2)
+			return;
 		if (r <= 0)
 			goto cut;
 		memmove(c->posted, c->posted + 1, (size_t)--c->nposted * sizeof(*c->posted));
@@ -602,7 +670,9 @@ static void tcp_pdu(struct kc_conn *c)
 		if (!l)
 			break;
 		r = sock_read_full(c->fd, l->buf + off, len);
-		if (r <= 0)
+		if (r > 0)
+			r = digest_check(c, 0, l->buf + off, len);
+		if (r <= 0 && r != -2)
 			goto cut;
 		return;
 	default:
@@ -761,6 +831,14 @@ static int tcp_connect(struct kc_fabric *f, struct kc_conn *c, const struct knet
 			le32toh(p.length));
 		return 1;
 	}
+	/* Exactly the digests asked for, or none of this connection. */
+	if ((le16toh(rep.flags) & KNET_CMF_DIGESTS) != f->digests) {
+		fprintf(stderr, "TCP handshake: the server grants digests %s, not %s\n",
+			knet_digests_str(le16toh(rep.flags)), knet_digests_str(f->digests));
+		return 1;
+	}
+	c->hdgst = !!(f->digests & KNET_CMF_HDGST);
+	c->ddgst = !!(f->digests & KNET_CMF_DDGST);
 	tv.tv_sec = TCP_IO_TIMEOUT_S;
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))) {

@@ -53,6 +53,7 @@ struct kc_fabric {
 	struct fid_cq		*cq;
 	/* TCP */
 	char			addr[256], port[16];
+	uint16_t		digests;	/* KNET_CMF_HDGST, _DDGST asked for ($KNET_DIGEST) */
 	struct kc_event		*ev;		/* answered, not yet taken by kc_wait() */
 	size_t			nev, ev_cap;
 	/* Every open connection (kc_ep_open()), either way. */
@@ -96,6 +97,7 @@ struct kc_conn {
 	int			shutdown;
 	int			auth;		/* the server asks for the authentication */
 	/* TCP */
+	int			hdgst, ddgst;	/* digests after headers, payloads (granted) */
 	struct kc_post		posted[KC_TCP_POSTS];	/* in the order they were posted */
 	int			nposted;
 	struct kc_lent		lent[KC_TCP_LENT];
