@@ -7,9 +7,10 @@
 # RDMA where rxe routes; a server restart under I/O; clients that break
 # the protocol cut off by the server, which goes on serving; CRC32C digests
 # asked for, granted, checked both ways, and lied about; the userspace
-# clients over TCP, and facing a lying server; READs sent from the page
-# cache through pipes (from memory and from a disk file system, past the
-# end of a shrunk store, not with a data digest, clients killed mid-read).
+# clients over TCP, with digests, and facing a lying server; READs sent
+# from the page cache through pipes (from memory and from a disk file
+# system, past the end of a shrunk store, not with a data digest, clients
+# killed mid-read).
 # timeout: 540
 . "$(dirname "$0")/lib.sh"
 
@@ -318,17 +319,24 @@ expect_grep "header digest mismatch: resetting the connection" <(dmesg)
 expect_grep "data digest mismatch: resetting the connection" <(dmesg)
 
 step "a server that does not grant the digests asked for is refused"
-"$ORFS_BIN/tcp-peer" server 20099 cut > /tmp/liar.out 2>&1 &
-lpid=$!
-wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server did not start"
-set +e
-KTEST_DIGEST=both KTEST_PORT=20099 kt -a "$ORFS_ADDR" -n tvol -w verify -b 65536 -N 2 -m pages \
-	> /tmp/kt.out 2>&1
-rc=$?
-set -e
-kill $lpid 2>/dev/null || true
-wait $lpid 2>/dev/null || true
-cat /tmp/kt.out
+# liar LIE OUT CMD...: CMD, its output in OUT, against tcp-peer's server
+# telling LIE on port 20099, which is then stopped; CMD's status in $rc
+liar() {
+	local lie=$1 out=$2 lpid
+	shift 2
+	"$ORFS_BIN/tcp-peer" server 20099 "$lie" > /tmp/liar.out 2>&1 &
+	lpid=$!
+	wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server $lie did not start"
+	set +e
+	"$@" > "$out" 2>&1
+	rc=$?
+	set -e
+	kill $lpid 2>/dev/null || true
+	wait $lpid 2>/dev/null || true
+	cat "$out"
+}
+KTEST_DIGEST=both KTEST_PORT=20099 liar cut /tmp/kt.out \
+	kt -a "$ORFS_ADDR" -n tvol -w verify -b 65536 -N 2 -m pages
 [ "$rc" -ne 0 ] || fail "a connection without the digests asked for was taken"
 expect_grep "the server grants digests 'none' for 'both' asked: refused" <(dmesg)
 
@@ -351,6 +359,30 @@ for lie in r2t-range r2t-tag data-long data-tag bad-type huge reply-tag cut; do
 	huge) want="larger than the receive" ;;
 	reply-tag) want="malformed reply" ;;
 	cut) want="the connection went" ;;
+	esac
+	expect_grep "$want" /tmp/kl.out
+done
+
+step "the userspace clients' digests (KNET_DIGEST): granted and checked; wrong ones cut them off"
+KNET_DIGEST=both uc knet-load -t tcp -n tvol -w verify -S 2 -q 4 -b 1048576 -N 8 -g 7 -r 25 |
+	tee /tmp/out
+expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
+expect_grep "connected to volume 'tvol' \(credits [0-9]+, progress thread [0-9]+ on TCP, digests both\)" \
+	"$ORFS_SERVER_LOG"
+KNET_DIGEST=data uc knet-fs -t tcp -n data get u.bin /tmp/u.back2 > /dev/null
+cmp /tmp/u.bin /tmp/u.back2 || fail "knet-fs with a data digest read other bytes"
+expect_grep "connected to export 'data' \(credits [0-9]+, progress thread [0-9]+ on TCP, digests data\)" \
+	"$ORFS_SERVER_LOG"
+KNET_DIGEST=crc uc knet-ping -t tcp -n data -c 1 > /tmp/out 2>&1 && fail "KNET_DIGEST=crc was taken"
+expect_grep "KNET_DIGEST: unknown digests 'crc'" /tmp/out
+for lie in cut hdgst ddgst; do
+	KNET_DIGEST=both liar $lie /tmp/kl.out timeout 60 "$ORFS_BIN/knet-load" -t tcp \
+		-a "$ORFS_ADDR" -p 20099 -n v -w read -N 2 -b 65536
+	[ "$rc" -eq 1 ] || fail "digest lie $lie: knet-load exited $rc, not 1"
+	case $lie in
+	cut) want="the server grants digests none, not both" ;;	# it grants none
+	hdgst) want="header digest mismatch" ;;
+	ddgst) want="data digest mismatch" ;;
 	esac
 	expect_grep "$want" /tmp/kl.out
 done
