@@ -73,9 +73,9 @@ n1=$(spliced)
 ((n1 - n0 >= 64)) || fail "READ chunks sent from the page cache: $n0 then $n1"
 # The store shrinks under the server (it still serves 256 MiB): what is past its end reads as zeroes.
 truncate -s $((200 * 1048576 + 12345)) /tmp/tvol
-head -c $((8 * 1048576 + 12345)) /tmp/src > /tmp/exp
-head -c $((8 * 1048576 - 12345)) /dev/zero >> /tmp/exp
-cmp /tmp/exp <(dd if=/dev/mxbd0 bs=1M skip=192 count=16 iflag=direct status=none) ||
+head -c $((8 * 1048576 + 12345)) /tmp/src > /tmp/shrunk.exp
+head -c $((8 * 1048576 - 12345)) /dev/zero >> /tmp/shrunk.exp
+cmp /tmp/shrunk.exp <(dd if=/dev/mxbd0 bs=1M skip=192 count=16 iflag=direct status=none) ||
 	fail "a read across the shrunk end of the store is not its data then zeroes"
 truncate -s 256M /tmp/tvol
 # From a volume on disk, through the workers: large reads by pipe, small ones copied.
