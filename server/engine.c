@@ -484,6 +484,12 @@ static int file_try_now(struct fsvc_export *fx, struct job *j)
 	return 1;
 }
 
+/* Is C's volume or export in memory (tmpfs, ramfs): nothing on it waits for a disk? */
+static int store_in_memory(const struct conn *c)
+{
+	return conn_is_file(c) ? c->ex->fx.in_memory : c->ex->vol.in_memory;
+}
+
 /*
  * Read CH's data into its pipe (splice.c), now if the store is in memory
  * (nothing is copied, nothing waits), else on a worker.
@@ -493,7 +499,7 @@ static void chunk_splice(struct chunk *ch)
 	struct req *r = ch->r;
 	struct conn *c = r->c;
 	struct job *j = &ch->job;
-	int now = conn_is_file(c) ? c->ex->fx.in_memory : c->ex->vol.in_memory;
+	int now = store_in_memory(c);
 
 	j->run = splice_read;
 	j->kind = JOB_READ;
@@ -546,11 +552,10 @@ static void chunk_job(struct chunk *ch, int kind)
 static int chunk_wants_pipe(const struct chunk *ch)
 {
 	const struct conn *c = ch->c;
-	int in_memory = conn_is_file(c) ? c->ex->fx.in_memory : c->ex->vol.in_memory;
 
 	if (!tcp_can_splice(c) || c->s->fault != FAULT_NONE || ch->len < SPLICE_MIN)
 		return 0;
-	return in_memory || ch->len > TRY_NOW_MAX;
+	return store_in_memory(c) || ch->len > TRY_NOW_MAX;
 }
 
 static void start_chunk(struct req *r)
