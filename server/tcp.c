@@ -730,20 +730,31 @@ static void tcp_read(struct conn *c)
 	struct tcp_conn *t = c->tcp;
 	size_t budget = TCP_READ_BUDGET;
 	uint32_t hlen = tcp_hlen(t), len, k;
+	int drained = 0;
 	size_t want;
 	ssize_t n;
 	char *dst;
 
 	while (!c->closing && budget) {
 		if (t->in_off == t->in_have) {
+			/*
+			 * A read got less than it asked for: the socket had no
+			 * more, and the level-triggered epoll says when it has.
+			 * That saves a recv() failing with EAGAIN a request.
+			 */
+			if (drained) {
+				t->rd_ready = 0;
+				return;
+			}
 			t->in_off = t->in_have = 0;
 			/* A large payload: straight into place. */
 			if (t->hdr_got == hlen) {
 				dst = tcp_dest(c, &len);
 				if (t->body_got < len && len - t->body_got >= TCP_DIRECT_MIN) {
-					n = recv(t->fd, dst + t->body_got, len - t->body_got,
-						 MSG_DONTWAIT);
+					want = len - t->body_got;
+					n = recv(t->fd, dst + t->body_got, want, MSG_DONTWAIT);
 					if (n > 0) {
+						drained = (size_t)n < want;
 						t->moved_us = now_us();
 						budget -= budget < (size_t)n ? budget : (size_t)n;
 						t->body_got += (uint32_t)n;
@@ -765,6 +776,7 @@ static void tcp_read(struct conn *c)
 			n = recv(t->fd, t->in, want, MSG_DONTWAIT);
 			if (n <= 0)
 				goto end;
+			drained = (size_t)n < want;
 			t->moved_us = now_us();
 			t->in_have = (size_t)n;
 			budget -= budget < (size_t)n ? budget : (size_t)n;
