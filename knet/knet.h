@@ -125,6 +125,9 @@ enum knet_dir {
  *	no longer reachable by the server; in softirq context, must not
  *	sleep. NULL to collect it with knet_ep_wait_any() instead.
  * @priv: the caller's
+ * @flags: %KNET_RQ_MAY_SLEEP: knet_submit() is called where it may sleep
+ *	(a blocking block queue, a worker): the transport may then send the
+ *	request from the caller's context rather than wake a worker for it
  * @node: private to knet
  * @pin: private to knet: regcache entries of user memory
  * @npin: private to knet
@@ -143,10 +146,13 @@ struct knet_request {
 	int			error;
 	void			(*done)(struct knet_request *rq);
 	void			*priv;
+	unsigned int		flags;
 	struct list_head	node;
 	struct regcache_entry	*pin[KNET_UVEC_MAX];
 	unsigned int		npin;
 };
+
+#define KNET_RQ_MAY_SLEEP	0x1
 
 struct knet_ep;
 struct knet_group;

@@ -47,7 +47,8 @@ struct knet_cm_req;
  * @unmap: the request of @s is over: undo @map. Any context
  * @post: send the @len bytes of @s->msg and what @map lent. EV_SEND
  *	clears (knet_slot_event()) once the transport no longer reads the
- *	message or the memory. Any context, never sleeps
+ *	message or the memory. Any context; never sleeps unless
+ *	@may_sleep (the caller allows it), and never waits for the peer
  * @replied: under @ep->lock, the reply of @s came (@arg: what the
  *	transport gave knet_reply()): make the memory it lent unreachable
  *	now, or set EV_INV in @s->need and clear it when it is. Return:
@@ -65,7 +66,7 @@ struct knet_transport {
 	int		(*map)(struct knet_ep *ep, struct knet_slot *s, struct knet_request *rq,
 			       struct knet_seg *seg);
 	void		(*unmap)(struct knet_ep *ep, struct knet_slot *s);
-	int		(*post)(struct knet_ep *ep, struct knet_slot *s, u32 len);
+	int		(*post)(struct knet_ep *ep, struct knet_slot *s, u32 len, bool may_sleep);
 	bool		(*replied)(struct knet_ep *ep, struct knet_slot *s, const void *arg);
 	void		(*fence)(struct knet_ep *ep, bool disconnect);
 	void		(*destroy)(struct knet_ep *ep, bool connected);

@@ -424,8 +424,11 @@ static void knet_put_slot(struct knet_ep *ep, struct knet_slot *s)
 	wake_up(&ep->wait);
 }
 
-/* Post RQ, its user memory already pinned. Never sleeps but for copying user data. */
-static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
+/*
+ * Post RQ, its user memory already pinned. Never sleeps but for copying
+ * user data, unless MAY_SLEEP: the transport may then send from here.
+ */
+static int __knet_submit(struct knet_ep *ep, struct knet_request *rq, bool may_sleep)
 {
 	const struct knet_mem *m = rq->mem;
 	struct knet_hdr hdr = {};
@@ -475,7 +478,7 @@ static int __knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	memcpy(s->msg, &hdr, sizeof(hdr));
 	s->need = EV_SEND | EV_REPLY;
 	s->mr_live = s->mr_used;
-	ret = ep->tr->post(ep, s, len);
+	ret = ep->tr->post(ep, s, len, may_sleep);
 	if (ret) {
 		s->need = 0;
 		s->mr_live = false;
@@ -526,8 +529,9 @@ static int knet_prepare(struct knet_ep *ep, struct knet_request *rq)
  * invalidated before the request is reported over. User memory is pinned
  * through the device's registration cache (which may sleep).
  *
- * Context: any for kernel memory and pages: never sleeps then. Process
- * context of the memory's owner for user memory (KNET_MEM_UVEC).
+ * Context: any for kernel memory and pages: never sleeps then, unless
+ * @rq->flags has %KNET_RQ_MAY_SLEEP. Process context of the memory's
+ * owner for user memory (KNET_MEM_UVEC).
  * Return: 0 when sent; -EAGAIN when no slot or credit is free now (retry
  * after another request of @ep is over); -ENOTCONN when the connection is
  * gone; -EINVAL for a malformed request or memory that does not fit one
@@ -542,7 +546,7 @@ int knet_submit(struct knet_ep *ep, struct knet_request *rq)
 	ret = knet_prepare(ep, rq);
 	if (ret)
 		return ret;
-	ret = __knet_submit(ep, rq);
+	ret = __knet_submit(ep, rq, rq->flags & KNET_RQ_MAY_SLEEP);
 	if (ret)
 		knet_unpin(rq);
 	return ret;
@@ -598,7 +602,7 @@ int knet_submit_wait(struct knet_ep *ep, struct knet_request *rq, unsigned long 
 	ret = knet_prepare(ep, rq);
 	if (ret)
 		return ret;
-	while ((ret = __knet_submit(ep, rq)) == -EAGAIN) {
+	while ((ret = __knet_submit(ep, rq, true)) == -EAGAIN) {
 		left = wait_event_killable_timeout(ep->wait, knet_can_submit(ep), left);
 		if (left <= 0) {
 			ret = left ? -EINTR : -ETIMEDOUT;

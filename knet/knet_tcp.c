@@ -31,6 +31,7 @@
 
 #include <linux/crc32c.h>
 #include <linux/highmem.h>
+#include <linux/mutex.h>
 #include <linux/net.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -77,6 +78,7 @@ struct knet_tcp_slot {
  * @ep: the endpoint
  * @sock: its socket
  * @io_work: sends and receives
+ * @send_lock: held by whoever sends: io_work, or a submitter that may sleep
  * @wait: the connect's wait for the socket
  * @live: io_work serves the socket (connected)
  * @stopped: under @ep->lock: nothing more is queued or sent
@@ -87,7 +89,7 @@ struct knet_tcp_slot {
  * @tx_list: PDUs to send, under @ep->lock
  * @hdgst: a digest follows each PDU header
  * @ddgst: a digest follows each PDU payload
- * @tx_cur: the PDU being sent (io_work's)
+ * @tx_cur: the PDU being sent, under @send_lock
  * @tx_hdr: the header of @tx_cur, and its digest
  * @tx_ddgst: the digest of @tx_cur's payload
  * @tx_done: bytes of @tx_cur sent, header and digests included
@@ -103,6 +105,7 @@ struct knet_tcp {
 	struct knet_ep		*ep;
 	struct socket		*sock;
 	struct work_struct	io_work;
+	struct mutex		send_lock;	/* whoever sends holds it */
 	wait_queue_head_t	wait;
 	bool			live;
 	bool			stopped;
@@ -342,28 +345,6 @@ static void knet_tcp_unmap(struct knet_ep *ep, struct knet_slot *s)
 	ts->nbv = 0;
 }
 
-static int knet_tcp_post(struct knet_ep *ep, struct knet_slot *s, u32 len)
-{
-	struct knet_tcp *t = ep->tcp;
-	struct knet_tcp_slot *ts = &t->slot[s->idx];
-	unsigned long flags;
-
-	ts->msg.s = s;
-	ts->msg.type = KNET_TCP_MSG;
-	ts->msg.len = len;
-	spin_lock_irqsave(&ep->lock, flags);
-	if (t->stopped) {
-		spin_unlock_irqrestore(&ep->lock, flags);
-		return -ENOTCONN;
-	}
-	ts->msg.busy = true;
-	ts->ntx = 1;
-	list_add_tail(&ts->msg.node, &t->tx_list);
-	spin_unlock_irqrestore(&ep->lock, flags);
-	queue_work(knet_tcp_wq, &t->io_work);
-	return 0;
-}
-
 /* Under ep->lock: the reply of S came: nothing reaches its memory now. */
 static bool knet_tcp_replied(struct knet_ep *ep, struct knet_slot *s, const void *arg)
 {
@@ -519,6 +500,58 @@ static int knet_tcp_send(struct knet_tcp *t)
 			knet_tcp_tx_done(t, tx, 0);
 		}
 	}
+}
+
+/*
+ * From a submitter that may sleep: send what is queued now, as
+ * nvme_tcp_queue_rq() does, rather than wake io_work, a context switch
+ * on each request's way out. False when io_work must still run: it is
+ * sending, or something is left (the socket is full, or an R2T's data
+ * was queued while this sent).
+ */
+static bool knet_tcp_send_now(struct knet_tcp *t)
+{
+	unsigned int noreclaim;
+	unsigned long flags;
+	bool left;
+	int ret;
+
+	if (!mutex_trylock(&t->send_lock))
+		return false;
+	/* No reclaim: it could write to a device whose requests wait on this. */
+	noreclaim = memalloc_noreclaim_save();
+	ret = knet_tcp_send(t);
+	memalloc_noreclaim_restore(noreclaim);
+	mutex_unlock(&t->send_lock);
+	if (ret < 0)
+		return false;	/* io_work meets the error again, and fails the endpoint */
+	spin_lock_irqsave(&t->ep->lock, flags);
+	left = READ_ONCE(t->tx_cur) || !list_empty(&t->tx_list);
+	spin_unlock_irqrestore(&t->ep->lock, flags);
+	return !left;
+}
+
+static int knet_tcp_post(struct knet_ep *ep, struct knet_slot *s, u32 len, bool may_sleep)
+{
+	struct knet_tcp *t = ep->tcp;
+	struct knet_tcp_slot *ts = &t->slot[s->idx];
+	unsigned long flags;
+
+	ts->msg.s = s;
+	ts->msg.type = KNET_TCP_MSG;
+	ts->msg.len = len;
+	spin_lock_irqsave(&ep->lock, flags);
+	if (t->stopped) {
+		spin_unlock_irqrestore(&ep->lock, flags);
+		return -ENOTCONN;
+	}
+	ts->msg.busy = true;
+	ts->ntx = 1;
+	list_add_tail(&ts->msg.node, &t->tx_list);
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (!may_sleep || !knet_tcp_send_now(t))
+		queue_work(knet_tcp_wq, &t->io_work);
+	return 0;
 }
 
 /* Receive into BUF; returns bytes, 0 when nothing is there, or an error. */
@@ -746,10 +779,14 @@ static void knet_tcp_io_work(struct work_struct *w)
 		more = false;
 		if (READ_ONCE(ep->dead))
 			break;
-		ret = knet_tcp_send(t);
-		if (ret < 0)
-			goto fail;
-		more = ret;
+		/* A submitter sending checks for what is left once it is done. */
+		if (mutex_trylock(&t->send_lock)) {
+			ret = knet_tcp_send(t);
+			mutex_unlock(&t->send_lock);
+			if (ret < 0)
+				goto fail;
+			more = ret;
+		}
 		ret = knet_tcp_recv(t);
 		if (ret < 0)
 			goto fail;
@@ -813,7 +850,10 @@ static void knet_tcp_stop(struct knet_tcp *t)
 	WRITE_ONCE(t->live, false);
 	kernel_sock_shutdown(t->sock, SHUT_RDWR);
 	cancel_work_sync(&t->io_work);
+	/* A submitter still sending ends first; later ones find nothing to send. */
+	mutex_lock(&t->send_lock);
 	knet_tcp_flush(t);
+	mutex_unlock(&t->send_lock);
 }
 
 static void knet_tcp_fence(struct knet_ep *ep, bool disconnect)
@@ -964,6 +1004,7 @@ static int knet_tcp_alloc(struct knet_ep *ep)
 	ep->tcp = t;
 	t->ep = ep;
 	INIT_WORK(&t->io_work, knet_tcp_io_work);
+	mutex_init(&t->send_lock);
 	init_waitqueue_head(&t->wait);
 	INIT_LIST_HEAD(&t->tx_list);
 	t->rx_buf = kmalloc(KNET_TCP_MSG_MAX, GFP_KERNEL);

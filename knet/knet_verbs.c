@@ -546,7 +546,7 @@ static void knet_rdma_unmap(struct knet_ep *ep, struct knet_slot *s)
 	s->usg = 0;
 }
 
-static int knet_rdma_post(struct knet_ep *ep, struct knet_slot *s, u32 len)
+static int knet_rdma_post(struct knet_ep *ep, struct knet_slot *s, u32 len, bool may_sleep)
 {
 	struct ib_sge sge = {
 		.addr = s->msg_dma,
