@@ -130,6 +130,7 @@ static bool mxbd_build(struct mxbd_cmd *cmd, struct request *req)
 	cmd->rq.body = &cmd->io;
 	cmd->rq.body_len = sizeof(cmd->io);
 	cmd->rq.done = mxbd_done;
+	cmd->rq.flags = KNET_RQ_MAY_SLEEP;
 	switch (req_op(req)) {
 	case REQ_OP_READ:
 		cmd->rq.opcode = MXBD_OP_READ;
@@ -702,6 +703,8 @@ int mxbd_dev_create(const struct mxbd_opts *o, int index, struct mxbd_dev **out)
 			       kl.credits;
 	d->tag_set.numa_node = NUMA_NO_NODE;
 	d->tag_set.cmd_size = sizeof(struct mxbd_cmd);
+	/* queue_rq() may sleep: knet's TCP transport then sends from it. */
+	d->tag_set.flags = BLK_MQ_F_BLOCKING;
 	d->tag_set.driver_data = d;
 	ret = blk_mq_alloc_tag_set(&d->tag_set);
 	if (ret)
