@@ -336,7 +336,7 @@ static int post_piece(void *arg, const struct seg_piece *p)
 	op->idx = rp->k;
 	op->read = rp->is_read;
 	if (c->tcp)
-		ret = tcp_rdma(c, ch->buf + p->local, ch->pipe >= 0 ? c->sh->pipes[ch->pipe].r : -1,
+		ret = tcp_rdma(c, ch->buf + p->local, ch->pipe >= 0 ? &c->sh->pipes[ch->pipe] : NULL,
 			       p->len, ch->r->f.tag, p->raddr, op);
 	else if (rp->is_read)
 		ret = fi_read(c->ep, ch->buf + p->local, p->len, desc, 0, p->raddr, p->rkey,
@@ -373,8 +373,14 @@ static int post_rdma(struct chunk *ch)
 	int ret;
 
 	/* Count first, so that a chunk is posted whole or not at all. */
-	if (block_map_segments(msg, &r->br, ch->off, ch->len, NULL, NULL) > c->sq_free)
+	ret = block_map_segments(msg, &r->br, ch->off, ch->len, NULL, NULL);
+	if (ret > c->sq_free)
 		return -FI_EAGAIN;
+	/* A WRITE's pipe takes its chunk's data in one piece, in order. */
+	if (rp.is_read && ch->pipe >= 0 && ret != 1) {
+		spipe_put(sh, ch->pipe, 0);
+		ch->pipe = -1;
+	}
 	rp.desc = sh->pool_mr ? fi_mr_desc(sh->pool_mr) : NULL;
 	if (rp.is_read && sh->sink_per_read && !ch->sink_mr && !c->tcp) {
 		/* A key for these READs alone, closed when they complete. */
@@ -492,25 +498,27 @@ static int store_in_memory(const struct conn *c)
 
 /*
  * Read CH's data into its pipe (splice.c), now if the store is in memory
- * (nothing is copied, nothing waits), else on a worker.
+ * (nothing is copied, nothing waits), else on a worker. Or write what its
+ * pipe received into the store: a copy into the page cache, on a worker
+ * past TRY_NOW_MAX as any such copy.
  */
-static void chunk_splice(struct chunk *ch)
+static void chunk_splice(struct chunk *ch, int kind)
 {
 	struct req *r = ch->r;
 	struct conn *c = r->c;
 	struct job *j = &ch->job;
-	int now = store_in_memory(c);
+	int now = store_in_memory(c) && (kind == JOB_READ || ch->len <= TRY_NOW_MAX);
 
-	j->run = splice_read;
-	j->kind = JOB_READ;
+	j->run = kind == JOB_READ ? splice_read : splice_write;
+	j->kind = kind;
 	j->fd = conn_is_file(c) ? r->fd : c->ex->vol.fd;
-	j->pipe = c->sh->pipes[ch->pipe].w;
+	j->pipe = kind == JOB_READ ? c->sh->pipes[ch->pipe].w : c->sh->pipes[ch->pipe].r;
 	j->buf = ch->buf;
 	j->off = r->br.offset + ch->off;
 	j->len = ch->len;
 	j->fua = 0;
 	if (now)
-		j->result = splice_read(j);
+		j->result = j->run(j);
 	dispatch_job(c->sh, j, now);
 }
 
@@ -524,7 +532,7 @@ static void chunk_job(struct chunk *ch, int kind)
 	ch->job.peer = c->peer_key;
 	ch->job.tag = JOB_TAG_CHUNK;
 	if (ch->pipe >= 0) {
-		chunk_splice(ch);
+		chunk_splice(ch, kind);
 		return;
 	}
 	if (conn_is_file(c)) {
@@ -543,11 +551,14 @@ static void chunk_job(struct chunk *ch, int kind)
 }
 
 /*
- * Does the READ chunk CH go from the page cache by reference (splice.c)?
- * Not with a data digest (made over the bytes) or lies to tell (-F). A
- * pipe takes two system calls more than a copy and, on a store not in
- * memory, a worker: a chunk small enough to be tried on the spot
- * (TRY_NOW_MAX) is copied there, as a small one anywhere is.
+ * Does chunk CH go through a pipe (splice.c)? Not with a data digest
+ * (made over the bytes) or lies to tell (-F). A pipe takes two system
+ * calls more than a copy and, on a store not in memory, a worker: a READ
+ * chunk small enough to be tried on the spot (TRY_NOW_MAX) is copied
+ * there, as a small one anywhere is. A WRITE's pipe saves the copy into
+ * the chunk, which the store copies again: on a store in memory (nothing
+ * there waits for a disk, and FUA asks for nothing more). A store on a
+ * disk takes aligned writes straight from the chunk (O_DIRECT).
  */
 static int chunk_wants_pipe(const struct chunk *ch)
 {
@@ -555,6 +566,8 @@ static int chunk_wants_pipe(const struct chunk *ch)
 
 	if (!tcp_can_splice(c) || c->s->fault != FAULT_NONE || ch->len < SPLICE_MIN)
 		return 0;
+	if (ch->r->br.opcode == MXBD_OP_WRITE)
+		return store_in_memory(c);
 	return store_in_memory(c) || ch->len > TRY_NOW_MAX;
 }
 
@@ -575,9 +588,9 @@ static void start_chunk(struct req *r)
 	ch->late = 0;
 	ch->late_writes = 0;
 	ch->pipe = -1;
-	if (r->br.opcode == MXBD_OP_READ && r->c->tcp && chunk_wants_pipe(ch)) {
+	if (r->c->tcp && chunk_wants_pipe(ch)) {
 		ch->pipe = spipe_get(s);
-		s->splice_chunks += ch->pipe >= 0;
+		s->splice_chunks += ch->pipe >= 0 && r->br.opcode == MXBD_OP_READ;
 	}
 	r->next += ch->len;
 	r->inflight++;
@@ -1162,10 +1175,16 @@ void eng_on_rdma_done(struct chunk *ch, int err)
 	}
 	if (ch->err || c->closing || r->br.opcode == MXBD_OP_READ) {
 		chunk_done(ch, ch->err ? ch->err : (c->closing ? ECONNRESET : 0));
-	} else {
-		/* Pulled the client's data: now to the volume or file. */
-		chunk_job(ch, JOB_WRITE);
+		return;
 	}
+	/* Pulled the client's data: now to the volume or file. */
+	if (ch->pipe >= 0 && ch->ops[0].tcp_sink < 0) {
+		/* Its pipe filled up: the data is in the buffer, the pipe empty. */
+		spipe_put(c->sh, ch->pipe, 0);
+		ch->pipe = -1;
+	}
+	c->sh->sink_chunks += ch->pipe >= 0;
+	chunk_job(ch, JOB_WRITE);
 }
 
 /* Jobs are over (list J): move their requests on. */

@@ -41,7 +41,7 @@ static void report_status(struct shard *sh)
 	unsigned int gen = atomic_load(&s->status_gen);
 	uint64_t now = now_us();
 	struct conn *c;
-	char how[96];
+	char how[128];
 	int n = 0;
 
 	if (sh->status_seen == gen)
@@ -49,14 +49,16 @@ static void report_status(struct shard *sh)
 	sh->status_seen = gen;
 	for (c = sh->conns; c; c = c->next)
 		n++;
-	/* How its data moves: RDMA READ sinks, or TCP READs sent by pipe. */
+	/* How its data moves: RDMA READ sinks, or TCP chunks moved by pipe. */
 	if (sh->dev >= 0)
 		snprintf(how, sizeof(how), "READ sinks %s (%llu registered, %llu live)",
 			 sh->sink_per_read ? "registered per READ" : "in the pool's registration",
 			 (unsigned long long)sh->sink_regs, (unsigned long long)sh->sink_live);
 	else
-		snprintf(how, sizeof(how), "%llu READ chunks sent from the page cache",
-			 (unsigned long long)sh->splice_chunks);
+		snprintf(how, sizeof(how), "%llu READ chunks sent from the page cache, "
+			 "%llu WRITE chunks received into it (%llu pipes filled up)",
+			 (unsigned long long)sh->splice_chunks,
+			 (unsigned long long)sh->sink_chunks, (unsigned long long)sh->sink_full);
 	srv_log("status: progress thread %d on %s: %d connections, %d requests in service, %u of %u buffer chunks free, %llu waits for a buffer, %s",
 		sh->id, sh->dev >= 0 ? s->dev[sh->dev].info->domain_attr->name : "TCP", n,
 		atomic_load(&sh->active),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * orfs-server: READs over TCP sent from the page cache.
+ * orfs-server: READs over TCP sent from the page cache, WRITEs received
+ * into it.
  *
  * A READ's chunk is otherwise copied twice by the server: pread() from
  * the volume or file into the pool chunk, then writev() from the chunk
@@ -11,6 +12,15 @@
  * the DATA PDU's header (tcp.c), which hands the same pages to TCP. No
  * byte is copied by the server. The chunk is still taken from the pool
  * and held until its data is in the socket: flow control is the same.
+ *
+ * A WRITE's chunk is likewise copied twice: recv() from the socket into
+ * the chunk, pwrite() from the chunk into the store. On a store in memory,
+ * over TCP without a data digest, the progress thread splices the DATA's
+ * payload from the socket into a pipe (references to the socket's pages),
+ * and the chunk's job splices the pipe into the file: one copy, into the
+ * page cache. The chunk is still taken before its R2T is sent. Its pipe
+ * must hold the payload whole: a peer whose segments are too small to fit
+ * fills it first, and the bytes then go to the chunk (tcp.c).
  *
  * Each TCP progress thread keeps up to SRV_PIPES pipes, made when first
  * needed, each large enough for a chunk. A pipe whose chunk ended in an
@@ -51,7 +61,7 @@ static int spipe_make(struct shard *sh, struct spipe *p)
 	int fds[2], want = (int)(sh->s->chunk_size + SPIPE_SLACK), got;
 
 	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK)) {
-		srv_log("progress thread %d: pipe: %s: READs over TCP are copied", sh->id,
+		srv_log("progress thread %d: pipe: %s: data over TCP is copied", sh->id,
 			strerror(errno));
 		return -1;
 	}
@@ -59,7 +69,7 @@ static int spipe_make(struct shard *sh, struct spipe *p)
 	p->w = fds[1];
 	got = fcntl(p->w, F_SETPIPE_SZ, want);
 	if (got < want) {
-		srv_log("progress thread %d: a pipe of %d bytes: %s: READs over TCP are copied "
+		srv_log("progress thread %d: a pipe of %d bytes: %s: data over TCP is copied "
 			"(see /proc/sys/fs/pipe-max-size)", sh->id, want,
 			got < 0 ? strerror(errno) : "refused");
 		spipe_close(p);
@@ -146,6 +156,23 @@ static int copy_read(struct job *j)
 	return err ? err : got;
 }
 
+/* J's pipe read into its chunk, then written to its file: one copy more. */
+static int copy_write(struct job *j)
+{
+	uint32_t got = 0;
+	ssize_t n;
+
+	while (got < j->len) {
+		n = read(j->pipe, (char *)j->buf + got, j->len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		got += (uint32_t)n;
+	}
+	return rw_full(j->fd, 1, j->buf, j->len, j->off);
+}
+
 /*
  * A worker's job (or the progress thread's, on a store in memory): J's
  * range of its file (fd, off, len) into its pipe. As a read into a chunk:
@@ -180,4 +207,37 @@ int splice_read(struct job *j)
 	got = done;
 	err = pipe_fill(j, NULL, j->len - done);
 	return err ? err : (int)got;
+}
+
+/*
+ * A worker's job (or the progress thread's, for a small chunk on a store
+ * in memory): the J->len bytes in J's pipe, which a WRITE's DATA brought
+ * from the socket (tcp.c), into its file at J->off: the one copy they
+ * take on the server, into the page cache. A file system that cannot
+ * splice gets them read into the chunk (buf) and written from there.
+ * Returns the bytes written, or -errno; the pipe is then given back dirty.
+ */
+int splice_write(struct job *j)
+{
+	loff_t off = (loff_t)j->off;
+	uint32_t done = 0;
+	ssize_t n;
+
+	while (done < j->len) {
+		n = splice(j->pipe, NULL, j->fd, &off, j->len - done, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EINVAL || errno == ENOSYS) && !done)
+			return copy_write(j);
+		if (n < 0 && errno != EAGAIN)
+			return -errno;
+		if (n <= 0) {
+			/* The pipe does not block: empty, it says EAGAIN. */
+			srv_log("a WRITE's pipe ran dry (%u of %u bytes): internal error", done,
+				j->len);
+			return -EIO;
+		}
+		done += (uint32_t)n;
+	}
+	return (int)done;
 }

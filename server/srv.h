@@ -73,6 +73,8 @@ struct op {
 	uint32_t		tcp_hdgst;	/* TCP: the header's digest (little-endian) */
 	uint32_t		tcp_ddgst;	/* TCP: the payload's digest (little-endian) */
 	int			tcp_pipe;	/* TCP: a DATA's payload is in this pipe, or -1 */
+	int			tcp_sink;	/* TCP: an R2T's data goes into this pipe, or -1 */
+	int			tcp_drain;	/* TCP: the read end of that pipe */
 };
 
 /* A pool buffer moving one piece of a request's data. */
@@ -260,6 +262,8 @@ struct shard {
 	int			npipe_free;
 	int			splice_off;	/* a pipe could not be made: copy */
 	uint64_t		splice_chunks;	/* chunks sent from the page cache */
+	uint64_t		sink_chunks;	/* WRITE chunks received into pipes */
+	uint64_t		sink_full;	/* of those started, pipes that filled up */
 };
 
 /*
@@ -451,8 +455,8 @@ int tcp_progress(struct shard *sh);
 void tcp_shard_close(struct shard *sh);
 int tcp_post_recv(struct conn *c, int i);
 int tcp_send(struct conn *c, char *buf, size_t n, struct op *op);
-int tcp_rdma(struct conn *c, char *buf, int pipe, size_t n, uint32_t tag, uint64_t raddr,
-	     struct op *op);
+int tcp_rdma(struct conn *c, char *buf, const struct spipe *pipe, size_t n, uint32_t tag,
+	     uint64_t raddr, struct op *op);
 int tcp_can_splice(const struct conn *c);
 void tcp_shutdown(struct conn *c);
 void tcp_free(struct conn *c);
@@ -465,6 +469,7 @@ int spipe_get(struct shard *sh);
 void spipe_put(struct shard *sh, int i, int dirty);
 void spipe_close_all(struct shard *sh);
 int splice_read(struct job *j);
+int splice_write(struct job *j);
 
 /* fault.c: lying replies, a test aid (-F) */
 int fault_configure(struct srv *s, int enabled);

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -435,10 +436,12 @@ int tcp_can_splice(const struct conn *c)
 /*
  * READ (op->read) or WRITE N bytes of BUF from or to the client's data at
  * RADDR of request TAG: an R2T, or a DATA PDU. A WRITE's data may instead
- * be the next N bytes of PIPE (-1: none; see tcp_can_splice()).
+ * be the next N bytes of PIPE, and a READ's may go into PIPE, empty, when
+ * it can (else into BUF: the R2T's tcp_sink is then -1). NULL: no pipe;
+ * see tcp_can_splice().
  */
-int tcp_rdma(struct conn *c, char *buf, int pipe, size_t n, uint32_t tag, uint64_t raddr,
-	     struct op *op)
+int tcp_rdma(struct conn *c, char *buf, const struct spipe *pipe, size_t n, uint32_t tag,
+	     uint64_t raddr, struct op *op)
 {
 	/* The client offered its data from 0: no offset beyond 32 bits. */
 	if (raddr > UINT32_MAX || n > UINT32_MAX - raddr)
@@ -450,7 +453,9 @@ int tcp_rdma(struct conn *c, char *buf, int pipe, size_t n, uint32_t tag, uint64
 	op->tcp_hdr.offset = htole32((uint32_t)raddr);
 	op->tcp_buf = buf;
 	op->tcp_len = (uint32_t)n;
-	op->tcp_pipe = op->read ? -1 : pipe;
+	op->tcp_pipe = pipe && !op->read ? pipe->r : -1;
+	op->tcp_sink = pipe && op->read ? pipe->w : -1;
+	op->tcp_drain = pipe ? pipe->r : -1;
 	op_digests(c->tcp, op);
 	out_push(c->tcp, op);
 	return 0;
@@ -662,6 +667,9 @@ static int tcp_pdu(struct conn *c)
 			conn_close(c, "data it was not asked for");
 			return -1;
 		}
+		/* Some of its payload came with the header: it all goes to the buffer. */
+		if (t->in_off < t->in_have)
+			op->tcp_sink = -1;
 		return 0;
 	}
 	conn_close(c, "a PDU a client does not send");
@@ -724,13 +732,64 @@ static int tcp_body_moved(struct conn *c)
 	return 0;
 }
 
+/*
+ * The pipe of the DATA being received is full before its payload is all
+ * in: a peer's tiny segments each take a slot. What it holds goes to the
+ * R2T's buffer, and the rest of the payload follows it there. 0, or -1
+ * once C is closed.
+ */
+static int tcp_unsink(struct conn *c, char *dst)
+{
+	struct op *op = c->tcp->pull;
+	uint32_t got = 0;
+	ssize_t n;
+
+	while (got < c->tcp->body_got) {
+		n = read(op->tcp_drain, dst + got, c->tcp->body_got - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			tcp_log_errno("read (a WRITE's pipe)");
+			conn_close(c, "internal error");
+			return -1;
+		}
+		got += (uint32_t)n;
+	}
+	op->tcp_sink = -1;
+	c->sh->sink_full++;
+	return 0;
+}
+
+/*
+ * Up to WANT bytes of the DATA being received into its pipe. As recv():
+ * bytes, 0 at the end of the stream, or -1 with errno; EAGAIN with the
+ * socket not empty means the pipe is full, and its bytes went to the
+ * buffer DST (*UNSUNK set; -1 if that failed, C closed).
+ */
+static ssize_t tcp_splice_in(struct conn *c, char *dst, size_t want, int *unsunk)
+{
+	struct tcp_conn *t = c->tcp;
+	ssize_t n = splice(t->fd, NULL, t->pull->tcp_sink, NULL, want,
+			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	int have = 0;
+
+	if (n >= 0 || errno != EAGAIN)
+		return n;
+	if (ioctl(t->fd, FIONREAD, &have) || !have) {
+		errno = EAGAIN;
+		return -1;
+	}
+	*unsunk = 1;
+	return tcp_unsink(c, dst);
+}
+
 /* Read what C's client sent, up to a budget. */
 static void tcp_read(struct conn *c)
 {
 	struct tcp_conn *t = c->tcp;
 	size_t budget = TCP_READ_BUDGET;
 	uint32_t hlen = tcp_hlen(t), len, k;
-	int drained = 0;
+	int drained = 0, sink, unsunk;
 	size_t want;
 	ssize_t n;
 	char *dst;
@@ -747,12 +806,20 @@ static void tcp_read(struct conn *c)
 				return;
 			}
 			t->in_off = t->in_have = 0;
-			/* A large payload: straight into place. */
+			/* A large payload: straight into place, or into its pipe. */
 			if (t->hdr_got == hlen) {
 				dst = tcp_dest(c, &len);
-				if (t->body_got < len && len - t->body_got >= TCP_DIRECT_MIN) {
+				sink = t->h.pdu.type == KNET_TCP_DATA && t->pull->tcp_sink >= 0;
+				if (t->body_got < len && (sink || len - t->body_got >= TCP_DIRECT_MIN)) {
 					want = len - t->body_got;
-					n = recv(t->fd, dst + t->body_got, want, MSG_DONTWAIT);
+					unsunk = 0;
+					n = sink ? tcp_splice_in(c, dst, want, &unsunk) :
+						   recv(t->fd, dst + t->body_got, want, MSG_DONTWAIT);
+					if (unsunk) {
+						if (n < 0)
+							return;
+						continue;
+					}
 					if (n > 0) {
 						drained = (size_t)n < want;
 						t->moved_us = now_us();
