@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/src/kclient.h"
@@ -111,6 +112,29 @@ static int digest_env(uint16_t *flags)
 	return -1;
 }
 
+/*
+ * $KNET_DRIP=BYTES, for tests: each DATA payload goes out BYTES at a time,
+ * a millisecond apart, each piece in its own segment. 0, or -1 (printed).
+ */
+static int drip_env(uint32_t *bytes)
+{
+	const char *e = getenv("KNET_DRIP");
+	char *end;
+	unsigned long v;
+
+	*bytes = 0;
+	if (!e || !*e)
+		return 0;
+	errno = 0;
+	v = strtoul(e, &end, 10);
+	if (errno || *end || !v || v > UINT32_MAX) {
+		fprintf(stderr, "KNET_DRIP: not a positive number of bytes: '%s'\n", e);
+		return -1;
+	}
+	*bytes = (uint32_t)v;
+	return 0;
+}
+
 int kc_open(struct kc_fabric *f, enum kc_transport tr, const char *addr, const char *port,
 	    const char *prov, size_t cq_size)
 {
@@ -129,7 +153,7 @@ int kc_open(struct kc_fabric *f, enum kc_transport tr, const char *addr, const c
 		kc_close(f);
 	}
 	f->tr = KC_TCP;
-	if (digest_env(&f->digests))
+	if (digest_env(&f->digests) || drip_env(&f->drip))
 		return -FI_EINVAL;
 	if (strlen(addr) >= sizeof(f->addr) || strlen(port) >= sizeof(f->port)) {
 		fprintf(stderr, "address or port too long\n");
@@ -506,6 +530,29 @@ static int write_full(int fd, const struct iovec *iov0, int cnt)
 	return 0;
 }
 
+/* The header (N iovecs of HDR), then BUF's LEN bytes in pieces of $KNET_DRIP, then DD. */
+static int drip_send(struct kc_conn *c, struct iovec *hdr, int n, const char *buf, uint32_t len,
+		     const uint32_t *dd)
+{
+	const struct timespec ms = { 0, 1000000 };
+	struct iovec v;
+	uint32_t k;
+
+	if (write_full(c->fd, hdr, n))
+		return -1;
+	while (len) {
+		k = len < c->f->drip ? len : c->f->drip;
+		v = (struct iovec){ (void *)buf, k };
+		if (write_full(c->fd, &v, 1))
+			return -1;
+		buf += k;
+		len -= k;
+		nanosleep(&ms, NULL);
+	}
+	v = (struct iovec){ (void *)dd, sizeof(*dd) };
+	return dd ? write_full(c->fd, &v, 1) : 0;
+}
+
 static int tcp_pdu_send(struct kc_conn *c, uint8_t type, uint32_t tag, uint32_t off,
 			const void *buf, uint32_t len)
 {
@@ -522,12 +569,14 @@ static int tcp_pdu_send(struct kc_conn *c, uint8_t type, uint32_t tag, uint32_t 
 		hd = htole32(proto_crc32c(&p, sizeof(p)));
 		iov[n++] = (struct iovec){ &hd, sizeof(hd) };
 	}
+	if (len && c->ddgst)
+		dd = htole32(proto_crc32c(buf, len));
+	if (type == KNET_TCP_DATA && c->f->drip && len > c->f->drip)
+		return drip_send(c, iov, n, buf, len, c->ddgst ? &dd : NULL);
 	if (len)
 		iov[n++] = (struct iovec){ (void *)buf, len };
-	if (len && c->ddgst) {
-		dd = htole32(proto_crc32c(buf, len));
+	if (len && c->ddgst)
 		iov[n++] = (struct iovec){ &dd, sizeof(dd) };
-	}
 	return write_full(c->fd, iov, n);
 }
 

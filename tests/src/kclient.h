@@ -54,6 +54,7 @@ struct kc_fabric {
 	/* TCP */
 	char			addr[256], port[16];
 	uint16_t		digests;	/* KNET_CMF_HDGST, _DDGST asked for ($KNET_DIGEST) */
+	uint32_t		drip;		/* $KNET_DRIP: DATA payloads sent this many bytes at a time */
 	struct kc_event		*ev;		/* answered, not yet taken by kc_wait() */
 	size_t			nev, ev_cap;
 	/* Every open connection (kc_ep_open()), either way. */
