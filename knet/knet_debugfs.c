@@ -30,6 +30,7 @@ static int knet_ep_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "timeouts %lld\n", atomic64_read(&ep->timeouts));
 	seq_printf(m, "keepalives %lld\n", atomic64_read(&ep->keepalives));
 	seq_printf(m, "fences %lld\n", atomic64_read(&ep->fences));
+	seq_printf(m, "submitter_sends %lld\n", atomic64_read(&ep->submitter_sends));
 	if (ep->group) {
 		seq_printf(m, "group_reconnects %d\n", atomic_read(&ep->group->reconnects));
 		seq_printf(m, "group_resent %d\n", atomic_read(&ep->group->resent));

@@ -165,6 +165,7 @@ struct knet_ep {
 	atomic64_t		timeouts;
 	atomic64_t		keepalives;
 	atomic64_t		fences;		/* requests that waited for the fence */
+	atomic64_t		submitter_sends;	/* TCP: sends by a submitter, not io_work */
 	atomic64_t		lat_hist[KNET_LAT_BUCKETS];	/* request latency */
 };
 

@@ -525,6 +525,8 @@ static bool knet_tcp_send_now(struct knet_tcp *t)
 	mutex_unlock(&t->send_lock);
 	if (ret < 0)
 		return false;	/* io_work meets the error again, and fails the endpoint */
+	if (ret)
+		atomic64_inc(&t->ep->submitter_sends);
 	spin_lock_irqsave(&t->ep->lock, flags);
 	left = READ_ONCE(t->tx_cur) || !list_empty(&t->tx_list);
 	spin_unlock_irqrestore(&t->ep->lock, flags);
