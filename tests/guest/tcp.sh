@@ -10,7 +10,9 @@
 # clients over TCP, with digests, and facing a lying server; READs sent
 # from the page cache through pipes (from memory and from a disk file
 # system, past the end of a shrunk store, not with a data digest, clients
-# killed mid-read).
+# killed mid-read); WRITEs received into it through pipes (a pipe filled
+# by small segments, not with a data digest, clients killed mid-write);
+# MXBD's queue_rq and ORFS's callers sending their requests themselves.
 # timeout: 540
 . "$(dirname "$0")/lib.sh"
 
@@ -51,18 +53,36 @@ expect_grep 'err= 0' /tmp/fio.out
 # Large writes went by R2T and DATA, small ones inline.
 (($(ep_sum bytes_rdma) > 32 * 1048576)) || fail "hardly any data went by R2T/DATA: $(ep_sum bytes_rdma)"
 (($(ep_sum bytes_inline) > 0)) || fail "no data went inline"
+# MXBD's queues may sleep: queue_rq sends requests itself, not the work item.
+(($(ep_sum submitter_sends) > 100)) || fail "queue_rq hardly sent: $(ep_sum submitter_sends)"
 
 step "block READs over TCP go from the page cache by reference; past a shrunk store, zeroes"
-# The server's count of READ chunks sent from a pipe, from its status report.
-spliced() {
-	local n0
+# The TCP threads' counts of chunks moved by pipe, from the status report:
+# read (READ chunks sent), write (WRITE chunks received), full (WRITE pipes
+# that filled up, their data then copied).
+pipes() {
+	local n0 re
+	case $1 in
+	read) re='\([0-9]*\) READ chunks sent from the page cache' ;;
+	write) re='\([0-9]*\) WRITE chunks received into it' ;;
+	full) re='(\([0-9]*\) pipes filled up)' ;;
+	esac
 	n0=$(log_lines)
 	kill -USR1 "$ORFS_SERVER_PID"
-	wait_until 50 sh -c "tail -n +$((n0 + 1)) '$ORFS_SERVER_LOG' | grep -q 'on TCP: .* sent from the page cache'"
-	tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" |
-		sed -n 's/.* \([0-9]*\) READ chunks sent from the page cache$/\1/p' |
+	# Every thread's line, as many as the report's first line counts.
+	wait_until 50 report_whole "$n0" || fail "the status report did not come whole"
+	tail -n +$((n0 + 1)) "$ORFS_SERVER_LOG" | grep 'on TCP: ' | sed -n "s/.* $re.*/\1/p" |
 		awk '{ s += $1 } END { print s + 0 }'
 }
+report_whole() {
+	tail -n +$(($1 + 1)) "$ORFS_SERVER_LOG" | awk '
+		/status: [0-9]+ connections, .* progress threads/ {
+			for (i = 1; i < NF; i++) if ($(i + 1) == "progress") want = $i
+		}
+		/status: progress thread [0-9]+ on / { n++ }
+		END { exit !(want && n >= want) }'
+}
+spliced() { pipes read; }
 head -c 16M /dev/urandom > /tmp/src
 dd if=/tmp/src of=/dev/mxbd0 bs=1M seek=192 oflag=direct status=none
 n0=$(spliced)
@@ -92,6 +112,25 @@ cmp <(head -c 1M /tmp/src) <(dd if=/dev/mxbd1 bs=8k count=128 iflag=direct statu
 n1=$(spliced)
 ((n1 - n0 >= 64)) || fail "READ chunks of a volume on disk sent from the page cache: $n0 then $n1"
 echo mxbd1 > /sys/class/mxbd/detach
+
+step "block WRITEs over TCP go from the socket into the page cache by pipe; a full pipe is copied"
+head -c 16M /dev/urandom > /tmp/wsrc
+n0=$(pipes write)
+dd if=/tmp/wsrc of=/dev/mxbd0 bs=1M seek=128 oflag=direct status=none
+n1=$(pipes write)
+((n1 - n0 >= 64)) || fail "WRITE chunks received into the page cache: $n0 then $n1"
+cmp /tmp/wsrc <(dd if=/tmp/tvol bs=1M skip=128 count=16 status=none) ||
+	fail "a volume written over TCP by pipe holds other bytes"
+cmp /tmp/wsrc <(dd if=/dev/mxbd0 bs=1M skip=128 count=16 iflag=direct status=none) ||
+	fail "a volume written over TCP by pipe reads back other bytes"
+# A client sending its data in 512-byte segments fills a pipe before a
+# chunk is in: what it holds, then the rest, go to the chunk.
+f0=$(pipes full)
+KNET_DRIP=512 timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -t tcp -n tvol -w verify -q 1 \
+	-b 1048576 -N 1 -r 7 | tee /tmp/out
+expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
+f1=$(pipes full)
+((f1 - f0 >= 2)) || fail "pipes filled up by a client's small segments: $f0 then $f1"
 
 step "mkfs, a tree of files, a clean fsck, the files intact after a remount"
 mkfs.ext4 -q -F /dev/mxbd0
@@ -135,6 +174,8 @@ sync
 cmp /tmp/src /tmp/texp/cached || fail "a page cache write differs on the server"
 cmp /tmp/src /tmp/texp/direct || fail "an O_DIRECT write differs on the server"
 cmp <(head -c 300000 /tmp/src) /tmp/texp/small || fail "small O_DIRECT writes differ"
+# Its requests wait for a credit when none is free: their senders send them.
+(($(ep_sum submitter_sends) > 100)) || fail "ORFS's callers hardly sent: $(ep_sum submitter_sends)"
 echo 3 > /proc/sys/vm/drop_caches
 cmp /tmp/src /tmp/mnt/cached || fail "a page cache read differs"
 cmp <(dd if=/tmp/mnt/direct bs=1M iflag=direct status=none) /tmp/src ||
@@ -172,10 +213,13 @@ expect_grep '^ok wrote 3145728$' /tmp/out
 cmp /tmp/u.bin /tmp/texp/u.bin || fail "knet-fs over TCP wrote other bytes"
 uc knet-fs -t tcp -n data get u.bin /tmp/u.back | tee /tmp/out
 cmp /tmp/u.bin /tmp/u.back || fail "knet-fs over TCP read other bytes"
-# A client killed with its reads in flight: their pipes are dropped, not sent to the next.
+# Clients killed with reads or writes in flight: their pipes are dropped,
+# never given to the next chunk with bytes in them.
 for i in 1 2 3; do
-	timeout -s KILL 0.$((3 * i)) "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -t tcp -n tvol -w read \
-		-S 2 -q 16 -b 1048576 -T 5 > /dev/null 2>&1 || true
+	for op in read write; do
+		timeout -s KILL 0.$((3 * i)) "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -t tcp -n tvol \
+			-w $op -S 2 -q 16 -b 1048576 -T 5 > /dev/null 2>&1 || true
+	done
 done
 uc knet-load -t tcp -n tvol -w verify -S 2 -q 8 -b 1048576 -N 64 -g 3 -r 24 | tee /tmp/out
 expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
@@ -205,6 +249,7 @@ umount /tmp/mnt
 expect_fail mount -t orfs -o transport=tcp,digest=md5 "$ORFS_ADDR:/data" /tmp/mnt
 for dg in header data; do
 	n0=$(spliced)
+	w0=$(pipes write)
 	echo "server=$ORFS_ADDR volume=tvol transport=tcp digest=$dg" > /sys/class/mxbd/attach
 	expect_eq "digest of the volume" "$(cat /sys/block/mxbd0/mxbd/digest)" $dg
 	dd if=/tmp/src of=/dev/mxbd0 bs=1M count=8 oflag=direct status=none
@@ -213,10 +258,13 @@ for dg in header data; do
 	echo mxbd0 > /sys/class/mxbd/detach
 	# A data digest is made over the bytes: they go through the pool, copied.
 	n1=$(spliced)
+	w1=$(pipes write)
 	if [ $dg = data ]; then
 		expect_eq "READ chunks sent from the page cache with digest=data" "$n1" "$n0"
+		expect_eq "WRITE chunks received into the page cache with digest=data" "$w1" "$w0"
 	else
 		((n1 - n0 >= 32)) || fail "digest=header: READ chunks sent from the page cache: $n0 then $n1"
+		((w1 - w0 >= 32)) || fail "digest=header: WRITE chunks received by pipe: $w0 then $w1"
 	fi
 done
 expect_fail sh -c "echo 'server=$ORFS_ADDR volume=tvol transport=tcp digest=crc' > /sys/class/mxbd/attach"

@@ -440,6 +440,11 @@ static void knet_test_prepare(struct knet_test_run *run, struct knet_test_slot *
 		knet_test_fill(t, run->b.bs, false, NULL);
 	t->rq.opcode = run->reading ? MXBD_OP_READ : MXBD_OP_WRITE;
 	t->rq.dir = run->reading ? KNET_DIR_FROM_SERVER : KNET_DIR_TO_SERVER;
+	/*
+	 * Half the requests may sleep (the ioctl's context): a TCP endpoint
+	 * sends those from here, the others from its worker, side by side.
+	 */
+	t->rq.flags = (block & 1) ? KNET_RQ_MAY_SLEEP : 0;
 }
 
 static int knet_test_pass(struct knet_ep *ep, struct knet_test_run *run)
