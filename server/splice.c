@@ -55,10 +55,19 @@ static void spipe_close(struct spipe *p)
 	p->r = p->w = -1;
 }
 
+/*
+ * A pipe holds a buffer for each piece TCP received: a WRITE's chunk off a
+ * 1500-byte network comes in pieces of about 1448 bytes, so its pipe asks
+ * for this many times a chunk's pages first (256 slots for 256 KiB chunks,
+ * /proc/sys/fs/pipe-max-size's default), and for a chunk's if refused.
+ */
+#define SPIPE_ROOMY	4
+
 /* Make pipe P, with room for a chunk: 0, or -1 with the reason logged. */
 static int spipe_make(struct shard *sh, struct spipe *p)
 {
 	int fds[2], want = (int)(sh->s->chunk_size + SPIPE_SLACK), got;
+	int roomy = (int)(sh->s->chunk_size * SPIPE_ROOMY);
 
 	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK)) {
 		srv_log("progress thread %d: pipe: %s: data over TCP is copied", sh->id,
@@ -67,7 +76,9 @@ static int spipe_make(struct shard *sh, struct spipe *p)
 	}
 	p->r = fds[0];
 	p->w = fds[1];
-	got = fcntl(p->w, F_SETPIPE_SZ, want);
+	got = fcntl(p->w, F_SETPIPE_SZ, roomy);
+	if (got < want)
+		got = fcntl(p->w, F_SETPIPE_SZ, want);
 	if (got < want) {
 		srv_log("progress thread %d: a pipe of %d bytes: %s: data over TCP is copied "
 			"(see /proc/sys/fs/pipe-max-size)", sh->id, want,
