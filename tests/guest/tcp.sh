@@ -131,6 +131,15 @@ KNET_DRIP=512 timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -t tcp -n tvol -
 expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
 f1=$(pipes full)
 ((f1 - f0 >= 2)) || fail "pipes filled up by a client's small segments: $f0 then $f1"
+# A 1500-byte network's segments (1400 bytes of data here): a chunk's fit its pipe.
+w0=$(pipes write)
+KNET_DRIP=1400 timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" -t tcp -n tvol -w verify -q 1 \
+	-b 262144 -N 2 -r 8 | tee /tmp/out
+expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
+w1=$(pipes write)
+f2=$(pipes full)
+expect_eq "pipes filled up by 1400-byte segments" "$f2" "$f1"
+((w1 - w0 >= 2)) || fail "WRITE chunks of 1400-byte segments received by pipe: $w0 then $w1"
 
 step "mkfs, a tree of files, a clean fsck, the files intact after a remount"
 mkfs.ext4 -q -F /dev/mxbd0
