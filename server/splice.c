@@ -23,8 +23,9 @@
  * fills it first, and the bytes then go to the chunk (tcp.c).
  *
  * Each TCP progress thread keeps up to SRV_PIPES pipes, made when first
- * needed, each large enough for a chunk. A pipe whose chunk ended in an
- * error may still hold bytes: it is closed, and made again when needed.
+ * needed, each with room for a chunk (SPIPE_ROOMY). A pipe whose chunk
+ * ended in an error may still hold bytes: it is closed, and made again
+ * when needed.
  */
 #include <errno.h>
 #include <fcntl.h>
