@@ -281,6 +281,15 @@ int srv_open(struct srv *s)
 	if (ret)
 		return fab_err("getting wait objects", ret);
 
+	/*
+	 * A client may reset its connection while the server still writes to
+	 * it: the write then fails with EPIPE, and must not kill the server.
+	 * splice() into a socket cannot say MSG_NOSIGNAL.
+	 */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+		perror("orfs-server: ignoring SIGPIPE");
+		return -1;
+	}
 	/* Blocked before any thread exists, so that only the signalfd sees them. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
