@@ -12,6 +12,13 @@
  *	a header or a payload whose digest is wrong);
  *	each must be closed by the server. Exit 0 when all were.
  *
+ *   tcp-peer hangup ADDR PORT PID
+ *	against orfs-server (PID) serving volume "tvol": connects, stops the
+ *	server (SIGSTOP), sends a request, then ends the connection with a
+ *	FIN and a reset, and lets the server go on (SIGCONT). The server
+ *	finds the request, then a socket its client reset: writing the
+ *	answer fails (EPIPE), and must not kill it. Exit 0 when all went.
+ *
  *   tcp-peer server PORT LIE
  *	a lying server for the clients (the kernel's, and knet-load's):
  *	accepts connections on PORT, grants them, answers their requests
@@ -34,6 +41,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +442,37 @@ static int run_server(int port, const char *how)
 	return ret ? 1 : 0;
 }
 
+static int run_hangup(const struct peer *pr, pid_t server)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	static uint8_t buf[256];
+	size_t n;
+	int fd, ok;
+
+	fd = dial(pr);
+	if (fd < 0)
+		return 1;
+	if (handshake(fd, 4, 0) < 0) {
+		close(fd);
+		return 1;
+	}
+	if (kill(server, SIGSTOP)) {
+		close(fd);
+		return fail("kill -STOP"), 1;
+	}
+	n = msg(buf, KNET_OP_NOP, 1, NULL, 0);
+	ok = !send_all(fd, buf, n) && !shutdown(fd, SHUT_WR) &&
+	     !setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	if (!ok)
+		fail("a request, then a FIN");
+	close(fd);	/* the reset */
+	usleep(200000);
+	if (kill(server, SIGCONT))
+		return fail("kill -CONT"), 1;
+	printf("hangup: a request, a FIN and a reset sent to a stopped server\n");
+	return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct peer pr = { .fd = -1 };
@@ -443,8 +482,14 @@ int main(int argc, char **argv)
 		pr.port = atoi(argv[3]);
 		return run_client(&pr);
 	}
+	if (argc == 5 && !strcmp(argv[1], "hangup")) {
+		snprintf(pr.addr, sizeof(pr.addr), "%s", argv[2]);
+		pr.port = atoi(argv[3]);
+		return run_hangup(&pr, (pid_t)atoi(argv[4]));
+	}
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return run_server(atoi(argv[2]), argv[3]);
-	fprintf(stderr, "usage: tcp-peer client ADDR PORT | tcp-peer server PORT LIE\n");
+	fprintf(stderr, "usage: tcp-peer client ADDR PORT | tcp-peer hangup ADDR PORT PID | "
+		"tcp-peer server PORT LIE\n");
 	return 2;
 }
