@@ -5,7 +5,8 @@
 # verification through both, O_DIRECT from user buffers, the page cache;
 # the transport shown in sysfs, /proc/mounts and debugfs; "auto" choosing
 # RDMA where rxe routes; a server restart under I/O; clients that break
-# the protocol cut off by the server, which goes on serving; CRC32C digests
+# the protocol cut off by the server, which goes on serving, and one that
+# resets its connection under the server's answer; CRC32C digests
 # asked for, granted, checked both ways, and lied about; the userspace
 # clients over TCP, with digests, and facing a lying server; READs sent
 # from the page cache through pipes (from memory and from a disk file
@@ -454,6 +455,13 @@ for why in "not a CONNECT" "more requests than its credits" "data it was not ask
 	"data digest mismatch"; do
 	expect_grep "$why" "$ORFS_SERVER_LOG"
 done
+# A request, then a FIN and a reset, while the server is stopped: its
+# answer finds a reset socket (EPIPE), which must not kill the server.
+n0=$(log_lines)
+"$ORFS_BIN/tcp-peer" hangup "$ORFS_ADDR" 20077 "$ORFS_SERVER_PID" || fail "tcp-peer hangup"
+wait_until 50 sh -c "tail -n +$((n0 + 1)) '$ORFS_SERVER_LOG' |
+	grep -qE ': (send failed|receive failed|connection reset|disconnected) \(1 requests'" ||
+	fail "the server did not close the reset connection"
 mount -t orfs -o transport=tcp "$ORFS_ADDR:/data" /tmp/mnt
 cmp /tmp/src /tmp/mnt/cached
 umount /tmp/mnt
