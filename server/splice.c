@@ -168,21 +168,29 @@ static int copy_read(struct job *j)
 	return err ? err : got;
 }
 
+/* N bytes from pipe FD (its read end) into BUF: 0, or -errno (-EIO: fewer there). */
+int pipe_take(int fd, void *buf, uint32_t n)
+{
+	uint32_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = read(fd, (char *)buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 && errno != EAGAIN ? -errno : -EIO;
+		got += (uint32_t)r;
+	}
+	return 0;
+}
+
 /* J's pipe read into its chunk, then written to its file: one copy more. */
 static int copy_write(struct job *j)
 {
-	uint32_t got = 0;
-	ssize_t n;
+	int err = pipe_take(j->pipe, j->buf, j->len);
 
-	while (got < j->len) {
-		n = read(j->pipe, (char *)j->buf + got, j->len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		got += (uint32_t)n;
-	}
-	return rw_full(j->fd, 1, j->buf, j->len, j->off);
+	return err ? err : rw_full(j->fd, 1, j->buf, j->len, j->off);
 }
 
 /*

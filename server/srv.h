@@ -470,6 +470,7 @@ void spipe_put(struct shard *sh, int i, int dirty);
 void spipe_close_all(struct shard *sh);
 int splice_read(struct job *j);
 int splice_write(struct job *j);
+int pipe_take(int fd, void *buf, uint32_t n);
 
 /* fault.c: lying replies, a test aid (-F) */
 int fault_configure(struct srv *s, int enabled);

@@ -741,19 +741,12 @@ static int tcp_body_moved(struct conn *c)
 static int tcp_unsink(struct conn *c, char *dst)
 {
 	struct op *op = c->tcp->pull;
-	uint32_t got = 0;
-	ssize_t n;
+	int err = pipe_take(op->tcp_drain, dst, c->tcp->body_got);
 
-	while (got < c->tcp->body_got) {
-		n = read(op->tcp_drain, dst + got, c->tcp->body_got - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			tcp_log_errno("read (a WRITE's pipe)");
-			conn_close(c, "internal error");
-			return -1;
-		}
-		got += (uint32_t)n;
+	if (err) {
+		srv_log("read (a WRITE's pipe): %s", strerror(-err));
+		conn_close(c, "internal error");
+		return -1;
 	}
 	op->tcp_sink = -1;
 	c->sh->sink_full++;
