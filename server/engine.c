@@ -770,10 +770,11 @@ static void file_job(struct req *r, int tag, job_fn fn)
 
 /*
  * A file service request done here, on the progress thread, when that
- * needs no switch of credentials (see file_job()) and no waiting: a
- * caller with the server's own credentials (root, not squashed) on an
- * export in memory (fsvc_runs_here()). It then needs no thread hop, as
- * data that needs no waiting (dispatch_job()). 0 leaves it to a worker.
+ * needs no waiting and the thread may take the caller's credentials
+ * (fsvc_runs_here()): an export in memory, and on an RDMA shard a caller
+ * with the server's own credentials (root, not squashed; see file_job()),
+ * on a TCP shard anyone. It then needs no thread hop, as data that needs
+ * no waiting (dispatch_job()). 0 leaves it to a worker.
  */
 static int name_op_now(struct req *r)
 {

@@ -86,11 +86,14 @@ struct linux_dirent64_ {
  * system calls. Thread-local because credentials are per thread in the
  * kernel too; a thread starts unknown, which forces the first switch.
  *
- * A fixed thread (fsvc_cred_fix()) never switches: it runs only what needs
- * the credentials it has, and cred_set() answers FSVC_ELSEWHERE for others.
+ * A progress thread (fsvc_cred_fix(), fsvc_cred_progress()) runs only
+ * work of bounded cost (fsvc_runs_here()). A fixed one (fsvc_cred_fix())
+ * never switches either: it runs only what needs the credentials it has,
+ * and cred_set() answers FSVC_ELSEWHERE for others.
  */
 struct cred_state {
 	int		known;
+	int		progress;
 	int		fixed;
 	struct fsvc_cred c;
 	int		caps_read;	/* caps_high holds the thread's own set */
@@ -279,7 +282,25 @@ int fsvc_cred_fix(void)
 	cred_norm(&cs->c, (uint32_t)syscall(SYS_setfsuid, -1), (uint32_t)syscall(SYS_setfsgid, -1),
 		  (uint32_t)n, g);
 	cs->known = 1;
+	cs->progress = 1;
 	cs->fixed = 1;
+	return 0;
+}
+
+int fsvc_cred_progress(void)
+{
+	struct cred_state *cs = &thread_cred;
+	int err;
+
+	if (!cs->caps_read) {
+		err = caps_read(cs);
+		if (err)
+			return err;
+	}
+	/* Without the right to switch, it keeps what it has. */
+	if ((cs->caps_high & CAP_KEEP_LOW) != CAP_KEEP_LOW)
+		return fsvc_cred_fix();
+	cs->progress = 1;
 	return 0;
 }
 
@@ -288,7 +309,7 @@ int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq)
 	const struct cred_state *cs = &thread_cred;
 	struct fsvc_cred c;
 
-	if (!cs->fixed || !fx->in_memory)
+	if (!cs->progress || !fx->in_memory)
 		return 0;
 	switch (rq->op) {
 	case ORFS_OP_LOOKUP: case ORFS_OP_GETATTR: case ORFS_OP_CREATE: case ORFS_OP_MKDIR:
@@ -306,6 +327,8 @@ int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq)
 		/* READDIR: a long directory's cookie can cost a walk of it. */
 		return 0;
 	}
+	if (!cs->fixed)
+		return 1;	/* it switches as a worker does */
 	/* Handles open as root (cred_root()). */
 	cred_norm(&c, 0, 0, 0, NULL);
 	if (!cred_same(&cs->c, &c))
@@ -1096,15 +1119,15 @@ static int get_attr(struct fsvc_chg *chg, int fd, struct orfs_attr *a, int chang
 }
 
 /*
- * On a fixed thread (fsvc_cred_fix()), would removing DIRFD/NAME free much
- * data: the last link of a file of more than FSVC_HERE_MAX? Freeing it
+ * On a progress thread (fsvc_cred_fix(), fsvc_cred_progress()), would
+ * removing DIRFD/NAME free much data: the last link of a file of more than FSVC_HERE_MAX? Freeing it
  * could hold up everything else the thread does: a worker removes it.
  */
 static int frees_much(int dirfd, const char *name)
 {
 	struct stat st;
 
-	return thread_cred.fixed && !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	return thread_cred.progress && !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
 	       S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_blocks > FSVC_HERE_MAX / 512;
 }
 
@@ -1649,7 +1672,7 @@ static int do_lock(const struct fsvc_req *rq, int fd, struct out *o)
 		close(rfd);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if ((w.flags & ORFS_LOCK_HOLD) && thread_cred.fixed) {
+	if ((w.flags & ORFS_LOCK_HOLD) && thread_cred.progress) {
 		/* The progress thread holds nothing: a worker waits, if need be. */
 		w.flags &= ~(uint32_t)ORFS_LOCK_HOLD;
 		err = locks_apply(rq->locks, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &w,

@@ -68,8 +68,9 @@ struct fsvc_cred {
 };
 
 /*
- * What fsvc_execute() answers on a fixed thread (fsvc_cred_fix()) for a
- * request it must not run there, before any effect: a worker runs it.
+ * What fsvc_execute() answers on a progress thread (fsvc_cred_fix(),
+ * fsvc_cred_progress()) for a request it must not run there, before any
+ * effect: a worker runs it.
  * Not an errno, never on the wire.
  */
 #define FSVC_ELSEWHERE	0x10000
@@ -193,12 +194,22 @@ int fsvc_cred_reset(void);
 int fsvc_cred_fix(void);
 
 /*
+ * Make the calling thread a progress thread that switches credentials as
+ * a worker does: one that opens no device checking its opener's
+ * credentials (a TCP shard's). It runs what fsvc_runs_here() accepts, for
+ * any caller. Fixed (fsvc_cred_fix()) instead when the process may not
+ * switch. 0 or an errno.
+ */
+int fsvc_cred_progress(void);
+
+/*
  * Can the calling thread run RQ on FX itself, rather than a worker? Only a
- * fixed thread can, for an export in memory (nothing waits for a device),
- * an operation whose cost is bounded, and a caller whose credentials (as
- * the kernel checks them) are the thread's own, which must be root's since
- * handles open as root. fsvc_execute() may still answer FSVC_ELSEWHERE: a
- * removal that would free much data.
+ * progress thread can, for an export in memory (nothing waits for a
+ * device) and an operation whose cost is bounded; on a fixed thread only
+ * for a caller whose credentials (as the kernel checks them) are the
+ * thread's own, which must be root's since handles open as root.
+ * fsvc_execute() may still answer FSVC_ELSEWHERE: a removal that would
+ * free much data.
  */
 int fsvc_runs_here(const struct fsvc_export *fx, const struct fsvc_req *rq);
 

@@ -626,8 +626,12 @@ void *shard_main(void *arg)
 	struct shard *sh = arg;
 	int ret;
 
-	/* This thread posts: it must keep its credentials (fsvc_cred_fix()). */
-	ret = fsvc_cred_fix();
+	/*
+	 * An RDMA shard's thread writes to the verbs devices: it must keep its
+	 * credentials (fsvc_cred_fix()). A TCP shard's may switch, and so runs
+	 * anyone's bounded file service requests without a worker.
+	 */
+	ret = sh->dev >= 0 ? fsvc_cred_fix() : fsvc_cred_progress();
 	if (ret && !sh->id)
 		srv_log("file service: every request goes to a worker: getgroups: %s",
 			strerror(ret));

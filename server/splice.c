@@ -70,6 +70,12 @@ static int spipe_make(struct shard *sh, struct spipe *p)
 	int fds[2], want = (int)(sh->s->chunk_size + SPIPE_SLACK), got;
 	int roomy = (int)(sh->s->chunk_size * SPIPE_ROOMY);
 
+	/*
+	 * With the process's own capabilities (CAP_SYS_RESOURCE lifts the
+	 * per-user limits on pipe memory): a TCP progress thread may be in a
+	 * caller's (fsvc_cred_progress()). A fixed thread answers EPERM.
+	 */
+	fsvc_cred_reset();
 	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK)) {
 		srv_log("progress thread %d: pipe: %s: data over TCP is copied", sh->id,
 			strerror(errno));
