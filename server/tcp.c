@@ -753,17 +753,25 @@ static int tcp_unsink(struct conn *c, char *dst)
 	return 0;
 }
 
+static ssize_t tcp_splice_once(struct tcp_conn *t, size_t want)
+{
+	return splice(t->fd, NULL, t->pull->tcp_sink, NULL, want,
+		      SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+}
+
 /*
  * Up to WANT bytes of the DATA being received into its pipe. As recv():
- * bytes, 0 at the end of the stream, or -1 with errno; EAGAIN with the
- * socket not empty means the pipe is full, and its bytes went to the
- * buffer DST (*UNSUNK set; -1 if that failed, C closed).
+ * bytes, 0 at the end of the stream, or -1 with errno. splice() says
+ * EAGAIN for an empty socket and for a full pipe alike: when the socket
+ * turns out to hold bytes, they may have come just after the first try,
+ * so a second try tells. EAGAIN again, with bytes that only this thread
+ * reads still there, means the pipe is full: its bytes go to the buffer
+ * DST (*UNSUNK set; -1 if that failed, C closed).
  */
 static ssize_t tcp_splice_in(struct conn *c, char *dst, size_t want, int *unsunk)
 {
 	struct tcp_conn *t = c->tcp;
-	ssize_t n = splice(t->fd, NULL, t->pull->tcp_sink, NULL, want,
-			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	ssize_t n = tcp_splice_once(t, want);
 	int have = 0;
 
 	if (n >= 0 || errno != EAGAIN)
@@ -772,6 +780,9 @@ static ssize_t tcp_splice_in(struct conn *c, char *dst, size_t want, int *unsunk
 		errno = EAGAIN;
 		return -1;
 	}
+	n = tcp_splice_once(t, want);
+	if (n >= 0 || errno != EAGAIN)
+		return n;
 	*unsunk = 1;
 	return tcp_unsink(c, dst);
 }
