@@ -57,12 +57,16 @@ static void spipe_close(struct spipe *p)
 }
 
 /*
- * A pipe holds a buffer for each piece TCP received: a WRITE's chunk off a
- * 1500-byte network comes in pieces of about 1448 bytes, so its pipe asks
- * for this many times a chunk's pages first (256 slots for 256 KiB chunks,
- * /proc/sys/fs/pipe-max-size's default), and for a chunk's if refused.
+ * A pipe holds a buffer for each piece TCP received, and a piece may take
+ * two (one that crosses from one page of the socket's memory to the
+ * next): a WRITE's chunk off a 1500-byte network comes in pieces of about
+ * 1448 bytes, a 256 KiB chunk in about 180. So a pipe asks for this many
+ * times a chunk's pages first (512 slots for 256 KiB chunks, past
+ * /proc/sys/fs/pipe-max-size's default, which CAP_SYS_RESOURCE lifts),
+ * then for half that (the limit's default), then for a chunk's. A slot
+ * only refers to a page: a roomy pipe holds no more memory than its data.
  */
-#define SPIPE_ROOMY	4
+#define SPIPE_ROOMY	8
 
 /* Make pipe P, with room for a chunk: 0, or -1 with the reason logged. */
 static int spipe_make(struct shard *sh, struct spipe *p)
@@ -84,6 +88,8 @@ static int spipe_make(struct shard *sh, struct spipe *p)
 	p->r = fds[0];
 	p->w = fds[1];
 	got = fcntl(p->w, F_SETPIPE_SZ, roomy);
+	if (got < want)
+		got = fcntl(p->w, F_SETPIPE_SZ, roomy / 2);
 	if (got < want)
 		got = fcntl(p->w, F_SETPIPE_SZ, want);
 	if (got < want) {
