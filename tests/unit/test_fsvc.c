@@ -1115,6 +1115,91 @@ static void *fixed_thread(void *arg)
 	return NULL;
 }
 
+static uint32_t owner_of(const char *name)
+{
+	char p[300];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", root, name);
+	return stat(p, &st) ? (uint32_t)-1 : st.st_uid;
+}
+
+static void *switching_thread(void *arg)
+{
+	const struct orfs_fh *r = arg;
+	struct fsvc_export mem = fx, mem_sq = fx_sq;
+	struct orfs_entry_rep pub;
+	struct rb b;
+	char p[300];
+	int fd, here = -1;
+
+	mem.in_memory = 1;
+	mem_sq.in_memory = 1;
+	CU_ASSERT_EQUAL_FATAL(fsvc_cred_progress(), 0);
+	CU_ASSERT_EQUAL_FATAL(lookup(&mem, r, "pub", 0, &pub), 0);
+
+	/* A user's requests run here, in the user's credentials. */
+	fixed_req(&b, ORFS_OP_CREATE, &pub.fh, "sw1", 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here, 1);
+	CU_ASSERT_EQUAL(owner_of("pub/sw1"), 1000);
+	fixed_req(&b, ORFS_OP_CREATE, r, "sw2", 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), EACCES);
+	CU_ASSERT_EQUAL(here, 1);
+	CU_ASSERT(!exists("sw2"));
+	/* Root's next: back in root's. */
+	fixed_req(&b, ORFS_OP_CREATE, r, "sw2", 0, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(owner_of("sw2"), 0);
+	/* Root squashed: the anonymous user's rights. */
+	fixed_req(&b, ORFS_OP_CREATE, r, "sw3", 0, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem_sq, &b, &here), EACCES);
+	CU_ASSERT_EQUAL(here, 1);
+	CU_ASSERT(!exists("sw3"));
+	fixed_req(&b, ORFS_OP_UNLINK, r, "sw2", 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), EACCES);
+	CU_ASSERT(exists("sw2"));
+	fixed_req(&b, ORFS_OP_UNLINK, &pub.fh, "sw1", 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT(!exists("pub/sw1"));
+	/* An export on a device still goes to a worker. */
+	fixed_req(&b, ORFS_OP_LOOKUP, r, "sw2", 1000, 0);
+	fixed_run(&fx, &b, &here);
+	CU_ASSERT_EQUAL(here, 0);
+
+	/* Removing a big file is a worker's, whoever asks. */
+	snprintf(p, sizeof(p), "%s/pub/big", root);
+	fd = open(p, O_CREAT | O_WRONLY, 0666);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(posix_fallocate(fd, 0, FSVC_HERE_MAX * 4), 0);
+	close(fd);
+	fixed_req(&b, ORFS_OP_UNLINK, &pub.fh, "big", 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
+	CU_ASSERT(exists("pub/big"));
+	CU_ASSERT_EQUAL(unlink(p), 0);
+
+	/* It stays in its last caller's, and goes back to root's on demand. */
+	CU_ASSERT_EQUAL((uint32_t)syscall(SYS_setfsuid, -1), 1000);
+	CU_ASSERT_EQUAL(fsvc_cred_reset(), 0);
+	CU_ASSERT_EQUAL((uint32_t)syscall(SYS_setfsuid, -1), 0);
+	snprintf(p, sizeof(p), "%s/sw2", root);
+	CU_ASSERT_EQUAL(unlink(p), 0);
+	return NULL;
+}
+
+/*
+ * A progress thread that may switch (a TCP shard's) runs anyone's bounded
+ * requests on exports in memory, each in its caller's credentials.
+ */
+static void test_switching_thread(void)
+{
+	struct orfs_fh r = rootfh(&fx);
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, switching_thread, &r), 0);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+}
+
 /*
  * A fixed thread (the server's progress thread) runs only requests that
  * need its own credentials, on exports in memory, and never switches.
@@ -2200,6 +2285,8 @@ int unit_add_fsvc_suite(void)
 			 test_clone) ||
 	    !CU_add_test(s, "a fixed thread runs only its own credentials' requests, here",
 			 test_fixed_thread) ||
+	    !CU_add_test(s, "a TCP progress thread runs anyone's requests, as them, here",
+			 test_switching_thread) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache) ||
 	    !CU_add_test(s, "write verifiers: WRITE and FSYNC answer it, a lost sync moves it",
 			 test_write_verifier) ||
