@@ -196,20 +196,26 @@ ORFS_MODULES=(regcache knet orfs mxbd)
 
 module_loaded() { [ -d "/sys/module/$1" ]; }
 
-# load_suite: insmod every module of ORFS_KMOD (their dependencies on the
-# kernel's own modules, ib_core first, come with modprobe); with
+# load_suite [MODULE:PARAM=VALUE...]: insmod every module of ORFS_KMOD
+# (their dependencies on the kernel's own modules, ib_core first, come
+# with modprobe), each with the parameters named for it; with
 # ORFS_MODPROBE=1, modprobe orfs and mxbd as an admin would, from the
 # kernel's module tree (e.g. DKMS's, tests/guest/packages.sh)
 load_suite() {
-	local m
+	local m a args
 	modprobe -a ib_core rdma_cm libcrc32c
-	if [ "${ORFS_MODPROBE:-0}" = 1 ]; then
-		modprobe -a orfs mxbd
-	else
-		for m in "${ORFS_MODULES[@]}"; do
-			module_loaded "$m" || insmod "$ORFS_KMOD/$m/$m.ko"
+	for m in "${ORFS_MODULES[@]}"; do
+		args=()
+		for a in "$@"; do
+			[[ $a != "$m:"* ]] || args+=("${a#"$m:"}")
 		done
-	fi
+		if [ "${ORFS_MODPROBE:-0}" = 1 ]; then
+			[ "$m" = orfs ] || [ "$m" = mxbd ] || continue
+			modprobe "$m" "${args[@]}"
+		else
+			module_loaded "$m" || insmod "$ORFS_KMOD/$m/$m.ko" "${args[@]}"
+		fi
+	done
 	for m in orfs mxbd; do
 		echo "$ORFS_TRANSPORT" > "/sys/module/$m/parameters/transport"
 	done

@@ -30,7 +30,9 @@ truncate -s 32M /tmp/disk/dvol
 tstart() { start_server -a "tcp://$ORFS_ADDR" -s /tmp/tstate -b tvol=/tmp/tvol \
 	-b dvol=/tmp/disk/dvol -e data=/tmp/texp,no_root_squash; }
 tstart
-load_suite
+# No rescan of MXBD's own: a step shrinks a store under the server and
+# reads past its end, which a rescan that came first would cut short.
+load_suite mxbd:rescan_interval=0
 
 step "the server listens on TCP beside RDMA"
 expect_grep "listening on $ORFS_ADDR port 20077, tcp://$ORFS_ADDR port 20077" "$ORFS_SERVER_LOG"
