@@ -240,6 +240,42 @@ if grep -q "internal error" "$ORFS_SERVER_LOG"; then
 	fail "the server met an internal error"
 fi
 
+step "over TCP anyone's name operations run on the progress thread, each as its caller"
+# A TCP progress thread opens no verbs device, so it may switch to a
+# caller's credentials as a worker does (an RDMA one runs only root's).
+mkdir -m 1777 /tmp/texp/pub
+cat > /tmp/names.txt <<'OPS'
+as 1000 1000
+mkdir pub/r 755
+create pub/r/f1 644
+create denied 644
+as 1001 1001
+rm pub/r/f1
+as 0 0
+create pub/rootfile 600
+as 1000 1000
+rm pub/rootfile
+OPS
+stop_server
+tstart
+uc knet-fs -t tcp -n data -f /tmp/names.txt | tee /tmp/out
+stop_server
+expect_eq "errors" "$(grep -c '^error' /tmp/out)" 3
+expect_eq "refused: a user creating in root's directory, another removing from a user's" \
+	"$(grep -c '^error EACCES' /tmp/out)" 2
+expect_eq "refused: the sticky bit" "$(grep -c '^error EPERM' /tmp/out)" 1
+expect_eq "the user's directory" "$(stat -c %u:%g:%a /tmp/texp/pub/r)" 1000:1000:755
+expect_eq "the user's file" "$(stat -c %u:%g /tmp/texp/pub/r/f1)" 1000:1000
+expect_eq "root's file" "$(stat -c %u:%g /tmp/texp/pub/rootfile)" 0:0
+[ ! -e /tmp/texp/denied ] || fail "a user created a file in root's directory"
+# MKDIR, CREATE, UNLINK, CREATE and UNLINK after a LOOKUP of pub, the two
+# under r after one of r too, and the CREATE in the export's root: 13.
+expect_eq "requests run without a worker" \
+	"$(sed -n 's/.*jobs done without a worker (\([0-9]*\) file service requests).*/\1/p' \
+		"$ORFS_SERVER_LOG")" 13
+rm -r /tmp/texp/pub
+tstart
+
 step "CRC32C digests, asked for at mount and attach: granted, shown, data intact"
 mount -t orfs -o transport=tcp,digest=both "$ORFS_ADDR:/data" /tmp/mnt
 expect_grep "/tmp/mnt orfs .*,transport=tcp,digest=both" /proc/mounts
