@@ -11,7 +11,8 @@
 #   4. the Debian packages installed in a scratch root (scripts/pkg-test.sh)
 #   5. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh, and on the
 #      newest kernel, the one `make demo` boots, the demo tests/demo/demo.sh)
-#      over soft-RoCE (rxe); on 6.12 the tests of the
+#      over soft-RoCE (rxe); the tests that load none of our modules
+#      (USERSPACE_TESTS) on the newest kernel alone; on 6.12 the tests of the
 #      transport (knet, block, mxbd, orfs) run over soft-iWARP (siw) instead,
 #      so that the RDMA code meets both protocols in one run and the whole
 #      stays well under 45 minutes (make check-iwarp runs them over siw on
@@ -143,6 +144,9 @@ fi
 demo_kernel=
 [ -n "${CHECK_TESTS:-}" ] || demo_kernel=$(resolve_kernel "") || demo_kernel=
 read -r -a iwarp_tests <<< "$IWARP_TESTS"
+# The tests that load none of our modules run on the newest kernel alone.
+read -r -a user_tests <<< "$USERSPACE_TESTS"
+newest=$(printf '%s\n' "${kernels[@]}" | sort -V | tail -n 1)
 iwarp_kernels=()
 for k in ${CHECK_IWARP_KERNELS-6.12}; do
 	v=$(resolve_kernel "$k") && iwarp_kernels+=("$v")
@@ -165,7 +169,10 @@ for v in "${kernels[@]}"; do
 	fi
 	on_rxe=()
 	for t in "${tests[@]}"; do
-		[[ " ${on_siw[*]} " == *" $t "* ]] || on_rxe+=("$t")
+		[[ " ${on_siw[*]} " == *" $t "* ]] && continue
+		[ -z "${CHECK_TESTS:-}" ] && [ "$v" != "$newest" ] &&
+			[[ " ${user_tests[*]} " == *" $t "* ]] && continue
+		on_rxe+=("$t")
 	done
 	[ "$v" != "$demo_kernel" ] || on_rxe+=(tests/demo/demo.sh)
 	guest_run "$v" "$v" rxe "${on_rxe[@]}"

@@ -35,8 +35,6 @@ debug_kernel_dir() {
 	readlink -f "$d"
 }
 
-# The guest tests of the transport, which the iWARP lanes run over siw.
-# shellcheck disable=SC2034
 # guest_tests: the scripts to run, one a line: CHECK_TESTS's, or every
 # guest test (not tests/guest/lib.sh)
 guest_tests() {
@@ -50,9 +48,18 @@ guest_tests() {
 	done
 }
 
+# The guest tests of the transport, which the iWARP lanes run over siw.
+# shellcheck disable=SC2034 # read by the scripts that source this
 IWARP_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs-mount.sh tests/guest/orfs-posix.sh tests/guest/orfs-cache.sh tests/guest/orfs-io.sh tests/guest/orfs-recovery.sh tests/guest/orfs-lies.sh"
 # The tests of the transport that also run over knet's TCP transport (make
 # check-tcp): IWARP_TESTS, MXBD's recovery, and the authentication (the
 # userspace clients go over TCP too in such a run).
 # shellcheck disable=SC2034 # read by the scripts that source this
 TCP_TESTS="$IWARP_TESTS tests/guest/mxbd-recovery.sh tests/guest/auth.sh"
+# The guest tests that load none of our modules: the userspace server
+# driven by the userspace clients over the bed's RDMA device. What they
+# test does not depend on the guest's kernel, so make check runs them on
+# the newest kernel only (a run narrowed by CHECK_TESTS runs them on
+# every kernel it names).
+# shellcheck disable=SC2034 # read by the scripts that source this
+USERSPACE_TESTS="tests/guest/files.sh tests/guest/server.sh tests/guest/server-config.sh"
