@@ -1034,17 +1034,45 @@ static int exists(const char *name)
 	return !access(p, F_OK);
 }
 
+/* X as if in memory: what runs here is decided by the export's kind. */
+static struct fsvc_export in_memory(const struct fsvc_export *x)
+{
+	struct fsvc_export m = *x;
+
+	m.in_memory = 1;
+	return m;
+}
+
+/* REL under the export's root, with more data than a removal here may free; its path in P. */
+static void make_big(char *p, size_t len, const char *rel)
+{
+	int fd;
+
+	snprintf(p, len, "%s/%s", root, rel);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(posix_fallocate(fd, 0, FSVC_HERE_MAX * 4), 0);
+	close(fd);
+}
+
+/* FN on a thread of its own (credentials are per thread), given the root's handle. */
+static void on_thread(void *(*fn)(void *))
+{
+	struct orfs_fh r = rootfh(&fx);
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, fn, &r), 0);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+}
+
 static void *fixed_thread(void *arg)
 {
 	const struct orfs_fh *r = arg;
-	struct fsvc_export mem = fx, mem_sq = fx_sq;
+	struct fsvc_export mem = in_memory(&fx), mem_sq = in_memory(&fx_sq);
 	struct rb b;
 	char p[300];
-	int fd, here = -1;
+	int here = -1;
 
-	/* As if in memory: what runs here is decided by the export's kind. */
-	mem.in_memory = 1;
-	mem_sq.in_memory = 1;
 	CU_ASSERT_EQUAL_FATAL(fsvc_cred_fix(), 0);
 	CU_ASSERT_EQUAL(fsvc_cred_reset(), EPERM);
 
@@ -1094,11 +1122,7 @@ static void *fixed_thread(void *arg)
 	}
 
 	/* Removing a big file frees its pages: a worker's, untouched here. */
-	snprintf(p, sizeof(p), "%s/big", root);
-	fd = open(p, O_CREAT | O_WRONLY, 0644);
-	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(posix_fallocate(fd, 0, FSVC_HERE_MAX * 4), 0);
-	close(fd);
+	make_big(p, sizeof(p), "big");
 	fixed_req(&b, ORFS_OP_UNLINK, r, "big", 0, 0);
 	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
 	CU_ASSERT_EQUAL(here, 1);
@@ -1127,14 +1151,12 @@ static uint32_t owner_of(const char *name)
 static void *switching_thread(void *arg)
 {
 	const struct orfs_fh *r = arg;
-	struct fsvc_export mem = fx, mem_sq = fx_sq;
+	struct fsvc_export mem = in_memory(&fx), mem_sq = in_memory(&fx_sq);
 	struct orfs_entry_rep pub;
 	struct rb b;
 	char p[300];
-	int fd, here = -1;
+	int here = -1;
 
-	mem.in_memory = 1;
-	mem_sq.in_memory = 1;
 	CU_ASSERT_EQUAL_FATAL(fsvc_cred_progress(), 0);
 	CU_ASSERT_EQUAL_FATAL(lookup(&mem, r, "pub", 0, &pub), 0);
 
@@ -1168,11 +1190,7 @@ static void *switching_thread(void *arg)
 	CU_ASSERT_EQUAL(here, 0);
 
 	/* Removing a big file is a worker's, whoever asks. */
-	snprintf(p, sizeof(p), "%s/pub/big", root);
-	fd = open(p, O_CREAT | O_WRONLY, 0666);
-	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(posix_fallocate(fd, 0, FSVC_HERE_MAX * 4), 0);
-	close(fd);
+	make_big(p, sizeof(p), "pub/big");
 	fixed_req(&b, ORFS_OP_UNLINK, &pub.fh, "big", 1000, 0);
 	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
 	CU_ASSERT(exists("pub/big"));
@@ -1193,11 +1211,7 @@ static void *switching_thread(void *arg)
  */
 static void test_switching_thread(void)
 {
-	struct orfs_fh r = rootfh(&fx);
-	pthread_t t;
-
-	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, switching_thread, &r), 0);
-	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+	on_thread(switching_thread);
 }
 
 /*
@@ -1206,11 +1220,7 @@ static void test_switching_thread(void)
  */
 static void test_fixed_thread(void)
 {
-	struct orfs_fh r = rootfh(&fx);
-	pthread_t t;
-
-	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, fixed_thread, &r), 0);
-	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+	on_thread(fixed_thread);
 }
 
 /* The open-file cache (server/fdcache.c) on files of the scratch export. */
