@@ -1120,8 +1120,9 @@ static int get_attr(struct fsvc_chg *chg, int fd, struct orfs_attr *a, int chang
 
 /*
  * On a progress thread (fsvc_cred_fix(), fsvc_cred_progress()), would
- * removing DIRFD/NAME free much data: the last link of a file of more than FSVC_HERE_MAX? Freeing it
- * could hold up everything else the thread does: a worker removes it.
+ * removing DIRFD/NAME free much data: the last link of a file of more
+ * than FSVC_HERE_MAX? Freeing it could hold up everything else the
+ * thread does: a worker removes it.
  */
 static int frees_much(int dirfd, const char *name)
 {

@@ -633,8 +633,8 @@ void *shard_main(void *arg)
 	 */
 	ret = sh->dev >= 0 ? fsvc_cred_fix() : fsvc_cred_progress();
 	if (ret && !sh->id)
-		srv_log("file service: every request goes to a worker: getgroups: %s",
-			strerror(ret));
+		srv_log("file service: every request goes to a worker: the thread's "
+			"credentials: %s", strerror(ret));
 	shard_loop(sh);
 	sh->ended = 1;
 	wake(sh->s->wakefd);
