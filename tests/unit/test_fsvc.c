@@ -1205,6 +1205,43 @@ static void *switching_thread(void *arg)
 	return NULL;
 }
 
+/* A thread without CAP_SETUID and CAP_SETGID: fsvc_cred_progress() fixes it. */
+static void *unswitchable_thread(void *arg)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	const struct orfs_fh *r = arg;
+	struct fsvc_export mem = in_memory(&fx);
+	struct rb b;
+	int here = -1;
+
+	CU_ASSERT_EQUAL_FATAL(syscall(SYS_capget, &h, d), 0);
+	d[0].effective &= ~((1U << CAP_SETUID) | (1U << CAP_SETGID));
+	CU_ASSERT_EQUAL_FATAL(syscall(SYS_capset, &h, d), 0);
+	CU_ASSERT_EQUAL_FATAL(fsvc_cred_progress(), 0);
+	CU_ASSERT_EQUAL(fsvc_cred_reset(), EPERM);
+	/* A user's request: not here, and running it here does nothing. */
+	fixed_req(&b, ORFS_OP_CREATE, r, "un1", 1000, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
+	CU_ASSERT_EQUAL(here, 0);
+	CU_ASSERT(!exists("un1"));
+	/* Root's still runs here, as on a fixed thread. */
+	fixed_req(&b, ORFS_OP_CREATE, r, "un2", 0, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here, 1);
+	CU_ASSERT_EQUAL(owner_of("un2"), 0);
+	fixed_req(&b, ORFS_OP_UNLINK, r, "un2", 0, 0);
+	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT(!exists("un2"));
+	return NULL;
+}
+
+/* A process that may not switch credentials keeps its TCP threads fixed. */
+static void test_unswitchable_thread(void)
+{
+	on_thread(unswitchable_thread);
+}
+
 /*
  * A progress thread that may switch (a TCP shard's) runs anyone's bounded
  * requests on exports in memory, each in its caller's credentials.
@@ -2297,6 +2334,8 @@ int unit_add_fsvc_suite(void)
 			 test_fixed_thread) ||
 	    !CU_add_test(s, "a TCP progress thread runs anyone's requests, as them, here",
 			 test_switching_thread) ||
+	    !CU_add_test(s, "a progress thread that may not switch credentials is fixed",
+			 test_unswitchable_thread) ||
 	    !CU_add_test(s, "open-file cache: keys, age, permissions, names, bounds", test_fdcache) ||
 	    !CU_add_test(s, "write verifiers: WRITE and FSYNC answer it, a lost sync moves it",
 			 test_write_verifier) ||
