@@ -1026,6 +1026,16 @@ static int fixed_run(const struct fsvc_export *x, struct rb *b, int *here)
 	return err;
 }
 
+/* OP on DIR/NAME by UID on X, run on this thread: fixed_run()'s answer. */
+static int here_run(const struct fsvc_export *x, uint16_t op, const struct orfs_fh *dir,
+		    const char *name, uint32_t uid, int *here)
+{
+	struct rb b;
+
+	fixed_req(&b, op, dir, name, uid, 0);
+	return fixed_run(x, &b, here);
+}
+
 static int exists(const char *name)
 {
 	char p[300];
@@ -1153,7 +1163,6 @@ static void *switching_thread(void *arg)
 	const struct orfs_fh *r = arg;
 	struct fsvc_export mem = in_memory(&fx), mem_sq = in_memory(&fx_sq);
 	struct orfs_entry_rep pub;
-	struct rb b;
 	char p[300];
 	int here = -1;
 
@@ -1161,38 +1170,31 @@ static void *switching_thread(void *arg)
 	CU_ASSERT_EQUAL_FATAL(lookup(&mem, r, "pub", 0, &pub), 0);
 
 	/* A user's requests run here, in the user's credentials. */
-	fixed_req(&b, ORFS_OP_CREATE, &pub.fh, "sw1", 1000, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_CREATE, &pub.fh, "sw1", 1000, &here), 0);
 	CU_ASSERT_EQUAL(here, 1);
 	CU_ASSERT_EQUAL(owner_of("pub/sw1"), 1000);
-	fixed_req(&b, ORFS_OP_CREATE, r, "sw2", 1000, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), EACCES);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_CREATE, r, "sw2", 1000, &here), EACCES);
 	CU_ASSERT_EQUAL(here, 1);
 	CU_ASSERT(!exists("sw2"));
 	/* Root's next: back in root's. */
-	fixed_req(&b, ORFS_OP_CREATE, r, "sw2", 0, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_CREATE, r, "sw2", 0, &here), 0);
 	CU_ASSERT_EQUAL(owner_of("sw2"), 0);
 	/* Root squashed: the anonymous user's rights. */
-	fixed_req(&b, ORFS_OP_CREATE, r, "sw3", 0, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem_sq, &b, &here), EACCES);
+	CU_ASSERT_EQUAL(here_run(&mem_sq, ORFS_OP_CREATE, r, "sw3", 0, &here), EACCES);
 	CU_ASSERT_EQUAL(here, 1);
 	CU_ASSERT(!exists("sw3"));
-	fixed_req(&b, ORFS_OP_UNLINK, r, "sw2", 1000, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), EACCES);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_UNLINK, r, "sw2", 1000, &here), EACCES);
 	CU_ASSERT(exists("sw2"));
-	fixed_req(&b, ORFS_OP_UNLINK, &pub.fh, "sw1", 1000, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_UNLINK, &pub.fh, "sw1", 1000, &here), 0);
 	CU_ASSERT(!exists("pub/sw1"));
 	/* An export on a device still goes to a worker. */
-	fixed_req(&b, ORFS_OP_LOOKUP, r, "sw2", 1000, 0);
-	fixed_run(&fx, &b, &here);
+	here_run(&fx, ORFS_OP_LOOKUP, r, "sw2", 1000, &here);
 	CU_ASSERT_EQUAL(here, 0);
 
 	/* Removing a big file is a worker's, whoever asks. */
 	make_big(p, sizeof(p), "pub/big");
-	fixed_req(&b, ORFS_OP_UNLINK, &pub.fh, "big", 1000, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_UNLINK, &pub.fh, "big", 1000, &here),
+			FSVC_ELSEWHERE);
 	CU_ASSERT(exists("pub/big"));
 	CU_ASSERT_EQUAL(unlink(p), 0);
 
@@ -1212,7 +1214,6 @@ static void *unswitchable_thread(void *arg)
 	struct __user_cap_data_struct d[2];
 	const struct orfs_fh *r = arg;
 	struct fsvc_export mem = in_memory(&fx);
-	struct rb b;
 	int here = -1;
 
 	CU_ASSERT_EQUAL_FATAL(syscall(SYS_capget, &h, d), 0);
@@ -1221,17 +1222,14 @@ static void *unswitchable_thread(void *arg)
 	CU_ASSERT_EQUAL_FATAL(fsvc_cred_progress(), 0);
 	CU_ASSERT_EQUAL(fsvc_cred_reset(), EPERM);
 	/* A user's request: not here, and running it here does nothing. */
-	fixed_req(&b, ORFS_OP_CREATE, r, "un1", 1000, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), FSVC_ELSEWHERE);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_CREATE, r, "un1", 1000, &here), FSVC_ELSEWHERE);
 	CU_ASSERT_EQUAL(here, 0);
 	CU_ASSERT(!exists("un1"));
 	/* Root's still runs here, as on a fixed thread. */
-	fixed_req(&b, ORFS_OP_CREATE, r, "un2", 0, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_CREATE, r, "un2", 0, &here), 0);
 	CU_ASSERT_EQUAL(here, 1);
 	CU_ASSERT_EQUAL(owner_of("un2"), 0);
-	fixed_req(&b, ORFS_OP_UNLINK, r, "un2", 0, 0);
-	CU_ASSERT_EQUAL(fixed_run(&mem, &b, &here), 0);
+	CU_ASSERT_EQUAL(here_run(&mem, ORFS_OP_UNLINK, r, "un2", 0, &here), 0);
 	CU_ASSERT(!exists("un2"));
 	return NULL;
 }
