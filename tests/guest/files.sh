@@ -230,11 +230,6 @@ mkdir -p /tmp/mem/pub /tmp/memsq
 chmod 1777 /tmp/mem/pub
 chmod 0777 /tmp/memsq	# squashed root creates as nobody
 head -c 262144 /dev/urandom > /tmp/256k.bin
-# here: after stop_server, how many requests ran without a worker
-here() {
-	sed -n 's/.*jobs done without a worker (\([0-9]*\) file service requests).*/\1/p' \
-		"$ORFS_SERVER_LOG"
-}
 mem_server() { start_server -s $state -e mem=/tmp/mem,no_root_squash -e memsq=/tmp/memsq,squash; }
 {
 	echo "mkdir r 755"
@@ -249,19 +244,19 @@ expect_eq "root's answers" "$(grep -c '^ok' /tmp/out.txt)" 62
 expect_eq "root's files" "$(grep -c '^ok type=file mode=644 size=0 nlink=1 uid=0 gid=0 ' /tmp/out.txt)" 30
 # 1 MKDIR, 30 x (LOOKUP r, CREATE), 30 x (LOOKUP r, UNLINK), 1 RMDIR
 stop_server
-expect_eq "root's requests run without a worker" "$(here)" 122
+expect_eq "root's requests run without a worker" "$(names_here)" 122
 mem_server
 fs -n mem -u 1000 -g 1000 -f /tmp/user.txt > /tmp/out.txt
 expect_eq "a user's answers" "$(grep -c '^ok' /tmp/out.txt)" 62
 expect_eq "the user's files" "$(grep -c '^ok type=file mode=644 size=0 nlink=1 uid=1000 gid=1000 ' /tmp/out.txt)" 30
 stop_server
-expect_eq "a user's requests run without a worker" "$(here)" 0
+expect_eq "a user's requests run without a worker" "$(names_here)" 0
 mem_server
 fs -n memsq -f /tmp/root.txt > /tmp/out.txt
 expect_eq "squashed root's answers" "$(grep -c '^ok' /tmp/out.txt)" 62
 expect_eq "nobody's files" "$(grep -c '^ok type=file mode=644 size=0 nlink=1 uid=65534 gid=65534 ' /tmp/out.txt)" 30
 stop_server
-expect_eq "squashed root's requests run without a worker" "$(here)" 0
+expect_eq "squashed root's requests run without a worker" "$(names_here)" 0
 mem_server
 cat > /tmp/mixed.txt <<OPS
 put /tmp/256k.bin big
@@ -286,6 +281,6 @@ expect_grep '^error EPERM' /tmp/out.txt
 # two rm (LOOKUP pub, UNLINK). Not the UNLINK of the big file: a removal
 # that frees more than 64 KiB goes to a worker.
 stop_server
-expect_eq "requests run without a worker" "$(here)" 8
+expect_eq "requests run without a worker" "$(names_here)" 8
 
 echo ok

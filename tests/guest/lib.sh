@@ -196,6 +196,13 @@ ORFS_MODULES=(regcache knet orfs mxbd)
 
 module_loaded() { [ -d "/sys/module/$1" ]; }
 
+# names_here: from a stopped server's last line in ORFS_SERVER_LOG, how
+# many file service requests its progress threads ran without a worker
+names_here() {
+	sed -n 's/.*jobs done without a worker (\([0-9]*\) file service requests).*/\1/p' \
+		"$ORFS_SERVER_LOG"
+}
+
 # load_suite [MODULE:PARAM=VALUE...]: insmod every module of ORFS_KMOD
 # (their dependencies on the kernel's own modules, ib_core first, come
 # with modprobe), each with the parameters named for it; with

@@ -64,7 +64,7 @@ find /tmp/mnt -mindepth 1 -delete
 [ -z "$(ls -A /tmp/memx)" ] || fail "removing it all through ORFS left $(ls -A /tmp/memx)"
 umnt
 stop_server
-n=$(sed -n 's/.*(\([0-9]*\) file service requests).*/\1/p' "$ORFS_SERVER_LOG")
+n=$(names_here)
 echo "$n file service requests ran on the progress thread"
 [ "${n:-0}" -ge 200 ] || fail "only '$n' requests ran on the progress thread"
 start_server -s $state -e data=$exp,no_root_squash

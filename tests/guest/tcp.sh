@@ -270,9 +270,7 @@ expect_eq "root's file" "$(stat -c %u:%g /tmp/texp/pub/rootfile)" 0:0
 [ ! -e /tmp/texp/denied ] || fail "a user created a file in root's directory"
 # MKDIR, CREATE, UNLINK, CREATE and UNLINK after a LOOKUP of pub, the two
 # under r after one of r too, and the CREATE in the export's root: 13.
-expect_eq "requests run without a worker" \
-	"$(sed -n 's/.*jobs done without a worker (\([0-9]*\) file service requests).*/\1/p' \
-		"$ORFS_SERVER_LOG")" 13
+expect_eq "requests run without a worker" "$(names_here)" 13
 rm -r /tmp/texp/pub
 tstart
 
