@@ -320,6 +320,10 @@ static inline unsigned int knet_least_busy(unsigned int nr, unsigned int home,
  * @softirq_done: @done may run in softirq context: then a request that is
  *	over without a failure of the connection ends straight from its
  *	completion, without a workqueue's wake-up
+ * @task_done: @done may run in the completion's context when that is a
+ *	task's (the TCP transport's receive work; never RDMA's softirq), as
+ *	@softirq_done allows any: it must then neither sleep, nor submit, nor
+ *	wait for a request, since that context is what answers requests
  * @g: private: the group
  * @conn: private: the connection of the group it goes on
  * @gen: private: the group's connections it was sent on (0: not sent)
@@ -331,6 +335,7 @@ struct knet_srq {
 	struct knet_request	rq;
 	void			(*done)(struct knet_srq *srq);
 	bool			softirq_done;
+	bool			task_done;
 	struct knet_group	*g;
 	unsigned int		conn;
 	u64			gen;
@@ -444,6 +449,8 @@ struct knet_group_conns;
  * @rc: private: the reconnect policy's state since the loss
  * @reconnects: times the connections were made again
  * @resent: requests sent again after a failure of the connection
+ * @ended_here: requests of knet_group_submit() whose @done ran in their
+ *	completion's context, without a work item (@softirq_done, @task_done)
  * @connect_failures: tries to connect again that failed
  */
 struct knet_group {
@@ -471,6 +478,7 @@ struct knet_group {
 	atomic_t			reconnects;
 	atomic_t			resent;
 	atomic_t			connect_failures;
+	atomic_t			ended_here;
 };
 
 static inline enum knet_group_state knet_group_state(const struct knet_group *g)

@@ -528,6 +528,7 @@ int knet_group_open(struct knet_group *g, int *reason)
 	INIT_DELAYED_WORK(&g->reconnect_work, knet_group_reconnect_work);
 	atomic_set(&g->reconnects, 0);
 	atomic_set(&g->resent, 0);
+	atomic_set(&g->ended_here, 0);
 	atomic_set(&g->connect_failures, 0);
 	c = knet_group_connect(g, reason);
 	if (IS_ERR(c)) {
@@ -822,7 +823,9 @@ static void knet_srq_done(struct knet_request *rq)
 	if (again)
 		knet_group_lost_gen(srq->g, srq->gen);
 	/* Nothing to send again: a caller that can end here does so now. */
-	if (srq->softirq_done && !again && knet_srq_put_mm_atomic(srq)) {
+	if ((srq->softirq_done || (srq->task_done && in_task())) && !again &&
+	    knet_srq_put_mm_atomic(srq)) {
+		atomic_inc(&srq->g->ended_here);
 		srq->done(srq);
 		return;
 	}
@@ -838,7 +841,8 @@ static void knet_srq_done(struct knet_request *rq)
  *
  * @srq->done is called once, in process context (a workqueue) or, with
  * @srq->softirq_done and no failure of the connection, in the completion's
- * softirq context, when the request is over: @srq->rq.error is 0 (the
+ * softirq context (with @srq->task_done, in the completion's context when
+ * that is a task's), when the request is over: @srq->rq.error is 0 (the
  * server answered, @srq->rq.status says how) or the error that ended it
  * after the tries of knet_group_call().
  *
