@@ -36,9 +36,12 @@ ms() {
 	awk -v op="$1" -v f="$2" '$1 == "device" { on = $5 == "/tmp/mnt" && $8 == "orfs" }
 		on && $1 == op && NF == 8 { print $f }' /proc/self/mountstats
 }
+# (the lines between the "op" header and "writeback")
 ms_sum() {
-	awk -v f="$1" '$1 == "device" { on = $5 == "/tmp/mnt" && $8 == "orfs" }
-		on && NF == 8 && $2 ~ /^[0-9]+$/ { s += $f } END { print s + 0 }' /proc/self/mountstats
+	awk -v f="$1" '$1 == "device" { on = $5 == "/tmp/mnt" && $8 == "orfs"; ops = 0 }
+		on && $1 == "writeback" { ops = 0 }
+		on && ops { s += $f }
+		on && $1 == "op" { ops = 1 } END { print s + 0 }' /proc/self/mountstats
 }
 # fio_restarts NAME MB RESTARTS: a verified fio write of MB MiB in
 # /tmp/mnt during which the server is killed and restarted RESTARTS
