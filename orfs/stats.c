@@ -175,8 +175,9 @@ int orfs_show_stats(struct seq_file *m, struct dentry *root)
 	seq_printf(m, "statvers=1\n\tserver %pISc port %u export %s\n", &sbi->addr,
 		   knet_addr_port(&sbi->addr), sbi->export);
 	seq_printf(m, "\tage %lld\n", ktime_get_boottime_seconds() - sbi->mounted);
-	seq_printf(m, "\tconnections %u reconnects %d resent %d\n", sbi->g.nr,
-		   atomic_read(&sbi->g.reconnects), atomic_read(&sbi->g.resent));
+	seq_printf(m, "\tconnections %u reconnects %d resent %d ended_here %d\n", sbi->g.nr,
+		   atomic_read(&sbi->g.reconnects), atomic_read(&sbi->g.resent),
+		   atomic_read(&sbi->g.ended_here));
 	for (i = 0; i < sbi->g.nr; i++)
 		seq_printf(m, "\tconn %u calls %lld busy %u\n", i,
 			   atomic64_read(&sbi->conn_calls[i]), knet_group_busy(&sbi->g, i));

@@ -107,7 +107,7 @@ mnt -o nconnect=2
 grep -A 40 ' /tmp/mnt with fstype orfs' /proc/self/mountstats | tee /tmp/out
 expect_grep "with fstype orfs statvers=1\$" /tmp/out
 expect_grep "^	server $ORFS_ADDR port [0-9]+ export data\$" /tmp/out
-expect_grep '^	connections 2 reconnects 0 resent 0$' /tmp/out
+expect_grep '^	connections 2 reconnects 0 resent 0 ended_here 0$' /tmp/out
 expect_eq "SESSION calls, one a connection" "$(ms SESSION 2)" 2
 expect_eq "GETROOT calls" "$(ms GETROOT 2)" 1
 mkdir /tmp/mnt/st
