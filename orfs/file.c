@@ -1080,7 +1080,11 @@ static ssize_t orfs_direct_async(struct kiocb *iocb, struct iov_iter *iter, bool
 		p->a.op = write ? ORFS_OP_WRITE : ORFS_OP_READ;
 		p->a.pos = pos;
 		p->a.end = orfs_dio_end;
-		/* Reads end in softirq, as a block device's do: one wake-up less. */
+		/*
+		 * Reads end in softirq, as a block device's do, and writes in
+		 * the completion's task where there is one: one wake-up less.
+		 * orfs_dio_end() takes spinlocks only and never waits for knet.
+		 */
 		p->a.end_softirq = true;
 		p->a.priv = p;
 		pos += p->a.mem.len;

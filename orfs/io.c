@@ -145,8 +145,9 @@ static void orfs_areq_done(struct knet_srq *srq)
  *	@mem.one), @end and @priv filled in
  * @flags: ORFS_WRITE_*
  *
- * @a->end is called once, in process context (a workqueue) or, for a READ
- * with @a->end_softirq, in softirq context, with 0 or a negative errno and
+ * @a->end is called once, in process context (a workqueue, or for a WRITE
+ * with @a->end_softirq the completion's task) or, for a READ with
+ * @a->end_softirq, in softirq context, with 0 or a negative errno and
  * the bytes the server moved; it owns @a then.
  *
  * Context: process context (the owner's, for user memory); waits for a
@@ -160,8 +161,14 @@ void orfs_io_start(struct orfs_areq *a, u32 flags)
 
 	memset(rq, 0, sizeof(*rq));
 	a->srq.done = orfs_areq_done;
-	/* A READ's answer takes no lock of the inode: it can end in softirq. */
+	/*
+	 * A READ's answer takes no lock of the inode: it can end in softirq.
+	 * A WRITE's takes i_lock, never taken in softirq, and marks the
+	 * inode dirty: it ends in the completion's context only where that
+	 * is a task's (over TCP, the receive work).
+	 */
 	a->srq.softirq_done = a->end_softirq && a->op == ORFS_OP_READ;
+	a->srq.task_done = a->end_softirq && a->op == ORFS_OP_WRITE;
 	a->flags = flags;
 	a->verf = 0;
 	ret = orfs_io_msg(&a->msg, a->inode, a->pos, a->mem.len, flags);

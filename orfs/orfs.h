@@ -405,7 +405,9 @@ void orfs_silly_unlink(struct inode *inode);
  * @verf: at @end, the write verifier of a WRITE sent with ORFS_WRITE_VERF
  * @op: ORFS_OP_READ or ORFS_OP_WRITE
  * @start: when it was sent, for the statistics
- * @end_softirq: @end may run in softirq context (honoured for READ)
+ * @end_softirq: @end may run in softirq context (honoured for READ), or
+ *	for a WRITE in the completion's context when that is a task's
+ *	(knet_srq @task_done): @end then neither sleeps nor waits for knet
  * @end: called once when it is over, in process context or, with
  *	@end_softirq, in softirq context; owns the request
  * @priv: the submitter's
