@@ -293,6 +293,14 @@ start_server() {
 	fail "orfs-server did not start"
 }
 
+# conn_stat DIR FIELD: FIELD of the "connections" line of the ORFS mount
+# on DIR in /proc/self/mountstats (reconnects, resent, ended_here)
+conn_stat() {
+	awk -v d="$1" -v f="$2" '$1 == "device" { m = $5 == d }
+		m && $1 == "connections" { for (i = 3; i < NF; i += 2) if ($i == f) print $(i + 1) }' \
+		/proc/self/mountstats
+}
+
 # mount_orfs OPTIONS SOURCE DIR: mount SOURCE on DIR with OPTIONS, forced
 # off at exit if still mounted
 mount_orfs() {

@@ -230,8 +230,25 @@ fio --name=small --directory=/tmp/mnt --size=2M --rw=write --bsrange=700-4096 --
 	--do_verify=1 --verify_state_save=0 --output=/tmp/fio4.out || { cat /tmp/fio4.out; fail "fio small"; }
 expect_grep 'err= 0' /tmp/fio4.out
 expect_eq "bytes moved by RDMA for pieces of 4 KiB at most" "$(($(ep_sum bytes_rdma) - b0))" 0
+# Asynchronous O_DIRECT reads end straight from their completion, over
+# RDMA in its softirq; writes take the inode's i_lock, never taken in
+# softirq: over RDMA they end on a work item, over TCP in io_work's task.
+for rw in randwrite randread; do
+	e0=$(conn_stat /tmp/mnt ended_here)
+	fio --name=ends --directory=/tmp/mnt --filename=ends --size=1M --rw=$rw --bs=4k \
+		--number_ios=100 --direct=1 --ioengine=libaio --iodepth=4 --output=/tmp/fio6.out ||
+		{ cat /tmp/fio6.out; fail "fio $rw"; }
+	expect_grep 'err= 0' /tmp/fio6.out
+	n=$(($(conn_stat /tmp/mnt ended_here) - e0))
+	echo "$rw: $n of 100 ended in their completion's context"
+	if [ $rw = randread ] || [ "$ORFS_TRANSPORT" = tcp ]; then
+		((n >= 100)) || fail "$rw: $n of 100 ended in their completion's context, want all"
+	else
+		expect_eq "$rw over RDMA: ended in their completion's (softirq) context" "$n" 0
+	fi
+done
 grep -E 'WRITE:|READ:' /tmp/fio1.out /tmp/fio2.out /tmp/fio4.out
-rm -f /tmp/mnt/buffered.* /tmp/mnt/direct.* /tmp/mnt/small.*
+rm -f /tmp/mnt/buffered.* /tmp/mnt/direct.* /tmp/mnt/small.* /tmp/mnt/ends
 umnt
 
 step "asynchronous O_DIRECT through io_uring: verified, as many requests in flight as fio keeps"
