@@ -405,10 +405,7 @@ fio_cut
 
 # wb_stat FIELD: the mount's write-back count FIELD (unstable, commits,
 # resent, lost, held), from mountstats
-wb_stat() {
-	awk -v f="$1" '$1 == "writeback" { for (i = 2; i < NF; i += 2) if ($i == f) print $(i + 1) }' \
-		/proc/self/mountstats
-}
+wb_stat() { mount_stat /tmp/mnt writeback "$1"; }
 
 # The program of the unstable run: a durable empty file, 1 MiB written
 # back (sync_file_range) but not committed; READY made; then, once GO

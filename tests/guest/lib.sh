@@ -293,11 +293,13 @@ start_server() {
 	fail "orfs-server did not start"
 }
 
-# conn_stat DIR FIELD: FIELD of the "connections" line of the ORFS mount
-# on DIR in /proc/self/mountstats (reconnects, resent, ended_here)
-conn_stat() {
-	awk -v d="$1" -v f="$2" '$1 == "device" { m = $5 == d }
-		m && $1 == "connections" { for (i = 3; i < NF; i += 2) if ($i == f) print $(i + 1) }' \
+# mount_stat DIR LINE FIELD: the count after the word FIELD on the LINE
+# line of the ORFS mount on DIR in /proc/self/mountstats (connections:
+# reconnects, resent, ended_here; writeback: unstable, commits, resent,
+# lost, held)
+mount_stat() {
+	awk -v d="$1" -v l="$2" -v f="$3" '$1 == "device" { m = $5 == d && $8 == "orfs" }
+		m && $1 == l { for (i = 2; i < NF; i++) if ($i == f) print $(i + 1) }' \
 		/proc/self/mountstats
 }
 

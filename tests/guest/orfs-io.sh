@@ -154,11 +154,7 @@ umnt
 
 step "write stability: write-back is held until a COMMIT; fsync, close and syncfs commit; writeback=stable"
 # wb FIELD: the mount's write stability count FIELD (mountstats)
-wb() {
-	awk -v f="$1" '$1 == "device" { on = $5 == "/tmp/mnt" && $8 == "orfs" }
-		on && $1 == "writeback" { for (i = 2; i < NF; i += 2) if ($i == f) print $(i + 1) }' \
-		/proc/self/mountstats
-}
+wb() { mount_stat /tmp/mnt writeback "$1"; }
 # A program: 4 MiB written back (sync_file_range) and held; then HOW
 # (fsync, syncfs, close) and the held bytes before and after it.
 cat > /tmp/ws.py <<'PY'
@@ -234,12 +230,12 @@ expect_eq "bytes moved by RDMA for pieces of 4 KiB at most" "$(($(ep_sum bytes_r
 # RDMA in its softirq; writes take the inode's i_lock, never taken in
 # softirq: over RDMA they end on a work item, over TCP in io_work's task.
 for rw in randwrite randread; do
-	e0=$(conn_stat /tmp/mnt ended_here)
+	e0=$(mount_stat /tmp/mnt connections ended_here)
 	fio --name=ends --directory=/tmp/mnt --filename=ends --size=1M --rw=$rw --bs=4k \
 		--number_ios=100 --direct=1 --ioengine=libaio --iodepth=4 --output=/tmp/fio6.out ||
 		{ cat /tmp/fio6.out; fail "fio $rw"; }
 	expect_grep 'err= 0' /tmp/fio6.out
-	n=$(($(conn_stat /tmp/mnt ended_here) - e0))
+	n=$(($(mount_stat /tmp/mnt connections ended_here) - e0))
 	echo "$rw: $n of 100 ended in their completion's context"
 	if [ $rw = randread ] || [ "$ORFS_TRANSPORT" = tcp ]; then
 		((n >= 100)) || fail "$rw: $n of 100 ended in their completion's context, want all"

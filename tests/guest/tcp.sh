@@ -198,13 +198,13 @@ fio --name=fv --directory=/tmp/mnt --size=16M --rw=randrw --bsrange=4k-512k --di
 expect_grep 'err= 0' /tmp/fv.out
 # Asynchronous O_DIRECT writes end in io_work, the task that read their
 # answers, not on a work item woken for each (knet_srq task_done).
-e0=$(conn_stat /tmp/mnt ended_here)
+e0=$(mount_stat /tmp/mnt connections ended_here)
 fio --name=fw --directory=/tmp/mnt --filename=fw --size=4M --rw=randwrite --bs=4k \
 	--number_ios=200 --direct=1 --ioengine=libaio --iodepth=2 --output=/tmp/fw.out ||
 	{ cat /tmp/fw.out; fail "fio's writes on ORFS over TCP"; }
 expect_grep 'err= 0' /tmp/fw.out
-(($(conn_stat /tmp/mnt ended_here) - e0 >= 200)) ||
-	fail "of 200 O_DIRECT writes, $(($(conn_stat /tmp/mnt ended_here) - e0)) ended in their completion's task"
+(($(mount_stat /tmp/mnt connections ended_here) - e0 >= 200)) ||
+	fail "of 200 O_DIRECT writes, $(($(mount_stat /tmp/mnt connections ended_here) - e0)) ended in their completion's task"
 mkdir /tmp/mnt/d && touch /tmp/mnt/d/a && mv /tmp/mnt/d/a /tmp/mnt/d/b && rm /tmp/mnt/d/b &&
 	rmdir /tmp/mnt/d || fail "metadata operations over TCP"
 umount /tmp/mnt
