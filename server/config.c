@@ -29,6 +29,7 @@ void config_init(struct config *c)
 	c->grace = CFG_GRACE_LEASE;
 	c->peer_conns = CFG_PEER_CONNS;
 	c->idle_timeout = CFG_IDLE_TIMEOUT;
+	c->stall_timeout = CFG_STALL_TIMEOUT;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/orfs-server");
 }
 
@@ -455,6 +456,10 @@ int config_parse_line(struct config *c, const char *line, char *err, size_t errl
 		return config_parse_uint(w[1], 0, CFG_IDLE_TIMEOUT_MAX, &c->idle_timeout) ?
 			fail(err, errlen, "idle_timeout: seconds from 0 (never) to %d",
 			     CFG_IDLE_TIMEOUT_MAX) : 0;
+	if (!strcmp(w[0], "stall_timeout") && n == 2)
+		return config_parse_uint(w[1], 1, CFG_STALL_TIMEOUT_MAX, &c->stall_timeout) ?
+			fail(err, errlen, "stall_timeout: seconds from 1 to %d",
+			     CFG_STALL_TIMEOUT_MAX) : 0;
 	if (!strcmp(w[0], "lease") && n == 2)
 		return config_parse_uint(w[1], 1, 3600, &c->lease) ?
 			fail(err, errlen, "lease: seconds from 1 to 3600") : 0;

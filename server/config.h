@@ -27,6 +27,8 @@
 #define CFG_PEER_CONNS_MAX	256	/* and at most (the server's own bound) */
 #define CFG_IDLE_TIMEOUT	300	/* seconds a silent connection is kept, by default */
 #define CFG_IDLE_TIMEOUT_MAX	86400
+#define CFG_STALL_TIMEOUT	30	/* seconds a TCP connection may move nothing it owes */
+#define CFG_STALL_TIMEOUT_MAX	3600
 #define CFG_SINKS_AUTO		0	/* per READ on iWARP, the pool's registration elsewhere */
 #define CFG_SINKS_PER_READ	1	/* per READ on every transport */
 
@@ -86,6 +88,7 @@ struct config {
 	unsigned int		grace;		/* seconds of reclaims after a start */
 	unsigned int		peer_conns;	/* connections of one host at most */
 	unsigned int		idle_timeout;	/* seconds of silence that close one; 0: never */
+	unsigned int		stall_timeout;	/* seconds a TCP one may owe bytes and move none */
 	int			read_sinks;	/* CFG_SINKS_*: how RDMA READ sinks are registered */
 	struct cfg_export	ex[CFG_MAX_EXPORTS];
 	int			nex;

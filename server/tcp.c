@@ -50,10 +50,14 @@
 #define TCP_HS_US	5000000		/* for a CONNECT to come whole */
 /*
  * A connection with PDUs to write or DATA awaited that moves no byte for
- * this long is closed: a client that stops reading, or answers an R2T by
- * the byte, would otherwise hold the pool chunks of its requests.
+ * stall_timeout seconds is closed: a client that stops reading, or
+ * answers an R2T by the byte, would otherwise hold the pool chunks of its
+ * requests.
  */
-#define TCP_STALL_US	30000000
+static uint64_t tcp_stall_us(const struct shard *sh)
+{
+	return (uint64_t)sh->s->cfg.stall_timeout * 1000000;
+}
 
 /* An accepted socket whose CONNECT has not come whole yet. */
 struct tcp_hs {
@@ -959,7 +963,7 @@ int tcp_on_fd(struct shard *sh, int fd, uint32_t events)
  */
 int tcp_next_ms(const struct shard *sh)
 {
-	uint64_t now = now_us(), next = UINT64_MAX;
+	uint64_t now = now_us(), next = UINT64_MAX, stall = tcp_stall_us(sh);
 	const struct tcp_hs *hs;
 	const struct conn *c;
 
@@ -968,8 +972,8 @@ int tcp_next_ms(const struct shard *sh)
 			next = hs->deadline;
 	for (c = sh->conns; c; c = c->next)
 		if (c->tcp && !c->closing && (c->tcp->out || c->tcp->pull) &&
-		    c->tcp->moved_us + TCP_STALL_US < next)
-			next = c->tcp->moved_us + TCP_STALL_US;
+		    c->tcp->moved_us + stall < next)
+			next = c->tcp->moved_us + stall;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : (int)((next - now + 999) / 1000);
@@ -1017,7 +1021,7 @@ int tcp_progress(struct shard *sh)
 		if (!c->closing && (t->out || t->pull)) {
 			if (!now)
 				now = now_us();
-			if (now - t->moved_us > TCP_STALL_US)
+			if (now - t->moved_us > tcp_stall_us(sh))
 				conn_close(c, "stalled: it takes or sends nothing it was asked to");
 		}
 		if (t->flush) {

@@ -415,6 +415,13 @@ static void test_file(void)
 	CU_ASSERT_EQUAL(c.idle_timeout, 86400);
 	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "idle_timeout 86401", err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(err, "idle_timeout: seconds from 0 (never) to 86400");
+	/* TCP connections that move nothing they owe: 30 s by default. */
+	CU_ASSERT_EQUAL(c.stall_timeout, 30);
+	CU_ASSERT_EQUAL(config_parse_line(&c, "stall_timeout 1", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.stall_timeout, 1);
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "stall_timeout 0", err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(err, "stall_timeout: seconds from 1 to 3600");
+	CU_ASSERT_NOT_EQUAL(config_parse_line(&c, "stall_timeout 3601", err, sizeof(err)), 0);
 	/* Locks: the lease and the grace period (which defaults to the lease). */
 	config_init(&c);
 	CU_ASSERT_EQUAL(c.lease, 60);
