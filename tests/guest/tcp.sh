@@ -27,7 +27,10 @@ modprobe loop
 mount -o loop /tmp/disk.img /tmp/disk
 on_exit "umount /tmp/disk"
 truncate -s 32M /tmp/disk/dvol
-tstart() { start_server -a "tcp://$ORFS_ADDR" -s /tmp/tstate -b tvol=/tmp/tvol \
+# A connection that moves nothing it owes is closed after 3 s, not 30:
+# the protocol breakers' stalled client.
+echo "stall_timeout 3" > /tmp/tstall.conf
+tstart() { start_server -c /tmp/tstall.conf -a "tcp://$ORFS_ADDR" -s /tmp/tstate -b tvol=/tmp/tvol \
 	-b dvol=/tmp/disk/dvol -e data=/tmp/texp,no_root_squash; }
 tstart
 # No rescan of MXBD's own: a step shrinks a store under the server and
