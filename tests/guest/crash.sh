@@ -42,8 +42,13 @@ lw_create() {
 	echo "$node"
 }
 
-# acked_past N: the writer was told more than N records are durable
-acked_past() { [ "$(cat $dir/acked)" -gt "$1" ]; }
+# acked_past N: the writer was told more than N records are durable (the
+# count may be caught empty while the writer rewrites it: none yet)
+acked_past() {
+	local n
+	n=$(cat "$dir/acked")
+	[ "${n:-0}" -gt "$1" ]
+}
 
 # The file system of the MXBD runs ($fs: ext4 or xfs) and its volume's size.
 fs=ext4
