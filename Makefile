@@ -6,7 +6,9 @@
 #   make deps        install everything needed (apt-get; idempotent)
 #   make demo        build, boot a guest, show the suite at work
 #   make check       unit tests, static checks, in-guest tests on 6.1 and 6.12
-#                    (over soft-RoCE; the transport's tests over soft-iWARP on 6.12)
+#                    (over soft-RoCE; the transport's tests over soft-iWARP on 6.12;
+#                    the server's conduct on 6.12 only)
+#   make check-all   make check with every in-guest test on both kernels
 #   make check-quick what needs no guest: builds for both kernels, unit tests (also
 #                    under ASan/UBSan), checkpatch, kernel-doc, shellcheck, sparse
 #   make check-iwarp the transport's in-guest tests over soft-iWARP on both kernels
@@ -70,7 +72,7 @@ DKMS_SRC := dkms.conf Makefile Kbuild scripts/lib-kernel.sh $(wildcard knet/Kbui
 	knet/uapi/*.h regcache/Kbuild regcache/*.[ch] orfs/Kbuild orfs/*.[ch] orfs/uapi/*.h \
 	mxbd/Kbuild mxbd/*.[ch] mxbd/uapi/*.h)
 
-.PHONY: all modules modules-all userspace deb dkms-src install-user install-server install-client install-modules deps demo check check-quick check-tcp check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
+.PHONY: all modules modules-all userspace deb dkms-src install-user install-server install-client install-modules deps demo check check-all check-quick check-tcp check-iwarp check-debug debug-kernel siw bench lint sparse clean help install
 all: modules userspace
 
 help:
@@ -196,6 +198,10 @@ check: deps
 
 check-quick: deps
 	@CHECK_QUICK=1 scripts/check.sh
+
+# make check, but every guest test on every kernel.
+check-all: deps
+	@CHECK_ALL=1 scripts/check.sh
 
 # siw.ko, which Debian's kernels lack, built from their linux-source packages.
 siw: deps

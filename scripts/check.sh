@@ -12,17 +12,19 @@
 #   5. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh, and on the
 #      newest kernel, the one `make demo` boots, the demo tests/demo/demo.sh)
 #      over soft-RoCE (rxe); the tests that load none of our modules
-#      (USERSPACE_TESTS) on the newest kernel alone; on 6.12 the tests of the
-#      transport (knet, block, mxbd, orfs) run over soft-iWARP (siw) instead,
-#      so that the RDMA code meets both protocols in one run and the whole
-#      stays well under 45 minutes (make check-iwarp runs them over siw on
-#      every kernel)
+#      (USERSPACE_TESTS) and those of the server's conduct (NEWEST_TESTS),
+#      on the newest kernel alone; on 6.12 the tests of the transport (knet,
+#      block, mxbd, orfs) run over soft-iWARP (siw) instead, so that the
+#      RDMA code meets both protocols in one run and the whole stays under
+#      45 minutes in CI (make check-iwarp runs them over siw on every
+#      kernel)
 #   6. the packages purged, leaving nothing
 # and a closing line "N passed, N failed" (", N skipped" when any skipped,
 # each with its reason above). Exits non-zero on any failure.
 #
 # CHECK_QUICK=1 (make check-quick) stops after 3 and skips the fuzzing:
 # every check that needs no guest, in a few minutes.
+# CHECK_ALL=1 (make check-all) runs every guest test on every kernel.
 # CHECK_KERNELS="6.1 6.12" and CHECK_TESTS="tests/guest/x.sh ..." narrow it;
 # CHECK_IWARP_KERNELS names the kernels whose transport tests run over siw
 # (default 6.12; empty: none, "6.1 6.12": both).
@@ -144,8 +146,11 @@ fi
 demo_kernel=
 [ -n "${CHECK_TESTS:-}" ] || demo_kernel=$(resolve_kernel "") || demo_kernel=
 read -r -a iwarp_tests <<< "$IWARP_TESTS"
-# The tests that load none of our modules run on the newest kernel alone.
-read -r -a user_tests <<< "$USERSPACE_TESTS"
+# The tests that load none of our modules, and those of the server's
+# conduct, run on the newest kernel alone (but with CHECK_ALL or CHECK_TESTS).
+one_kernel=()
+[ -n "${CHECK_TESTS:-}" ] || [ "${CHECK_ALL:-0}" = 1 ] ||
+	read -r -a one_kernel <<< "$USERSPACE_TESTS $NEWEST_TESTS"
 newest=$(printf '%s\n' "${kernels[@]}" | sort -V | tail -n 1)
 iwarp_kernels=()
 for k in ${CHECK_IWARP_KERNELS-6.12}; do
@@ -170,8 +175,7 @@ for v in "${kernels[@]}"; do
 	on_rxe=()
 	for t in "${tests[@]}"; do
 		[[ " ${on_siw[*]} " == *" $t "* ]] && continue
-		[ -z "${CHECK_TESTS:-}" ] && [ "$v" != "$newest" ] &&
-			[[ " ${user_tests[*]} " == *" $t "* ]] && continue
+		[ "$v" != "$newest" ] && [[ " ${one_kernel[*]} " == *" $t "* ]] && continue
 		on_rxe+=("$t")
 	done
 	[ "$v" != "$demo_kernel" ] || on_rxe+=(tests/demo/demo.sh)
