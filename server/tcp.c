@@ -997,7 +997,7 @@ int tcp_busy(const struct shard *sh)
  */
 int tcp_progress(struct shard *sh)
 {
-	uint64_t now = 0;
+	uint64_t now = 0, stall = tcp_stall_us(sh);
 	struct tcp_hs *hs, *hnext;
 	struct conn *c, *next;
 	int did = 0;
@@ -1021,7 +1021,7 @@ int tcp_progress(struct shard *sh)
 		if (!c->closing && (t->out || t->pull)) {
 			if (!now)
 				now = now_us();
-			if (now - t->moved_us > tcp_stall_us(sh))
+			if (now - t->moved_us > stall)
 				conn_close(c, "stalled: it takes or sends nothing it was asked to");
 		}
 		if (t->flush) {
