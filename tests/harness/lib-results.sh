@@ -31,7 +31,9 @@ verdicts() {
 	while read -r limit script; do
 		name=$(basename "$script" .sh)
 		why=""
-		if [ ! -f "$res/$name.rc" ]; then
+		if [ -f "$res/$name.frozen" ]; then
+			why=$(cat "$res/$name.frozen")
+		elif [ ! -f "$res/$name.rc" ]; then
 			if [ "$qrc" -eq 137 ]; then
 				why="guest hung or exceeded its time limit (console log: $res/console.log)"
 			else
@@ -68,8 +70,11 @@ verdicts() {
 	done < "$res/plan"
 
 	# Lines in the console log that no script's segment explains (boot,
-	# shutdown, or a guest that hung before saving its segment).
-	bad=$(bad_lines "$res/console.log"; bad_lines "$res/boot.dmesg")
+	# shutdown, or a guest that hung before saving its segment), of every
+	# boot but one retried for failing before our init (console-boot1.log).
+	bad=$(for f in "$res"/console.log "$res"/console-freeze*.log "$res"/boot.dmesg "$res"/boot-freeze*.dmesg; do
+		bad_lines "$f"
+	done)
 	if [ -n "$bad" ]; then
 		echo "FAIL $kver kernel-log: the guest kernel log has bad lines"
 		echo "$bad" | head -n 20 | sed 's/^/    ! /'

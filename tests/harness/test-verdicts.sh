@@ -66,6 +66,23 @@ mkcase console 0 "" "[9.0] BUG: soft lockup - CPU#1 stuck"
 expect console '^FAIL k kernel-log' "1 1 0"
 mkcase skipbad 77 "[2.0] WARNING: CPU: 0 PID: 1 at x"
 expect skipbad '^FAIL k skipbad' "0 1 0"
+# A guest that froze (tests/harness/vm's freeze): the script it ran fails
+# with the mark's reason, whatever else is there; the bad lines of the
+# frozen boot's console count as the last boot's do.
+dir=$tmp/frozen
+mkdir -p "$dir"
+printf '60 /x/frozen.sh\n60 /x/after.sh\n' > "$dir/plan"
+echo "the guest froze while it ran (no heartbeat for 181s)" > "$dir/frozen.frozen"
+printf 'step 2\n' > "$dir/frozen.log"
+echo 0 > "$dir/after.rc"
+echo 10 > "$dir/after.ms"
+: > "$dir/after.dmesg"
+echo booting > "$dir/console.log"
+echo "[9.0] INFO: task dd:99 blocked for more than 30 seconds." > "$dir/console-freeze1.log"
+verdicts "$dir" k 0 > "$dir/out"
+expect frozen '^FAIL k frozen: the guest froze while it ran' "1 2 0"
+expect frozen '^PASS k after' "1 2 0"
+expect frozen '^FAIL k kernel-log' "1 2 0"
 # A boot that crashed, or was stopped as late, before the guest's init:
 # booted once more by tests/harness/vm; anything else is not.
 early() {
