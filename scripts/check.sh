@@ -5,12 +5,14 @@
 # land, in this order:
 #   1. build: modules for every installed kernel with W=1 -Werror, userspace
 #   2. unit tests (CUnit), again under ASan and UBSan, the harness's own
-#      tests, a bounded fuzzing run
+#      tests of its verdicts, a bounded fuzzing run
 #   3. static checks: checkpatch, kernel-doc, shellcheck, man, sparse on 6.1
 #      and 6.12
 #   4. the Debian packages installed in a scratch root (scripts/pkg-test.sh)
-#   5. in-guest tests on 6.1, then on 6.12 (tests/guest/*.sh, and on the
-#      newest kernel, the one `make demo` boots, the demo tests/demo/demo.sh)
+#   5. the harness's freeze watchdog end to end (two short boots of the
+#      newest kernel), then in-guest tests on 6.1, then on 6.12
+#      (tests/guest/*.sh, and on the newest kernel, the one `make demo`
+#      boots, the demo tests/demo/demo.sh)
 #      over soft-RoCE (rxe); the tests that load none of our modules
 #      (USERSPACE_TESTS) and those of the server's conduct (NEWEST_TESTS),
 #      on the newest kernel alone; on 6.12 the tests of the transport (knet,
@@ -159,6 +161,11 @@ done
 
 # shellcheck source=tests/harness/lib-results.sh
 . tests/harness/lib-results.sh
+
+# The harness's freeze watchdog, end to end (two short boots).
+[ -n "${CHECK_TESTS:-}" ] ||
+	run_item "harness: a frozen guest is stopped, the scripts after it booted again" \
+		"$log/harness-freeze.log" tests/harness/test-freeze.sh "$newest"
 
 for v in "${kernels[@]}"; do
 	on_siw=()
