@@ -12,6 +12,8 @@
 . "$(dirname "$0")/lib.sh"
 
 ctl() { "$ORFS_PROJ/tools/mxbdctl" "$@"; }
+# Fresh files: a script run before in this boot may have left its own.
+rm -f /tmp/rvol /tmp/rvol2
 truncate -s 128M /tmp/rvol
 start_server -b rvol=/tmp/rvol
 modprobe -a ib_core rdma_cm libcrc32c
