@@ -26,7 +26,7 @@ for _ in $(seq 300); do
 	sleep 1
 done
 [ -e "$res/freeze-probe.running" ] || fail "the freeze probe never ran"
-tests/harness/qmp "$res/qmp.sock" stop > /dev/null || fail "QMP would not stop the guest"
+tests/harness/qmp "$(cat "$res/qmp-socket")" stop > /dev/null || fail "QMP would not stop the guest"
 start=$(date +%s)
 wait "$vm" || fail "tests/harness/vm exited $?"
 took=$(( $(date +%s) - start ))
