@@ -57,12 +57,12 @@ IWARP_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/
 # shellcheck disable=SC2034 # read by the scripts that source this
 TCP_TESTS="$IWARP_TESTS tests/guest/mxbd-recovery.sh tests/guest/auth.sh"
 # The guest tests that load none of our modules: the userspace server
-# driven by the userspace clients over the bed's RDMA device. What they
+# driven by the userspace clients over the bed's RDMA device, or TCP. What they
 # test does not depend on the guest's kernel, so make check runs them on
 # the newest kernel only (a run narrowed by CHECK_TESTS runs them on
 # every kernel it names).
 # shellcheck disable=SC2034 # read by the scripts that source this
-USERSPACE_TESTS="tests/guest/files.sh tests/guest/server.sh tests/guest/server-config.sh"
+USERSPACE_TESTS="tests/guest/files.sh tests/guest/server.sh tests/guest/server-config.sh tests/guest/tcp-conduct.sh"
 # The guest tests of the server's conduct and the clients' answers to it:
 # servers that lie (orfs-lies), crash (crash), restart under I/O
 # (mxbd-recovery), authenticate (auth) or enforce exports and bounds

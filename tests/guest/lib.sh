@@ -169,6 +169,23 @@ wait_until() {
 	done
 	return 1
 }
+# tcp_liar LIE OUT CMD...: CMD, its output in OUT, against tcp-peer's
+# server telling LIE on port 20099, which is then stopped; CMD's status
+# in $rc
+tcp_liar() {
+	local lie=$1 out=$2 lpid
+	shift 2
+	"$ORFS_BIN/tcp-peer" server 20099 "$lie" > /tmp/liar.out 2>&1 &
+	lpid=$!
+	wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server $lie did not start"
+	set +e
+	"$@" > "$out" 2>&1
+	rc=$?
+	set -e
+	kill $lpid 2>/dev/null || true
+	wait $lpid 2>/dev/null || true
+	cat "$out"
+}
 
 # ended PID: PID exited (a zombie not yet waited for counts; kill -0 would
 # still find it)

@@ -4,11 +4,10 @@
 # served on a TCP listener beside the RDMA one; mkfs, files and fio with
 # verification through both, O_DIRECT from user buffers, the page cache;
 # the transport shown in sysfs, /proc/mounts and debugfs; "auto" choosing
-# RDMA where rxe routes; a server restart under I/O; clients that break
-# the protocol cut off by the server, which goes on serving, and one that
-# resets its connection under the server's answer; CRC32C digests
+# RDMA where rxe routes; a server restart under I/O; CRC32C digests
 # asked for, granted, checked both ways, and lied about; the userspace
-# clients over TCP, with digests, and facing a lying server; READs sent
+# clients over TCP (tcp-conduct.sh has them facing a lying server, and
+# the server facing clients that break the protocol); READs sent
 # from the page cache through pipes (from memory and from a disk file
 # system, past the end of a shrunk store, not with a data digest, clients
 # killed mid-read); WRITEs received into it through pipes (a pipe filled
@@ -27,10 +26,7 @@ modprobe loop
 mount -o loop /tmp/disk.img /tmp/disk
 on_exit "umount /tmp/disk"
 truncate -s 32M /tmp/disk/dvol
-# A connection that moves nothing it owes is closed after 3 s, not 30:
-# the protocol breakers' stalled client.
-echo "stall_timeout 3" > /tmp/tstall.conf
-tstart() { start_server -c /tmp/tstall.conf -a "tcp://$ORFS_ADDR" -s /tmp/tstate -b tvol=/tmp/tvol \
+tstart() { start_server -a "tcp://$ORFS_ADDR" -s /tmp/tstate -b tvol=/tmp/tvol \
 	-b dvol=/tmp/disk/dvol -e data=/tmp/texp,no_root_squash; }
 tstart
 # No rescan of MXBD's own: a step shrinks a store under the server and
@@ -425,92 +421,7 @@ expect_grep "header digest mismatch: resetting the connection" <(dmesg)
 expect_grep "data digest mismatch: resetting the connection" <(dmesg)
 
 step "a server that does not grant the digests asked for is refused"
-# liar LIE OUT CMD...: CMD, its output in OUT, against tcp-peer's server
-# telling LIE on port 20099, which is then stopped; CMD's status in $rc
-liar() {
-	local lie=$1 out=$2 lpid
-	shift 2
-	"$ORFS_BIN/tcp-peer" server 20099 "$lie" > /tmp/liar.out 2>&1 &
-	lpid=$!
-	wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server $lie did not start"
-	set +e
-	"$@" > "$out" 2>&1
-	rc=$?
-	set -e
-	kill $lpid 2>/dev/null || true
-	wait $lpid 2>/dev/null || true
-	cat "$out"
-}
-KTEST_DIGEST=both KTEST_PORT=20099 liar cut /tmp/kt.out \
+KTEST_DIGEST=both KTEST_PORT=20099 tcp_liar cut /tmp/kt.out \
 	kt -a "$ORFS_ADDR" -n tvol -w verify -b 65536 -N 2 -m pages
 [ "$rc" -ne 0 ] || fail "a connection without the digests asked for was taken"
 expect_grep "the server grants digests 'none' for 'both' asked: refused" <(dmesg)
-
-step "the userspace client facing the same lies: each an error, never a hang or a crash"
-for lie in r2t-range r2t-tag data-long data-tag bad-type huge reply-tag cut; do
-	"$ORFS_BIN/tcp-peer" server 20099 $lie > /tmp/liar.out 2>&1 &
-	lpid=$!
-	wait_until 50 grep -q listening /tmp/liar.out || fail "tcp-peer server $lie did not start"
-	set +e
-	timeout 60 "$ORFS_BIN/knet-load" -t tcp -a "$ORFS_ADDR" -p 20099 -n v -w read -N 2 \
-		-b 65536 > /tmp/kl.out 2>&1
-	rc=$?
-	set -e
-	wait $lpid || { cat /tmp/liar.out; fail "tcp-peer server $lie"; }
-	cat /tmp/kl.out
-	[ "$rc" -eq 1 ] || fail "lie $lie: knet-load exited $rc, not 1"
-	case $lie in
-	r2t-* | data-*) want="which did not offer them" ;;
-	bad-type) want="a PDU of type 9" ;;
-	huge) want="larger than the receive" ;;
-	reply-tag) want="malformed reply" ;;
-	cut) want="the connection went" ;;
-	esac
-	expect_grep "$want" /tmp/kl.out
-done
-
-step "the userspace clients' digests (KNET_DIGEST): granted and checked; wrong ones cut them off"
-KNET_DIGEST=both uc knet-load -t tcp -n tvol -w verify -S 2 -q 4 -b 1048576 -N 8 -g 7 -r 25 |
-	tee /tmp/out
-expect_grep '^result: op=verify .* errors=0 mismatches=0$' /tmp/out
-expect_grep "connected to volume 'tvol' \(credits [0-9]+, progress thread [0-9]+ on TCP, digests both\)" \
-	"$ORFS_SERVER_LOG"
-KNET_DIGEST=data uc knet-fs -t tcp -n data get u.bin /tmp/u.back2 > /dev/null
-cmp /tmp/u.bin /tmp/u.back2 || fail "knet-fs with a data digest read other bytes"
-expect_grep "connected to export 'data' \(credits [0-9]+, progress thread [0-9]+ on TCP, digests data\)" \
-	"$ORFS_SERVER_LOG"
-KNET_DIGEST=crc uc knet-ping -t tcp -n data -c 1 > /tmp/out 2>&1 && fail "KNET_DIGEST=crc was taken"
-expect_grep "KNET_DIGEST: unknown digests 'crc'" /tmp/out
-for lie in cut hdgst ddgst; do
-	KNET_DIGEST=both liar $lie /tmp/kl.out timeout 60 "$ORFS_BIN/knet-load" -t tcp \
-		-a "$ORFS_ADDR" -p 20099 -n v -w read -N 2 -b 65536
-	[ "$rc" -eq 1 ] || fail "digest lie $lie: knet-load exited $rc, not 1"
-	case $lie in
-	cut) want="the server grants digests none, not both" ;;	# it grants none
-	hdgst) want="header digest mismatch" ;;
-	ddgst) want="data digest mismatch" ;;
-	esac
-	expect_grep "$want" /tmp/kl.out
-done
-
-step "clients that break the protocol are cut off; the server goes on serving"
-"$ORFS_BIN/tcp-peer" client "$ORFS_ADDR" 20077 > /tmp/peer.out 2>&1 ||
-	{ cat /tmp/peer.out; fail "tcp-peer client"; }
-cat /tmp/peer.out
-for why in "not a CONNECT" "more requests than its credits" "data it was not asked for" \
-	"a PDU a client does not send" "message of a size no request has" "malformed PDU" \
-	"stalled: it takes or sends nothing it was asked to" "header digest mismatch" \
-	"data digest mismatch"; do
-	expect_grep "$why" "$ORFS_SERVER_LOG"
-done
-# A request, then a FIN and a reset, while the server is stopped: its
-# answer finds a reset socket (EPIPE), which must not kill the server.
-n0=$(log_lines)
-"$ORFS_BIN/tcp-peer" hangup "$ORFS_ADDR" 20077 "$ORFS_SERVER_PID" || fail "tcp-peer hangup"
-wait_until 50 sh -c "tail -n +$((n0 + 1)) '$ORFS_SERVER_LOG' |
-	grep -qE ': (send failed|receive failed|connection reset|disconnected) \(1 requests'" ||
-	fail "the server did not close the reset connection"
-mount -t orfs -o transport=tcp "$ORFS_ADDR:/data" /tmp/mnt
-cmp /tmp/src /tmp/mnt/cached
-umount /tmp/mnt
-kill -0 "$ORFS_SERVER_PID" || fail "the server died"
