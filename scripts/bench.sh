@@ -7,7 +7,8 @@
 # figure: metric<TAB>ours<TAB>peer<TAB>unit, peer empty where there is none,
 # both measured in the same boot. Results land in build/bench/NAME.tsv and
 # are printed as a table with the ratio ours/peer. Benchmarks report; they
-# do not fail for being slow, only for not producing their figures.
+# do not fail for being slow, only for not producing their figures. The
+# guest boots without the memory checks of make check's guests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib-kernel.sh
@@ -26,7 +27,10 @@ else
 fi
 
 res=build/vm/$kver/bench
-tests/harness/vm run --kernel "$kver" --results "$res" --timeout 900 "${scripts[@]}" | tee build/bench-run.log
+# Without make check's memory checks (slub_debug, KFENCE, page
+# poisoning): a benchmark measures what users run. BENCH_VM_DEBUG sets
+# them for a run that wants them.
+VM_DEBUG=${BENCH_VM_DEBUG:-} tests/harness/vm run --kernel "$kver" --results "$res" --timeout 900 "${scripts[@]}" | tee build/bench-run.log
 mkdir -p build/bench
 rc=0
 for s in "${scripts[@]}"; do
