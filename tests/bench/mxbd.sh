@@ -13,7 +13,9 @@
 # same address; a third device, MXBD over RDMA, runs the same jobs, and
 # rows named *_vs_rdma give each TCP figure beside it. The server listens
 # on both then, and gets -T twice the CPUs: each transport's threads as many as the
-# CPUs, as a server listening on one of them has by default.
+# CPUs, as a server listening on one of them has by default. Over TCP a
+# NOP's round trip from the kernel (knet_test.ko, a third volume) is
+# measured each round too, beside NVMe/TCP's 4 KiB read at depth 1.
 # timeout: 1800
 . "$(dirname "$0")/../guest/lib.sh"
 tr=${BENCH_TRANSPORT:-rdma}
@@ -29,7 +31,9 @@ size=256M
 truncate -s 512M /tmp/mx.img
 if [ "$tr" = tcp ]; then
 	truncate -s 512M /tmp/mr.img
-	start_server -a "tcp://$ORFS_ADDR" -T $((2 * $(nproc))) -b mx=/tmp/mx.img -b mr=/tmp/mr.img
+	truncate -s 1M /tmp/np.img
+	start_server -a "tcp://$ORFS_ADDR" -T $((2 * $(nproc))) -b mx=/tmp/mx.img -b mr=/tmp/mr.img \
+		-b np=/tmp/np.img
 else
 	start_server -b mx=/tmp/mx.img
 fi
@@ -39,6 +43,11 @@ insmod "$ORFS_KMOD/knet/knet.ko"
 insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mx transport="$tr"
 on_exit "rmmod mxbd; rmmod knet; rmmod regcache"
 grep -qx "$tr" /sys/block/mxbd0/mxbd/transport || fail "mxbd0 is not over $tr"
+if [ "$tr" = tcp ]; then
+	# The test device, for NOPs from the kernel over TCP (the np volume).
+	insmod "$ORFS_KMOD/tests/kmod/knet_test.ko"
+	on_exit "rmmod knet_test"
+fi
 devs="mx nv"
 if [ "$tr" = tcp ]; then
 	# Ours over RDMA beside it, as /dev/mxbd1.
@@ -128,6 +137,7 @@ jobs=("seqread_1M_qd16 read 1M 16" "seqwrite_1M_qd16 write 1M 16"
       "randread_4k_qd1 randread 4k 1" "randwrite_4k_qd1 randwrite 4k 1"
       "randread_4k_qd32 randread 4k 32" "randwrite_4k_qd32 randwrite 4k 32")
 declare -A fig
+nops=()
 for ((round = 1; round <= rounds; round++)); do
 	for job in "${jobs[@]}"; do
 		set -- $job
@@ -143,6 +153,15 @@ for ((round = 1; round <= rounds; round++)); do
 			fig[$d-$1]+="$v;"
 		done
 	done
+	# A NOP's round trip from the kernel over TCP: what any request to
+	# the server costs before it does anything.
+	if [ "$tr" = tcp ]; then
+		v=$(KTEST_TRANSPORT=tcp "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n np -s block -w nop -N 2000 |
+		    sed -n 's/^2000 NOPs: mean \([0-9.]*\) us$/\1/p')
+		[ -n "$v" ] || fail "no NOP figure over TCP"
+		echo "round $round nop: $v"
+		nops+=("$v")
+	fi
 done
 # pick D JOB FIELD: the median of FIELD (1-4) over the rounds of D's JOB
 pick() {
@@ -164,6 +183,10 @@ for job in "${jobs[@]}"; do
 		;;
 	esac
 done
+# Over TCP: the NOP's round trip beside NVMe/TCP's whole 4 KiB read at
+# depth 1 (a floor of ours against the peer's figure, not a like job).
+[ "$tr" = rdma ] || row nop_rtt_us_vs_nvme_read "$(median "${nops[@]}")" \
+	"$(pick nv randread_4k_qd1 2)" us
 # Over TCP: each TCP figure beside ours over RDMA, in the same boot.
 [ "$tr" = rdma ] || for job in "${jobs[@]}"; do
 	set -- $job
