@@ -18,7 +18,8 @@
 # With BENCH_TRANSPORT=tcp (tests/bench/orfs-tcp.sh) ORFS goes over knet's
 # TCP transport and NFS over TCP, on the same address; ORFS over RDMA runs
 # the O_DIRECT jobs too, and rows named *_vs_rdma give each TCP figure
-# beside it.
+# beside it. The buffered and name jobs also run on the guest's own tmpfs
+# (where the export is): rows named *_vs_local give ORFS beside it.
 # timeout: 2400
 . "$(dirname "$0")/../guest/lib.sh"
 tr=${BENCH_TRANSPORT:-rdma}
@@ -146,6 +147,11 @@ for d in /tmp/omnt /tmp/nmnt; do
 	dd if=/dev/zero of=$d/f256 bs=1M count=256 status=none
 	mkdir -m 1777 $d/pub
 done
+# The same buffered and name jobs on the guest's own tmpfs, where the
+# export lives: what the machine gives with no network and no server, a
+# bound on both systems (the *_vs_local rows).
+mkdir -p /tmp/lmnt
+mkdir -m 1777 /tmp/lmnt/pub
 
 # Each measure runs ROUNDS times on each mount, alternating which goes
 # first; the table has the median of each figure (single runs in this guest
@@ -157,15 +163,39 @@ keep() {
 	fig[$1-$2]+="$3 "
 }
 
+# shmem_kb: the guest's shared memory (tmpfs) in use, KiB
+shmem_kb() {
+	awk '$1 == "Shmem:" { print $2 }' /proc/meminfo
+}
+
+# reclaim: the kernel's counters of reclaim and compaction work, on one line
+reclaim() {
+	awk '/^(allocstall_(normal|movable)|pgscan_(direct|kswapd)|compact_stall|compact_fail) / {
+		printf "%s=%s ", $1, $2 }' /proc/vmstat
+}
+
 # buffered DIR: write then read a BUFMB file through the page cache (the
-# cache dropped in between); prints "write_MBps read_MBps".
+# cache dropped in between); prints "write_MBps read_MBps". The log gets
+# the reclaim counters around the write and the free memory before it.
 buffered() {
-	local w r
+	local w r i shm0
+	shm0=$(shmem_kb)
+	echo "buffered $1: before: $(reclaim)$(grep MemFree /proc/meminfo | tr -s ' ')" >&2
 	w=$(dd if=/dev/zero of="$1/big" bs=1M count="$bufmb" conv=fsync 2>&1 |
 	    awk '/copied/ { print $(NF-1) }')
+	echo "buffered $1: after the write ($w MB/s): $(reclaim)" >&2
 	echo 3 > /proc/sys/vm/drop_caches
 	r=$(dd if="$1/big" of=/dev/null bs=1M 2>&1 | awk '/copied/ { print $(NF-1) }')
 	rm -f "$1/big"
+	# The next job starts once the file's memory (in the export's tmpfs)
+	# is free again: a server that held the file open frees it at its
+	# last close, after the unlink (knfsd's file cache some seconds
+	# later), and that work would run inside the next job.
+	for ((i = 0; i < 300; i++)); do
+		(($(shmem_kb) <= shm0 + 32768)) && break
+		sleep 0.1
+	done
+	echo "buffered $1: the file's memory free after $i tenths of a second" >&2
 	echo "$w $r"
 }
 
@@ -250,7 +280,7 @@ for ((round = 1; round <= rounds; round++)); do
 		umount /tmp/nmnt
 		nfsmnt ""
 	fi
-	for x in $systems; do
+	for x in $systems l; do
 		read -r w r < <(buffered /tmp/${x}mnt)
 		keep $x buf_seqwrite_MBps "$w"
 		keep $x buf_seqread_MBps "$r"
@@ -280,7 +310,7 @@ for ((round = 1; round <= rounds; round++)); do
 		keep $x disk_write_fsync_MBps "$w"
 		keep $x disk_fsync_4k_us "$r"
 	done
-	for x in $systems; do
+	for x in $systems l; do
 		read -r c st u < <(meta /tmp/${x}mnt)
 		keep $x create_us "$c"
 		keep $x stat_us "$st"
@@ -334,6 +364,10 @@ if [ "$lf" = on ]; then
 		    "$(median ${fig[o-${m}_largefolio_off_MBps]})" MBps
 	done
 fi
+# ORFS beside the guest's own tmpfs, the same runs: a bound, not a peer.
+for m in buf_seqwrite_MBps buf_seqread_MBps create_us stat_us unlink_us; do
+	row "${m}_vs_local" "$(median ${fig[o-$m]})" "$(median ${fig[l-$m]})" "$(sed 's/.*_//' <<< "$m")"
+done
 # Unstable write-back against stable, each beside NFS's figure.
 for m in disk_write_fsync_MBps disk_fsync_4k_us; do
 	row $m "$(median ${fig[o-$m]})" "$(median ${fig[n-$m]})" "$(sed 's/.*_//' <<< "$m")"
