@@ -149,7 +149,7 @@ for d in /tmp/omnt /tmp/nmnt; do
 done
 # The same buffered and name jobs on the guest's own tmpfs, where the
 # export lives: what the machine gives with no network and no server, a
-# bound on both systems (the *_vs_local rows).
+# reference for both systems (the *_vs_local rows).
 mkdir -p /tmp/lmnt
 mkdir -m 1777 /tmp/lmnt/pub
 
@@ -364,7 +364,7 @@ if [ "$lf" = on ]; then
 		    "$(median ${fig[o-${m}_largefolio_off_MBps]})" MBps
 	done
 fi
-# ORFS beside the guest's own tmpfs, the same runs: a bound, not a peer.
+# ORFS beside the guest's own tmpfs, the same runs: a reference, not a peer.
 for m in buf_seqwrite_MBps buf_seqread_MBps create_us stat_us unlink_us; do
 	row "${m}_vs_local" "$(median ${fig[o-$m]})" "$(median ${fig[l-$m]})" "$(sed 's/.*_//' <<< "$m")"
 done
