@@ -36,7 +36,22 @@ done
 
 have_kernel() { resolve_kernel "$1" >/dev/null; }
 
-if [ ${#missing[@]} -eq 0 ] && have_kernel 6.1 && have_kernel 6.12; then
+# source_pins: "linux-source-X.Y=VERSION" for each series whose source
+# package is not the version of the kernel image the guests boot. The siw
+# driver (build-siw.sh) and the debug kernel are built from those sources
+# and must match the image; the registry may publish a series' newer
+# sources before its newer image.
+source_pins() {
+	local k kver want have
+	for k in 6.1 6.12; do
+		kver=$(resolve_kernel "$k") || continue
+		want=$(dpkg-query -W -f='${Version}' "linux-image-$kver" 2>/dev/null) || continue
+		have=$(dpkg-query -W -f='${Version}' "linux-source-$k" 2>/dev/null || true)
+		[ "$want" = "$have" ] || echo "linux-source-$k=$want"
+	done
+}
+
+if [ ${#missing[@]} -eq 0 ] && have_kernel 6.1 && have_kernel 6.12 && [ -z "$(source_pins)" ]; then
 	exit 0
 fi
 
@@ -73,4 +88,11 @@ apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0 "${PACKAGES[@]}
 for k in 6.1 6.12; do
 	have_kernel "$k" || { echo "deps: the $k kernel image or headers did not install" >&2; exit 1; }
 done
+mapfile -t pins < <(source_pins)
+if [ ${#pins[@]} -gt 0 ]; then
+	echo "deps: kernel sources to match the images: ${pins[*]}"
+	apt-get install -y -q --no-install-recommends --allow-downgrades -o Dpkg::Use-Pty=0 \
+		"${pins[@]}" ||
+		echo "deps: could not install ${pins[*]}; the siw driver and the debug kernel need them" >&2
+fi
 echo "deps: ready; kernels: $(list_kernels | tr '\n' ' ')"
