@@ -43,17 +43,15 @@ insmod "$ORFS_KMOD/knet/knet.ko"
 insmod "$ORFS_KMOD/mxbd/mxbd.ko" server="$ORFS_ADDR" volume=mx transport="$tr"
 on_exit "rmmod mxbd; rmmod knet; rmmod regcache"
 grep -qx "$tr" /sys/block/mxbd0/mxbd/transport || fail "mxbd0 is not over $tr"
-if [ "$tr" = tcp ]; then
-	# The test device, for NOPs from the kernel over TCP (the np volume).
-	insmod "$ORFS_KMOD/tests/kmod/knet_test.ko"
-	on_exit "rmmod knet_test"
-fi
 devs="mx nv"
 if [ "$tr" = tcp ]; then
 	# Ours over RDMA beside it, as /dev/mxbd1.
 	echo "server=$ORFS_ADDR volume=mr transport=rdma" > /sys/class/mxbd/attach
 	grep -qx rdma /sys/block/mxbd1/mxbd/transport || fail "mxbd1 is not over rdma"
 	devs="mx nv mr"
+	# The test device, for NOPs from the kernel over TCP (the np volume).
+	insmod "$ORFS_KMOD/tests/kmod/knet_test.ko"
+	on_exit "rmmod knet_test"
 fi
 
 # NVMe-oF over the same transport, target and host in this guest.

@@ -163,9 +163,9 @@ keep() {
 	fig[$1-$2]+="$3 "
 }
 
-# shmem_kb: the guest's shared memory (tmpfs) in use, KiB
-shmem_kb() {
-	awk '$1 == "Shmem:" { print $2 }' /proc/meminfo
+# meminfo_kb FIELD: FIELD of /proc/meminfo (Shmem, MemFree...), KiB
+meminfo_kb() {
+	awk -v f="$1:" '$1 == f { print $2 }' /proc/meminfo
 }
 
 # reclaim: the kernel's counters of reclaim and compaction work, on one line
@@ -179,8 +179,8 @@ reclaim() {
 # the reclaim counters around the write and the free memory before it.
 buffered() {
 	local w r i shm0
-	shm0=$(shmem_kb)
-	echo "buffered $1: before: $(reclaim)$(grep MemFree /proc/meminfo | tr -s ' ')" >&2
+	shm0=$(meminfo_kb Shmem)
+	echo "buffered $1: before: $(reclaim)MemFree=$(meminfo_kb MemFree) kB" >&2
 	w=$(dd if=/dev/zero of="$1/big" bs=1M count="$bufmb" conv=fsync 2>&1 |
 	    awk '/copied/ { print $(NF-1) }')
 	echo "buffered $1: after the write ($w MB/s): $(reclaim)" >&2
@@ -192,7 +192,7 @@ buffered() {
 	# last close, after the unlink (knfsd's file cache some seconds
 	# later), and that work would run inside the next job.
 	for ((i = 0; i < 300; i++)); do
-		(($(shmem_kb) <= shm0 + 32768)) && break
+		(($(meminfo_kb Shmem) <= shm0 + 32768)) && break
 		sleep 0.1
 	done
 	echo "buffered $1: the file's memory free after $i tenths of a second" >&2
