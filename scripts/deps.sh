@@ -59,7 +59,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	if command -v sudo >/dev/null; then
 		exec sudo "$0" "$@"
 	fi
-	echo "deps: missing packages (${missing[*]}) and not root: run 'make deps' as root" >&2
+	mapfile -t pins < <(source_pins)
+	need=("${missing[@]}" "${pins[@]}")
+	echo "deps: missing packages (${need[*]}) and not root: run 'make deps' as root" >&2
 	exit 1
 fi
 
