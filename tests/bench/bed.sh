@@ -31,7 +31,7 @@ mkdir -p /tmp/bench-export
 start_server -e bench=/tmp/bench-export,no_root_squash
 "$ORFS_BIN/knet-ping" -a "$ORFS_ADDR" -n bench -c 2000 > /tmp/nop.out || { cat /tmp/nop.out; fail "knet-ping"; }
 cat /tmp/nop.out
-ours=$(sed -n 's/^2000 NOPs: mean \([0-9.]*\) us.*/\1/p' /tmp/nop.out)
+ours=$(nop_mean 2000 < /tmp/nop.out)
 peer=$(awk -F'\t' '$1 == "rdma_send_lat_64" { printf "%.2f", 2 * $2 }' "$out")
 [ -n "$ours" ] && [ -n "$peer" ] || fail "no NOP figure"
 printf 'request_rtt_nop\t%s\t%s\tus\n' "$ours" "$peer" >> "$out"

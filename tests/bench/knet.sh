@@ -25,7 +25,7 @@ start_server -b bvol=/tmp/bvol
 
 # One request at a time: NOPs through knet_call(), 4 KiB block requests
 # (inline: under the inline size) with wait-any and with callbacks.
-nop=$(kt -n bvol -w nop -N 2000 | sed -n 's/^2000 NOPs: mean \([0-9.]*\) us/\1/p')
+nop=$(kt -n bvol -w nop -N 2000 | nop_mean 2000)
 wa=$(kt -n bvol -w batch -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us per request.*/\1/p')
 cb=$(kt -n bvol -w batch-cb -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us per request.*/\1/p')
 gr=$(kt -n bvol -w batch-groups -Q 2 -b 4096 -N 1000 -q 1 | sed -n 's/.* \([0-9.]*\) us per request.*/\1/p')

@@ -155,7 +155,7 @@ for ((round = 1; round <= rounds; round++)); do
 	# the server costs before it does anything.
 	if [ "$tr" = tcp ]; then
 		v=$(KTEST_TRANSPORT=tcp "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n np -s block -w nop -N 2000 |
-		    sed -n 's/^2000 NOPs: mean \([0-9.]*\) us$/\1/p')
+		    nop_mean 2000)
 		[ -n "$v" ] || fail "no NOP figure over TCP"
 		echo "round $round nop: $v"
 		nops+=("$v")

@@ -406,6 +406,10 @@ print('%.2f %.1f %.1f %.0f' % (d['bw_bytes'] / 1e6, lat, p99, d['iops']))
 PY
 }
 
+# nop_mean N: from knet-ping's or knet-test's output on stdin, the mean
+# round trip (us) of its "N NOPs: mean X us" line; nothing if it has none
+nop_mean() { sed -n "s/^$1 NOPs: mean \\([0-9.]*\\) us.*/\\1/p"; }
+
 # median VALUE...: the middle value (of an even count, the mean of the two)
 median() {
 	printf '%s\n' "$@" | sort -g |
