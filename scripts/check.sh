@@ -164,7 +164,7 @@ done
 
 # The harness's freeze watchdog, end to end (two short boots).
 [ -n "${CHECK_TESTS:-}" ] ||
-	run_item "harness: a frozen guest is stopped, the scripts after it booted again" \
+	run_item "harness: what a script leaves is cleared; a frozen guest is stopped" \
 		"$log/harness-freeze.log" tests/harness/test-freeze.sh "$newest"
 
 for v in "${kernels[@]}"; do

@@ -1,8 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tests/harness/test-freeze.sh [KERNEL]: the harness's freeze watchdog end
-# to end, with a limit of 15 s. A guest runs tests/harness/probes/idle.sh,
+# tests/harness/test-freeze.sh [KERNEL]: the harness end to end, its
+# cleanup between scripts and its freeze watchdog, with a limit of 15 s.
+# A guest runs tests/harness/probes/leaves.sh, which passes but leaves a
+# process, a mount, a loop device, a device-mapper target and a module:
+# the guest's init must clear them all and fail it, and cleaned.sh after
+# it must find none. Then idle.sh,
 # which waits quietly for twice that and must pass, then freeze.sh: while
 # it runs, the host stops the guest's CPUs through QMP, which is what a
 # frozen guest looks like from outside (QEMU idle, no heartbeat).
@@ -18,6 +22,7 @@ mkdir -p build/vm
 fail() { echo "not ok: $*"; [ ! -f "$out" ] || sed 's/^/    | /' "$out"; exit 1; }
 
 VM_FREEZE_LIMIT=15 tests/harness/vm run ${1:+--kernel "$1"} --results "$res" \
+	tests/harness/probes/leaves.sh tests/harness/probes/cleaned.sh \
 	tests/harness/probes/idle.sh tests/harness/probes/freeze.sh tests/harness/probes/after.sh > "$out" 2>&1 &
 vm=$!
 for _ in $(seq 300); do
@@ -31,6 +36,13 @@ start=$(date +%s)
 wait "$vm" || fail "tests/harness/vm exited $?"
 took=$(( $(date +%s) - start ))
 
+grep -qE '^FAIL [^ ]+ leaves' "$out" || fail "a script that left things behind passed"
+for what in "process [0-9]+ \(sleep 600" "mount /tmp/leaves" "device-mapper targets" \
+	"loop devices" "modules regcache"; do
+	grep -qE "left behind: .*$what" "$res/leaves.log" || fail "not named as left behind: $what"
+done
+grep -qE '^PASS [^ ]+ cleaned' "$out" || fail "what a script left was still there after it"
+echo "ok: what a script left behind was named, cleared, and failed it"
 grep -qE '^PASS [^ ]+ idle' "$out" || fail "a quiet guest was not let be"
 echo "ok: a guest idle for twice the limit, its heartbeat on, passed"
 grep -qE '^FAIL [^ ]+ freeze: the guest froze while it ran' "$out" || fail "freeze.sh was not failed as frozen"
