@@ -2,14 +2,15 @@
 /*
  * orfs-fsx: the same seeded sequence of random operations applied to two
  * directories (an ORFS mount and a local file system), with contents and
- * metadata compared after every step: buffered writes at random offsets,
+ * metadata compared after every step (the files the step touched, and every
+ * file every FULL_EVERY steps and after the last): buffered writes at random offsets,
  * O_DIRECT writes and reads, truncates, renames, shared mmap writes,
  * fallocate() (allocation, holes, zeroed ranges), copy_file_range()
  * between files, chmod and unlink, on a handful of files; and several writes near each
  * other before one close, some through a shared mapping, so that one
- * write-back gathers what they dirtied. After each step, one file's
- * lseek(SEEK_DATA) and lseek(SEEK_HOLE) answers are checked against its
- * contents on each side.
+ * write-back gathers what they dirtied. After each step, the lseek(SEEK_DATA)
+ * and lseek(SEEK_HOLE) answers for the file it touched first are checked
+ * against its contents on each side.
  *
  *   orfs-fsx DIR_A DIR_B SEED STEPS [DIR_A_SERVER]
  *
@@ -35,13 +36,21 @@
 #define NFILES		6
 #define MAXSIZE		(1024 * 1024)
 #define DIO_ALIGN	4096
+/*
+ * A step's own files are compared after it; all of them this often too, so
+ * that a step that harms a file it did not name is caught within as many
+ * steps (comparing every file after every step spent most of the run).
+ */
+#define FULL_EVERY	8
 
 struct fsx {
 	const char	*dir[3];	/* ORFS, the reference, the server's copy of ORFS's */
 	int		ndirs;
 	uint64_t	rng;
-	unsigned long	step;
+	unsigned long	step, steps;
+	unsigned long	last_full;	/* the last step after which every file compared */
 	char		op[160];
+	char		where[48];	/* which steps a difference may come from */
 	uint8_t		*buf;
 	uint8_t		*cmp[3];
 };
@@ -63,8 +72,8 @@ static const char *path(struct fsx *x, int side, int f, char *out, size_t len)
 
 static int fail(struct fsx *x, const char *what)
 {
-	fprintf(stderr, "orfs-fsx: step %lu (%s): %s (errno %s)\n", x->step, x->op, what,
-		strerror(errno));
+	fprintf(stderr, "orfs-fsx: step %lu (%s)%s: %s (errno %s)\n", x->step, x->op, x->where,
+		what, strerror(errno));
 	return -1;
 }
 
@@ -263,7 +272,12 @@ static int check_seek(struct fsx *x, int side, int fd, off_t size, const uint8_t
 	return 0;
 }
 
-static int compare(struct fsx *x)
+/*
+ * compare() - the files in MASK (bit F for file F) alike on every side;
+ * SEEK_DATA and SEEK_HOLE checked on file SEEK_F. A difference found in a
+ * file the step did not touch names the steps since the last full pass.
+ */
+static int compare(struct fsx *x, unsigned int mask, int seek_f)
 {
 	int f, side;
 
@@ -271,6 +285,14 @@ static int compare(struct fsx *x)
 		struct stat st[3];
 		int ok[3];
 		char p[4096];
+
+		if (!(mask & (1U << f)))
+			continue;
+		if (mask == (1U << NFILES) - 1)
+			snprintf(x->where, sizeof(x->where), " (or a step after %lu)",
+				 x->last_full);
+		else
+			x->where[0] = '\0';
 
 		for (side = 0; side < x->ndirs; side++)
 			ok[side] = !stat(path(x, side, f, p, sizeof(p)), &st[side]);
@@ -307,7 +329,7 @@ static int compare(struct fsx *x)
 				return fail(x, "read for comparison");
 			}
 			/* One file a step: each SEEK on ORFS asks the server. */
-			if ((unsigned long)f == x->step % NFILES &&
+			if (f == seek_f &&
 			    check_seek(x, side, fd, st[0].st_size, x->cmp[side])) {
 				close(fd);
 				return -1;
@@ -341,7 +363,9 @@ static int one_step(struct fsx *x)
 	size_t len = 1 + rnd(x) % 65536, i;
 	char p[4096], q[4096];
 	int n[2];
+	unsigned int mask = 1U << f;
 
+	x->where[0] = '\0';
 	for (i = 0; i < len; i++)
 		x->buf[i] = (uint8_t)rnd(x);
 	switch (op) {
@@ -373,6 +397,7 @@ static int one_step(struct fsx *x)
 	case 5:
 		snprintf(x->op, sizeof(x->op), "rename f%d to f%d", f, g);
 		BOTH(x, rename(path(x, side, f, p, sizeof(p)), path(x, side, g, q, sizeof(q))));
+		mask |= 1U << g;
 		break;
 	case 6:
 		snprintf(x->op, sizeof(x->op), "mmap write f%d %lld+%zu", f, (long long)off, len);
@@ -417,6 +442,7 @@ static int one_step(struct fsx *x)
 		snprintf(x->op, sizeof(x->op), "copy_file_range f%d %lld to f%d %lld, %zu", f,
 			 (long long)off, g, (long long)to, len);
 		BOTH(x, do_copy(x, side, f, g, off, to, len));
+		mask |= 1U << g;
 		break;
 	}
 	case 7:
@@ -425,12 +451,19 @@ static int one_step(struct fsx *x)
 		break;
 	default:
 		if (rnd(x) % 3)
-			return 0;	/* unlink less often than the rest */
+			goto out;	/* unlink less often than the rest */
 		snprintf(x->op, sizeof(x->op), "unlink f%d", f);
 		BOTH(x, unlink(path(x, side, f, p, sizeof(p))));
 		break;
 	}
-	return compare(x);
+out:
+	if (x->step % FULL_EVERY == 0 || x->step == x->steps) {
+		if (compare(x, (1U << NFILES) - 1, f))
+			return -1;
+		x->last_full = x->step;
+		return 0;
+	}
+	return compare(x, mask, f);
 }
 
 int main(int argc, char **argv)
@@ -446,6 +479,7 @@ int main(int argc, char **argv)
 	x.ndirs = argc == 6 ? 3 : 2;
 	x.rng = strtoull(argv[3], NULL, 0) | 1;
 	steps = strtoul(argv[4], NULL, 0);
+	x.steps = steps;
 	x.buf = aligned_alloc(DIO_ALIGN, 65536 + DIO_ALIGN);
 	x.cmp[0] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
 	x.cmp[1] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
