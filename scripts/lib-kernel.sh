@@ -66,12 +66,15 @@ USERSPACE_TESTS="tests/guest/files.sh tests/guest/server.sh tests/guest/server-c
 # The guest tests of the server's conduct and the clients' answers to it:
 # servers that lie (orfs-lies), crash (crash), restart under I/O
 # (mxbd-recovery), authenticate (auth) or enforce exports and bounds
-# (security), and IPv6 addresses (ipv6). They load our modules, but the
+# (security), and IPv6 addresses (ipv6); and those of paths that no
+# kernel builds apart: a server and its mounts on two RDMA devices
+# (devices) and the control tool (mxbdctl). They load our modules, but the
 # other scripts run the same kernel code on every kernel, each path built
 # differently for one among it (ORFS's page cache, locks, ACLs and splice
-# in orfs-*, MXBD's queue limits in mxbd*, regcache's shrinker, knet's
-# iterators in knet and orfs-io). make check runs these on the newest
-# kernel only, to stay under 45 minutes in CI; make check-all
+# in orfs-*, MXBD's disk and queue limits in mxbd, regcache's shrinker,
+# knet's iterators in knet and orfs-io, its TCP sends in tcp). make check
+# runs these on the newest kernel only, to stay under 45 minutes in CI
+# (CI's hosts differ in speed by as much as twice); make check-all
 # (CHECK_ALL=1), and a run narrowed by CHECK_TESTS, on every kernel.
 # shellcheck disable=SC2034 # read by the scripts that source this
-NEWEST_TESTS="tests/guest/auth.sh tests/guest/crash.sh tests/guest/ipv6.sh tests/guest/mxbd-recovery.sh tests/guest/orfs-lies.sh tests/guest/security.sh"
+NEWEST_TESTS="tests/guest/auth.sh tests/guest/crash.sh tests/guest/devices.sh tests/guest/ipv6.sh tests/guest/mxbd-recovery.sh tests/guest/mxbdctl.sh tests/guest/orfs-lies.sh tests/guest/security.sh"
