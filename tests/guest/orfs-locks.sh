@@ -16,7 +16,7 @@
 # lost in the restart (not sent again over the next holder's data), a
 # waiter killed in its request the server holds (the connection stays),
 # and a killed waiter whose owner lives on (its wait ends: no EDEADLK).
-# timeout: 300
+# timeout: 480
 . "$(dirname "$0")/lib.sh"
 exp=/tmp/lkexp
 state=/tmp/orfs-state
@@ -25,8 +25,9 @@ mkdir -p $exp /tmp/m1 /tmp/m2 /tmp/m3
 mount -t tmpfs tmpfs $exp
 on_exit "umount $exp"
 chmod 1777 $exp
-# Lease 3 s; no grace at the first start (no client had locks).
-start_server -s $state -L 3 -G 0 -e data=$exp,no_root_squash
+# Lease 8 s, so that a check "still held" comes within it however slowly
+# the guest runs; no grace at the first start (no client had locks).
+start_server -s $state -L 8 -G 0 -e data=$exp,no_root_squash
 mnt() { mount -t orfs -o "timeo=20${1:+,$1}" "$ORFS_ADDR:/data" "$2"; }
 mnt acregmin=60,acregmax=60 /tmp/m1
 on_exit "gone_umount /tmp/m1"
@@ -171,6 +172,8 @@ if hold:
         time.sleep(3600)
 EOF
 lk() { python3 /tmp/lk.py "$@"; }
+# free_lock: m2 can take (and lets go) f's first byte
+free_lock() { [ "$(lk /tmp/m2/f rw setlk w 0 1)" = ok ]; }
 # hold NAME ARGS...: lk ARGS... in the background holding until
 # release NAME; waits until it has the lock
 hold() {
@@ -413,14 +416,15 @@ expect_eq "a local-only lock" "$(lk /tmp/m3/f rw setlk w 0 1)" ok
 release a
 umount /tmp/m3
 
-step "a client that vanishes: its locks go after the lease (3 s)"
+step "a client that vanishes: its locks go after the lease (8 s)"
 mnt "" /tmp/m3
 hold v /tmp/m3/f rw setlk w 0 0
 # umount -f cuts the mount's connections (the open file keeps it busy).
 umount -f /tmp/m3 2>/dev/null || true
+gone=$SECONDS
 expect_eq "at once" "$(lk /tmp/m2/f rw setlk w 0 1)" EAGAIN
-sleep 4
-expect_eq "after the lease" "$(lk /tmp/m2/f rw setlk w 0 1)" ok
+wait_until 300 free_lock || fail "the vanished client's lock outlived the lease"
+echo "the vanished client's lock went $((SECONDS - gone)) s after it"
 release v
 wait_until 50 umount /tmp/m3 || fail "umount of the cut mount"
 
@@ -494,7 +498,9 @@ conf=/tmp/lk-server.conf
 addr2=${ORFS_ADDR%.*}.2
 echo "allow ${ORFS_ADDR%.*}.0/24" > $conf
 kill_server
-start_server -s $state -L 3 -G 0 -c $conf -e data=$exp,no_root_squash
+# A lease of 8 s: the check that the cut client's lock is still held must
+# come within it, however slowly the guest runs.
+start_server -s $state -L 8 -G 0 -c $conf -e data=$exp,no_root_squash
 ip addr add "$addr2/24" dev "$ORFS_DEV"
 on_exit "ip addr del $addr2/24 dev $ORFS_DEV"
 # rxe takes the address into its GID table a moment later.
@@ -509,8 +515,11 @@ echo "allow $ORFS_ADDR/32" > $conf
 kill -HUP "$ORFS_SERVER_PID"
 wait_until 50 grep -q "$addr2: its address is no longer allowed" "$ORFS_SERVER_LOG" ||
 	fail "the reload did not cut the client taken out of the allow list"
+cut=$SECONDS
 expect_eq "another client, within the lease" "$(lk /tmp/m2/f rw setlk w 0 1)" EAGAIN
-sleep 4
+# Once the lease has passed, the server lets the lock go.
+wait_until 300 free_lock || fail "the cut client's lock outlived the lease"
+echo "the cut client's lock went $((SECONDS - cut)) s after the check"
 hold d /tmp/m2/f rw setlk w 0 2
 # The new holder's client writes the same byte, to the server.
 printf D | dd of=/tmp/m2/f bs=1 seek=1 conv=notrunc,fsync status=none
