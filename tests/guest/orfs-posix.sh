@@ -7,7 +7,7 @@
 # pass as on tmpfs, root's name operations on the progress thread; what
 # the export's file system can do (reflink, dedupe, collapse, insert on
 # XFS) passes through.
-# timeout: 420
+# timeout: 600
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/guest/common/orfs.sh
 . "$(dirname "$0")/common/orfs.sh"
