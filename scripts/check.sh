@@ -9,7 +9,7 @@
 #   3. static checks: checkpatch, kernel-doc, shellcheck, man, sparse on 6.1
 #      and 6.12
 #   4. the Debian packages installed in a scratch root (scripts/pkg-test.sh)
-#   5. the harness's freeze watchdog end to end (two short boots of the
+#   5. the harness end to end, its cleanup and freeze watchdog (two short boots of the
 #      newest kernel), then in-guest tests on 6.1, then on 6.12
 #      (tests/guest/*.sh, and on the newest kernel, the one `make demo`
 #      boots, the demo tests/demo/demo.sh)
@@ -162,7 +162,7 @@ done
 # shellcheck source=tests/harness/lib-results.sh
 . tests/harness/lib-results.sh
 
-# The harness's freeze watchdog, end to end (two short boots).
+# The harness end to end: its cleanup between scripts, its freeze watchdog (two short boots).
 [ -n "${CHECK_TESTS:-}" ] ||
 	run_item "harness: what a script leaves is cleared; a frozen guest is stopped" \
 		"$log/harness-freeze.log" tests/harness/test-freeze.sh "$newest"

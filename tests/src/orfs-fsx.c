@@ -275,12 +275,14 @@ static int check_seek(struct fsx *x, int side, int fd, off_t size, const uint8_t
 /*
  * compare() - the files in MASK (bit F for file F) alike on every side;
  * SEEK_DATA and SEEK_HOLE checked on file SEEK_F. A difference found in a
- * file the step did not touch names the steps since the last full pass.
+ * pass over every file names the steps since the last such pass.
  */
 static int compare(struct fsx *x, unsigned int mask, int seek_f)
 {
 	int f, side;
 
+	if (mask == (1U << NFILES) - 1)
+		snprintf(x->where, sizeof(x->where), " (or a step after %lu)", x->last_full);
 	for (f = 0; f < NFILES; f++) {
 		struct stat st[3];
 		int ok[3];
@@ -288,11 +290,6 @@ static int compare(struct fsx *x, unsigned int mask, int seek_f)
 
 		if (!(mask & (1U << f)))
 			continue;
-		if (mask == (1U << NFILES) - 1)
-			snprintf(x->where, sizeof(x->where), " (or a step after %lu)",
-				 x->last_full);
-		else
-			x->where[0] = '\0';
 
 		for (side = 0; side < x->ndirs; side++)
 			ok[side] = !stat(path(x, side, f, p, sizeof(p)), &st[side]);
@@ -469,7 +466,6 @@ out:
 int main(int argc, char **argv)
 {
 	struct fsx x = { 0 };
-	unsigned long steps;
 
 	if (argc != 5 && argc != 6)
 		return fprintf(stderr, "usage: orfs-fsx DIR_A DIR_B SEED STEPS [DIR_A_SERVER]\n"), 2;
@@ -478,17 +474,16 @@ int main(int argc, char **argv)
 	x.dir[2] = argc == 6 ? argv[5] : NULL;
 	x.ndirs = argc == 6 ? 3 : 2;
 	x.rng = strtoull(argv[3], NULL, 0) | 1;
-	steps = strtoul(argv[4], NULL, 0);
-	x.steps = steps;
+	x.steps = strtoul(argv[4], NULL, 0);
 	x.buf = aligned_alloc(DIO_ALIGN, 65536 + DIO_ALIGN);
 	x.cmp[0] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
 	x.cmp[1] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
 	x.cmp[2] = aligned_alloc(DIO_ALIGN, MAXSIZE + 65536 + DIO_ALIGN);
 	if (!x.buf || !x.cmp[0] || !x.cmp[1] || !x.cmp[2])
 		return fprintf(stderr, "orfs-fsx: out of memory\n"), 1;
-	for (x.step = 1; x.step <= steps; x.step++)
+	for (x.step = 1; x.step <= x.steps; x.step++)
 		if (one_step(&x))
 			return 1;
-	printf("ok %lu steps\n", steps);
+	printf("ok %lu steps\n", x.steps);
 	return 0;
 }
