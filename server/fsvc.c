@@ -946,7 +946,7 @@ static int dec_fallocate(struct dec *d, struct fsvc_req *rq)
 	/* The kernel checks the rest (lengths, combinations). */
 	if (!err && (mode & ~(uint32_t)(ORFS_FALLOC_KEEP_SIZE | ORFS_FALLOC_PUNCH_HOLE |
 					ORFS_FALLOC_ZERO_RANGE | ORFS_FALLOC_COLLAPSE_RANGE |
-					ORFS_FALLOC_INSERT_RANGE)))
+					ORFS_FALLOC_INSERT_RANGE | ORFS_FALLOC_UNSHARE_RANGE)))
 		err = EOPNOTSUPP;
 	if (!err && (le64toh(rq->u.fallocate.offset) > INT64_MAX ||
 		     le64toh(rq->u.fallocate.length) > INT64_MAX))
@@ -1339,7 +1339,8 @@ _Static_assert(ORFS_FALLOC_KEEP_SIZE == FALLOC_FL_KEEP_SIZE &&
 	       ORFS_FALLOC_PUNCH_HOLE == FALLOC_FL_PUNCH_HOLE &&
 	       ORFS_FALLOC_ZERO_RANGE == FALLOC_FL_ZERO_RANGE &&
 	       ORFS_FALLOC_COLLAPSE_RANGE == FALLOC_FL_COLLAPSE_RANGE &&
-	       ORFS_FALLOC_INSERT_RANGE == FALLOC_FL_INSERT_RANGE, "FALLOCATE's modes are Linux's");
+	       ORFS_FALLOC_INSERT_RANGE == FALLOC_FL_INSERT_RANGE &&
+	       ORFS_FALLOC_UNSHARE_RANGE == FALLOC_FL_UNSHARE_RANGE, "FALLOCATE's modes are Linux's");
 
 /* fallocate(2) on the file FD names, opened for writing as reopen_desc() does. */
 static int do_fallocate(const struct fsvc_req *rq, int fd)

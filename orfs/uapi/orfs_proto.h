@@ -353,12 +353,15 @@ struct orfs_lock_rep {
 #define ORFS_FALLOC_COLLAPSE_RANGE 0x08	/* remove the range; what follows moves down */
 #define ORFS_FALLOC_ZERO_RANGE	0x10	/* zero the range, allocated */
 #define ORFS_FALLOC_INSERT_RANGE 0x20	/* insert a hole; what follows moves up */
+#define ORFS_FALLOC_UNSHARE_RANGE 0x40	/* blocks of its own for the range (reflink) */
 
 /*
  * FALLOCATE: fallocate(2) of LENGTH bytes at OFFSET of the regular file FH,
  * with the caller's right to write it. Mode 0 allocates (and grows the
  * file), KEEP_SIZE allocates past its end, PUNCH_HOLE | KEEP_SIZE frees,
- * ZERO_RANGE (with or without KEEP_SIZE) zeroes. Errors as fallocate(2)'s
+ * ZERO_RANGE (with or without KEEP_SIZE) zeroes, COLLAPSE_RANGE and
+ * INSERT_RANGE move what follows the range, UNSHARE_RANGE (with or without
+ * KEEP_SIZE) gives the range blocks of its own. Errors as fallocate(2)'s
  * on the server's file system (EOPNOTSUPP where it lacks the mode).
  * Reply: struct orfs_attr, after the operation.
  */

@@ -1501,7 +1501,8 @@ static int falloc_op(const struct fsvc_export *x, const struct orfs_fh *fh, uint
 
 /*
  * FALLOCATE: allocation that grows the file or keeps its size, a hole and
- * a zeroed range that read as zeros (the bytes around them kept), the
+ * a zeroed range that read as zeros (the bytes around them kept), an
+ * unshared range where the file system has it, the
  * caller's right to write, modes the kernel refuses, a read-only export;
  * each change counted in the change attribute.
  */
@@ -1548,11 +1549,14 @@ static void test_fallocate(void)
 			ok &= buf[i] == (i < 100 ? 0 : 'a');
 		CU_ASSERT(ok);
 	}
+	/* Unsharing goes to the kernel too: reflink file systems have it. */
+	zr = fallocate(fd, FALLOC_FL_UNSHARE_RANGE, 0, 4096) ? errno : 0;
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_UNSHARE_RANGE, 0, 4096, 0, &a), zr);
 	close(fd);
 	/* What the kernel refuses, what the wire does not know. */
 	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_PUNCH_HOLE, 0, 1, 0, NULL),
 			EOPNOTSUPP);
-	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0x40, 0, 4096, 0, NULL), EOPNOTSUPP);
+	CU_ASSERT_EQUAL(falloc_op(&fx, &f.fh, 0, 0x100, 0, 4096, 0, NULL), EOPNOTSUPP);
 	/* Collapse and insert go to the kernel, which refuses them with keep-size. */
 	err = falloc_op(&fx, &f.fh, 0, ORFS_FALLOC_COLLAPSE_RANGE | ORFS_FALLOC_KEEP_SIZE, 0,
 			4096, 0, NULL);
