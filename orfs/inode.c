@@ -314,6 +314,31 @@ int orfs_revalidate(struct inode *inode, bool force)
 	return ret;
 }
 
+/**
+ * orfs_settle() - nothing of a file left dirty or kept for a COMMIT
+ * @inode: a regular file
+ * @start: the first byte whose dirty pages go to the server
+ * @end: the last one
+ *
+ * Before the server moves or replaces bytes of the file on its own
+ * (collapse, insert, copy or clone into it), or before our cache of it is
+ * dropped: the dirty pages of the range are written back, then everything
+ * written back unstable is committed (sent again first where the server
+ * lost it). No folio is then kept for a COMMIT that could send its bytes
+ * again to where they no longer belong after the server's change, every
+ * cached folio may leave the page cache, and a size the server answers is
+ * the file's (orfs_refresh() keeps ours while folios are held).
+ *
+ * Context: process context, no folio of the file locked; may sleep.
+ * Return: 0, or the error of the write-back or the COMMIT.
+ */
+int orfs_settle(struct inode *inode, loff_t start, loff_t end)
+{
+	int ret = filemap_write_and_wait_range(inode->i_mapping, start, end);
+
+	return ret ?: orfs_commit(inode, true, false);
+}
+
 /*
  * Drop the pages of regular file INODE that another client's change left.
  *
@@ -346,9 +371,7 @@ static int orfs_revalidate_mapping(struct inode *inode)
 	if (gen == ci->dropped_gen)
 		goto out;
 	/* Our unstable pages are committed (sent again if lost) before the drop. */
-	ret = filemap_write_and_wait(inode->i_mapping);
-	if (!ret)
-		ret = orfs_commit(inode, true, false);
+	ret = orfs_settle(inode, 0, LLONG_MAX);
 	if (ret)
 		goto out;
 	/* -EBUSY: a page dirtied again, which stays (above). */
@@ -522,10 +545,11 @@ out:
  * @len: its length
  *
  * Dirty pages go to the server first, so that the server's file is ours
- * when it changes it. A hole or zeroed range leaves our cache of it (and
- * every mapping of it), a collapsed or inserted range everything from its
- * start: new faults wait on the mapping's invalidate lock until the
- * server has done it.
+ * when it changes it; before a collapse or an insert, what was written
+ * back unstable is committed too (orfs_settle()). A hole or zeroed range
+ * leaves our cache of it (and every mapping of it), a collapsed or
+ * inserted range everything from its start: new faults wait on the
+ * mapping's invalidate lock until the server has done it.
  *
  * Context: process context, may sleep.
  * Return: 0, -EOPNOTSUPP for other modes (or where the server's file
@@ -567,7 +591,11 @@ long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
 	inode_lock(inode);
 	if (zeroes)
 		filemap_invalidate_lock(mapping);
-	ret = filemap_write_and_wait(mapping);
+	/*
+	 * A shift moves bytes we may keep for a COMMIT, and a collapse makes
+	 * the file shorter than ours: nothing may stay held (orfs_settle()).
+	 */
+	ret = shift ? orfs_settle(inode, 0, LLONG_MAX) : filemap_write_and_wait(mapping);
 	if (ret)
 		goto out;
 	ret = orfs_call(ORFS_SB(inode->i_sb), ORFS_OP_FALLOCATE, &r, sizeof(r), &attr,
@@ -607,7 +635,8 @@ out:
  * @len: bytes to copy (vfs_copy_file_range() cut it at the source's end)
  *
  * The data does not cross the network: COPY requests of ORFS_COPY_MAX
- * bytes at most. Dirty pages of both ranges go to the server first; the
+ * bytes at most. Dirty pages of both ranges go to the server first, and
+ * what the destination keeps for a COMMIT is committed (orfs_settle()); the
  * destination's range then leaves the page cache and every mapping, in
  * whole pages, page faults waiting on the mapping's invalidate lock until
  * the copy is done.
@@ -644,7 +673,7 @@ ssize_t orfs_copy_range(struct file *in, loff_t pos_in, struct file *out, loff_t
 		goto free;
 	inode_lock(dst);
 	filemap_invalidate_lock(dst->i_mapping);
-	ret = filemap_write_and_wait_range(dst->i_mapping, pos_out, pos_out + len - 1);
+	ret = orfs_settle(dst, pos_out, pos_out + len - 1);
 	while (!ret && done < len) {
 		want = min_t(u64, len - done, ORFS_COPY_MAX);
 		r.src_offset = cpu_to_le64(pos_in + done);
@@ -698,9 +727,10 @@ free:
  *
  * The server's file system shares the blocks (CLONE); ORFS passes what it
  * can do and its errors through, as NFSv4.2 does. Dirty pages of both
- * ranges go to the server first; the destination's range then leaves the
- * page cache and every mapping, page faults waiting on the mapping's
- * invalidate lock until the server is done.
+ * ranges go to the server first, and what the destination keeps for a
+ * COMMIT is committed (orfs_settle()); the destination's range then
+ * leaves the page cache and every mapping, page faults waiting on the
+ * mapping's invalidate lock until the server is done.
  *
  * Context: process context, may sleep.
  * Return: bytes remapped, -EXDEV for another mount, -EOPNOTSUPP where the
@@ -741,7 +771,7 @@ loff_t orfs_remap_range(struct file *in, loff_t pos_in, struct file *out, loff_t
 		goto free;
 	inode_lock(dst);
 	filemap_invalidate_lock(dst->i_mapping);
-	ret = filemap_write_and_wait_range(dst->i_mapping, pos_out, end);
+	ret = orfs_settle(dst, pos_out, end);
 	if (!ret)
 		ret = orfs_call(sbi, ORFS_OP_CLONE, &r, sizeof(r), rep, sizeof(*rep));
 	if (!ret)
