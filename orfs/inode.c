@@ -538,7 +538,8 @@ out:
  * orfs_fallocate() - fallocate(2) of an ORFS file, done by the server
  * @file: the file, open for writing (vfs_fallocate() checked the mode's
  *	combination, the range and the file's type)
- * @mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+ * @mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_UNSHARE_RANGE (with or without
+ *	FALLOC_FL_KEEP_SIZE), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
  *	FALLOC_FL_ZERO_RANGE with or without FALLOC_FL_KEEP_SIZE,
  *	FALLOC_FL_COLLAPSE_RANGE or FALLOC_FL_INSERT_RANGE
  * @offset: the range's start
@@ -572,6 +573,8 @@ long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
 	switch (mode) {
 	case 0:
 	case FALLOC_FL_KEEP_SIZE:
+	case FALLOC_FL_UNSHARE_RANGE:
+	case FALLOC_FL_UNSHARE_RANGE | FALLOC_FL_KEEP_SIZE:
 	case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
 	case FALLOC_FL_ZERO_RANGE:
 	case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
@@ -585,7 +588,8 @@ long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
 			     (mode & FALLOC_FL_PUNCH_HOLE ? ORFS_FALLOC_PUNCH_HOLE : 0) |
 			     (mode & FALLOC_FL_ZERO_RANGE ? ORFS_FALLOC_ZERO_RANGE : 0) |
 			     (mode & FALLOC_FL_COLLAPSE_RANGE ? ORFS_FALLOC_COLLAPSE_RANGE : 0) |
-			     (mode & FALLOC_FL_INSERT_RANGE ? ORFS_FALLOC_INSERT_RANGE : 0));
+			     (mode & FALLOC_FL_INSERT_RANGE ? ORFS_FALLOC_INSERT_RANGE : 0) |
+			     (mode & FALLOC_FL_UNSHARE_RANGE ? ORFS_FALLOC_UNSHARE_RANGE : 0));
 	if (orfs_lock_lost(file))
 		return -EIO;
 	inode_lock(inode);
