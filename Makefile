@@ -130,7 +130,7 @@ $(BIN)/knet-test: tests/src/knet-test.c tests/src/ktest.c tests/src/ktest.h $(CO
 
 $(BIN)/orfs-fsx: tests/src/orfs-fsx.c
 	@mkdir -p $(BIN)
-	$(CC) $(USER_CFLAGS) -o $@ tests/src/orfs-fsx.c
+	$(CC) $(USER_CFLAGS) -o $@ tests/src/orfs-fsx.c -luring
 
 $(BIN)/folio-count: tests/src/folio-count.c
 	@mkdir -p $(BIN)

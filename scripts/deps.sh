@@ -21,7 +21,7 @@ PACKAGES=(
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
 	libibverbs-dev librdmacm-dev libfabric-dev libfabric-bin
-	libssl-dev libcunit1-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev
+	libssl-dev libcunit1-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev liburing-dev
 	fio e2fsprogs xfsprogs iproute2 procps util-linux python3 nfs-kernel-server dmsetup udev keyutils
 	shellcheck man-db groff-base dkms debhelper dh-dkms lintian
 )
