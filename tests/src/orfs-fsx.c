@@ -70,6 +70,7 @@
 #define SEEK_EVERY	4	/* SEEK_DATA and SEEK_HOLE checked this often */
 #define PIECES		4	/* AIO and io_uring requests in flight for one operation */
 
+/* The data kinds first, in pairs: each way's write, then its read (data_io()). */
 enum kind {
 	K_WRITE, K_READ, K_MWRITE, K_MREAD, K_DWRITE, K_DREAD, K_AWRITE, K_AREAD,
 	K_UWRITE, K_UREAD, K_TRUNC, K_FALLOC, K_COPY, K_CLONE, K_DEDUPE, K_SCATTER,
@@ -653,51 +654,49 @@ static int same_read(struct fsx *x, long long n)
 	return fail(x, "a read gave other bytes on ORFS than on the reference");
 }
 
+/*
+ * A write or a read of SIDE's file (S) in its kind's way: the data kinds
+ * come in pairs, the write then the read, of pwrite()/pread(), mappings,
+ * O_DIRECT, Linux AIO and io_uring. A read goes to cmp[SIDE].
+ */
+static long long data_io(struct fsx *x, struct side *s, int side, const struct op *o)
+{
+	int write = !(o->kind % 2);
+	uint8_t *buf = write ? x->buf : x->cmp[side];
+
+	switch (o->kind / 2) {
+	case K_WRITE / 2:
+		return fd_of(s, o->f) < 0 ? -1 : rw(s->fd[o->f], write, buf, o->len, o->off);
+	case K_MWRITE / 2:
+		if (fd_of(s, o->f) < 0)
+			return -1;
+		return write ? map_write(s->fd[o->f], buf, o->len, o->off, o->mode & 1) :
+			       map_read(s->fd[o->f], buf, o->len, o->off);
+	case K_DWRITE / 2:
+		return dfd_of(s, o->f) < 0 ? -1 : rw(s->dfd[o->f], write, buf, o->len, o->off);
+	case K_AWRITE / 2:
+		return dfd_of(s, o->f) < 0 ? -1 :
+		       aio_rw(s, s->dfd[o->f], write, buf, o->len, o->off);
+	default:
+		return fd_of(s, o->f) < 0 ? -1 : uring_rw(s, s->fd[o->f], write, buf, o->len, o->off);
+	}
+}
+
 static int apply(struct fsx *x, const struct op *o)
 {
 	char p[4096], q[4096];
 	int fm;
 
-	/* What writes write: a scatter's pieces lie apart in the buffer. */
+	if (o->kind <= K_UREAD) {
+		if (!(o->kind % 2))
+			fill(x->buf, (size_t)o->len, o->seed);
+		BOTH(x, data_io(x, s, side, o));
+		return o->kind % 2 ? same_read(x, x->res) : 0;
+	}
+	/* A scatter's pieces lie apart in the buffer. */
 	if (o->kind == K_SCATTER)
 		fill(x->buf, MAXLEN + 50200, o->seed);
-	else if (o->kind == K_WRITE || o->kind == K_MWRITE || o->kind == K_DWRITE ||
-		 o->kind == K_AWRITE || o->kind == K_UWRITE)
-		fill(x->buf, (size_t)o->len, o->seed);
 	switch (o->kind) {
-	case K_WRITE:
-		BOTH(x, fd_of(s, o->f) < 0 ? -1 : rw(s->fd[o->f], 1, x->buf, o->len, o->off));
-		break;
-	case K_READ:
-		BOTH(x, fd_of(s, o->f) < 0 ? -1 : rw(s->fd[o->f], 0, x->cmp[side], o->len, o->off));
-		return same_read(x, x->res);
-	case K_MWRITE:
-		BOTH(x, fd_of(s, o->f) < 0 ? -1 :
-			map_write(s->fd[o->f], x->buf, o->len, o->off, o->mode & 1));
-		break;
-	case K_MREAD:
-		BOTH(x, fd_of(s, o->f) < 0 ? -1 : map_read(s->fd[o->f], x->cmp[side], o->len, o->off));
-		return same_read(x, x->res);
-	case K_DWRITE:
-		BOTH(x, dfd_of(s, o->f) < 0 ? -1 : rw(s->dfd[o->f], 1, x->buf, o->len, o->off));
-		break;
-	case K_DREAD:
-		BOTH(x, dfd_of(s, o->f) < 0 ? -1 : rw(s->dfd[o->f], 0, x->cmp[side], o->len, o->off));
-		return same_read(x, x->res);
-	case K_AWRITE:
-		BOTH(x, dfd_of(s, o->f) < 0 ? -1 : aio_rw(s, s->dfd[o->f], 1, x->buf, o->len, o->off));
-		break;
-	case K_AREAD:
-		BOTH(x, dfd_of(s, o->f) < 0 ? -1 :
-			aio_rw(s, s->dfd[o->f], 0, x->cmp[side], o->len, o->off));
-		return same_read(x, x->res);
-	case K_UWRITE:
-		BOTH(x, fd_of(s, o->f) < 0 ? -1 : uring_rw(s, s->fd[o->f], 1, x->buf, o->len, o->off));
-		break;
-	case K_UREAD:
-		BOTH(x, fd_of(s, o->f) < 0 ? -1 :
-			uring_rw(s, s->fd[o->f], 0, x->cmp[side], o->len, o->off));
-		return same_read(x, x->res);
 	case K_TRUNC:
 		BOTH(x, fd_of(s, o->f) < 0 ? -1 : ftruncate(s->fd[o->f], o->off));
 		break;
