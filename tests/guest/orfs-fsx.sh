@@ -83,8 +83,15 @@ did() {
 		[ "${n:-0}" -gt 0 ] || fail "orfs-fsx $name never did $k successfully: $(grep "^$k " "/tmp/$name.out")"
 	done
 }
-# A random run's seed: FSX_SEED when set.
-seed() { echo "${FSX_SEED:-$1}"; }
+# pair NAME SEED STEPS OPTION...: NAME-data on ext4 with SEED (FSX_SEED
+# when set) and NAME-xfs on XFS with the next seed, at once
+pair() {
+	local name=$1 seed=${FSX_SEED:-$2} n=$3
+	shift 3
+	fsx "$name-data" data "$seed" "$n" "$@"
+	fsx "$name-xfs" xfs "$((seed + 1))" "$n" "$@"
+	fsx_wait
+}
 
 step "the sequences that found a stale size or stale pages after the server moved bytes replay right, write-back held and stable, on ext4 and XFS"
 for wb in unstable stable; do
@@ -100,36 +107,25 @@ done
 
 step "random operations, buffered and mapped, on ext4 and XFS, write-back held and stable"
 mounts "largefolio=$lf"
-fsx buf-data data "$(seed 68)" "$steps" -m buffered
-fsx buf-xfs xfs "$(seed 69)" "$steps" -m buffered
-fsx_wait
+pair buf 68 "$steps" -m buffered
 did buf-data fallocate-collapse fallocate-insert mwrite mread scatter dwrite
 did buf-xfs clone dedupe fallocate-unshare fallocate-collapse fallocate-insert fallocate-punch \
 	fallocate-zero copy truncate reopen fsync
 umounts
 mounts "writeback=stable,largefolio=$lf"
-fsx stable-data data "$(seed 70)" "$steps" -m buffered
-fsx stable-xfs xfs "$(seed 71)" "$steps" -m buffered
-fsx_wait
+pair stable 70 "$steps" -m buffered
 umounts
 
 step "random operations through mappings only, in an 8 MiB file, with O_DIRECT, Linux AIO and io_uring"
 mounts "largefolio=$lf"
-fsx mmap-data data "$(seed 72)" "$steps" -m mmap
-fsx mmap-xfs xfs "$(seed 73)" "$steps" -m mmap
-fsx_wait
+pair mmap 72 "$steps" -m mmap
 did mmap-xfs mwrite mread
-fsx big-data data "$(seed 74)" "$((steps / 2))" -m buffered -l 8M -n 2
-fsx big-xfs xfs "$(seed 75)" "$((steps / 2))" -m buffered -l 8M -n 2
-fsx_wait
-fsx direct-data data "$(seed 76)" "$steps" -m direct
-fsx aio-xfs xfs "$(seed 77)" "$steps" -m aio
-fsx_wait
+pair big 74 "$((steps / 2))" -m buffered -l 8M -n 2
+pair direct 76 "$steps" -m direct
 did direct-data dwrite dread
+pair aio 78 "$steps" -m aio
 did aio-xfs awrite aread
-fsx uring-data data "$(seed 78)" "$steps" -m uring
-fsx uring-xfs xfs "$(seed 79)" "$steps" -m uring
-fsx_wait
+pair uring 80 "$steps" -m uring
 did uring-xfs uwrite uread
 umounts
 
@@ -141,16 +137,12 @@ if [ "${CHECK_ALL:-0}" = 1 ]; then
 		mounts "writeback=$wb,largefolio=$lf"
 		for m in buffered mmap direct aio uring; do
 			[ $wb = unstable ] || [ $m = buffered ] || continue
-			fsx "all-$m-data-$wb" data "$s" "$n" -m $m
-			fsx "all-$m-xfs-$wb" xfs "$s" "$n" -m $m
-			fsx_wait
+			FSX_SEED=$s pair "all-$m-$wb" 0 "$n" -m $m
 		done
 		umounts
 	done
 	mounts "largefolio=$lf"
-	fsx all-big-data data "$s" "$n" -m buffered -l 8M -n 2
-	fsx all-big-xfs xfs "$s" "$n" -m buffered -l 8M -n 2
-	fsx_wait
+	FSX_SEED=$s pair all-big 0 "$n" -m buffered -l 8M -n 2
 	umounts
 fi
 echo "$runs runs of orfs-fsx passed"
