@@ -34,6 +34,7 @@ expect_grep 'Permission denied' /tmp/err
 mount -o remount,dev /tmp/mnt
 rm -rf /tmp/mnt/fs
 [ -z "$(ls -A $exp)" ] || fail "rm -rf left $(ls -A $exp)"
+umnt
 
 step "an export in memory, where root's name operations run on the server's progress thread: the POSIX checks pass as on tmpfs"
 # /tmp is tmpfs. The reference is tmpfs itself: 6.1's has no user xattrs
