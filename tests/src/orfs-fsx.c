@@ -562,9 +562,10 @@ static void gen(struct fsx *x, struct op *o)
 			if (size > BLK && rnd(x) % 8)
 				o->off = down(o->off % size);
 			o->off = down(o->off);
+			/* No growth past MAXSIZE: at the end, which both refuse. */
 			if ((falloc_modes[o->mode] & FALLOC_FL_INSERT_RANGE) &&
 			    size + o->len > x->maxsize)
-				o->len = BLK;
+				o->off = down(size + BLK - 1);
 		} else if (o->off + o->len > x->maxsize) {
 			o->len = x->maxsize - o->off;
 		}
@@ -914,6 +915,10 @@ static int compare(struct fsx *x, unsigned int mask, const struct op *o, int see
 				return fail(x, "open for comparison");
 			fsz[side] = size_of(fd);
 			seek[side] = lseek(fd, 0, SEEK_END);
+		}
+		if (fsz[1] > x->maxsize + 16 * MAXLEN) {
+			fprintf(stderr, "orfs-fsx: f%d grew to %#llx bytes\n", f, fsz[1]);
+			return fail(x, "a file grew past what the comparison buffers hold");
 		}
 		if (fsz[0] != fsz[1] || seek[0] != fsz[1] || (long long)st[0].st_size != fsz[1] ||
 		    (long long)st[1].st_size != fsz[1]) {
