@@ -332,7 +332,7 @@ int orfs_revalidate(struct inode *inode, bool force)
  * Context: process context, no folio of the file locked; may sleep.
  * Return: 0, or the error of the write-back or the COMMIT.
  */
-int orfs_settle(struct inode *inode, loff_t start, loff_t end)
+static int orfs_settle(struct inode *inode, loff_t start, loff_t end)
 {
 	int ret = filemap_write_and_wait_range(inode->i_mapping, start, end);
 

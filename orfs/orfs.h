@@ -356,7 +356,6 @@ int orfs_revalidate_file(struct inode *inode, bool force);
 int orfs_getattr(orfs_idmap_t *map, const struct path *path, struct kstat *st,
 		 u32 mask, unsigned int flags);
 int orfs_setattr(orfs_idmap_t *map, struct dentry *dentry, struct iattr *ia);
-int orfs_settle(struct inode *inode, loff_t start, loff_t end);
 long orfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len);
 ssize_t orfs_copy_range(struct file *in, loff_t pos_in, struct file *out, loff_t pos_out,
 			size_t len);
