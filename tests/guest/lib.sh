@@ -6,12 +6,17 @@
 #   ORFS_BIN      the project's userspace programs
 #   ORFS_RESULTS  a writable directory shared with the host
 #   ORFS_ADDR     the guest's address with rxe0 on it (ORFS_DEV, ORFS_RDMA_DEV)
+#   ORFS_SLOW     how slow the guest runs, in hundredths of a usual host
+#                 of the bed (at least 100): see slow below
 #   ORFS_TRANSPORT  knet's transport for the run: rdma, or tcp (the servers
 #                 started here listen on TCP too, load_suite makes it the
 #                 modules' default, and the ktest tools and the userspace
 #                 clients, knet-ping, knet-fs and knet-load, use it)
 # A script exits 0 to pass, 77 to skip (after printing "SKIP: reason"), and
 # anything else to fail. Cleanup registered with on_exit runs in any case.
+# Each step (step TEXT) gets a verdict line as TAP writes them, "ok N -
+# TEXT (S s)" once the next step starts or the script ends, "not ok N -
+# TEXT" for the one a failure ended, then "1..N".
 set -euo pipefail
 
 : "${ORFS_KMOD:?not running inside the test guest (use tests/harness/vm run)}"
@@ -37,6 +42,14 @@ _run_exit_hooks() {
 	set +e
 	for h in "${_exit_hooks[@]}"; do eval "$h"; done
 	[ "$rc" -eq 0 ] && rc=$_exit_rc
+	if [ "$_step" -gt 0 ]; then
+		case $rc in
+		0) _step_verdict ok ;;
+		77) _step_verdict ok " # SKIP" ;;
+		*) _step_verdict "not ok" ;;
+		esac
+		echo "1..$_step"
+	fi
 	# A failure report's tail shows the server's side too.
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -n "$_server_started" ]; then
 		echo "-- the last lines of $ORFS_SERVER_LOG:" >&2
@@ -46,11 +59,26 @@ _run_exit_hooks() {
 }
 trap _run_exit_hooks EXIT
 
-_step=0
-# step TEXT: announce what the script checks next
-step() { _step=$((_step + 1)); echo "== $_step. $* (at ${SECONDS}s)"; }
+_step=0 _step_what='' _step_start=0
+# _step_verdict OK [DIRECTIVE]: the verdict line of the current step
+_step_verdict() {
+	echo "$1 $_step - $_step_what ($((SECONDS - _step_start)) s)${2:-}"
+}
+# step TEXT: the step before passed; announce what the script checks next
+step() {
+	[ "$_step" -eq 0 ] || _step_verdict ok
+	_step=$((_step + 1)) _step_what=$* _step_start=$SECONDS
+	echo "== $_step. $* (at ${SECONDS}s)"
+}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# slow N: N scaled by the guest's slowness (ORFS_SLOW, measured by
+# tests/harness/guest-init before the script), rounded up: for a bound
+# that a slower host would stretch (work done between two time stamps).
+# A wait for a condition needs none of it (wait_until).
+ORFS_SLOW=${ORFS_SLOW:-100}
+slow() { echo $((($1 * ORFS_SLOW + 99) / 100)); }
 skip() { echo "SKIP: $*"; exit 77; }
 
 # expect_eq WHAT GOT WANT
@@ -159,9 +187,11 @@ wait_gid() {
 }
 
 # wait_until TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
-# TENTHS times; fails (returns 1) if it never did (the caller checks after)
+# TENTHS times (scaled by slow); fails (returns 1) if it never did (the
+# caller checks after)
 wait_until() {
-	local n=$1 i
+	local n i
+	n=$(slow "$1")
 	shift
 	for ((i = 0; i < n; i++)); do
 		"$@" && return 0

@@ -26,10 +26,10 @@ boot_failed_early() {
 # then write "passed failed skipped" to RESULTS/summary.
 verdicts() {
 	local res=$1 kver=$2 qrc=$3 pass=0 fail=0 skip=0
-	local limit script name rc why bad
+	local limit script name rc why bad step
 
-	while read -r limit script; do
-		name=$(basename "$script" .sh)
+	while read -r limit script name _; do
+		name=${name:-$(basename "$script" .sh)}
 		why=""
 		if [ -f "$res/$name.frozen" ]; then
 			why=$(cat "$res/$name.frozen")
@@ -59,10 +59,12 @@ verdicts() {
 			echo "SKIP $kver $name: $(grep '^SKIP:' "$res/$name.log" | tail -n 1 | sed 's/^SKIP: *//')"
 			skip=$((skip + 1))
 		elif [ -z "$why" ]; then
-			echo "PASS $kver $name ($(cat "$res/$name.ms" 2>/dev/null || echo '?') ms)"
+			echo "PASS $kver $name ($(cat "$res/$name.log" 2>/dev/null | grep -c '^ok ') steps, $(cat "$res/$name.ms" 2>/dev/null || echo '?') ms)"
 			pass=$((pass + 1))
 		else
-			echo "FAIL $kver $name: $why"
+			# The step that failed, as the script's TAP lines say.
+			step=$(grep -m1 '^not ok ' "$res/$name.log" 2>/dev/null) || step=
+			echo "FAIL $kver $name: $why${step:+ ($step)}"
 			[ -f "$res/$name.log" ] && tail -n 25 "$res/$name.log" | sed 's/^/    | /'
 			[ -n "$bad" ] && echo "$bad" | head -n 20 | sed 's/^/    ! /'
 			fail=$((fail + 1))
