@@ -7,6 +7,7 @@
 # and odd offsets, 1 MiB spanning 257 pages); then a server that lies, one
 # that dies, no server at all, and unloading with a live endpoint; every
 # object knet counts is gone at the end.
+# lanes: check=6.12/siw,6.1/tcp all=*
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 kt() { timeout 120 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" "$@"; }
@@ -166,7 +167,7 @@ set -e
 cat /tmp/out
 expect_eq "exit code with no server" "$rc" 3
 expect_grep '^connect: Connection refused$' /tmp/out
-[ $(($(date +%s) - t0)) -le 5 ] || fail "a refused connect took $(($(date +%s) - t0)) s"
+[ $(($(date +%s) - t0)) -le "$(slow 5)" ] || fail "a refused connect took $(($(date +%s) - t0)) s"
 
 step "unloading with a live endpoint is refused; once it is gone knet holds nothing"
 start_server -b kvol=/tmp/kvol

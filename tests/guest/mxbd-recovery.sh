@@ -8,6 +8,7 @@
 # its identity across restarts; a server that serves another file under
 # its name fails the device rather than take its writes. The host's only
 # RDMA device removed and added again under verified writes.
+# lanes: check=6.12/tcp all=*/rxe,*/tcp
 # timeout: 400
 . "$(dirname "$0")/lib.sh"
 
@@ -116,7 +117,7 @@ server=$ORFS_SERVER_PID
 t0=$SECONDS
 timeout 60 rdma link delete "$ORFS_RDMA_DEV" || fail "the removal of $ORFS_RDMA_DEV did not end"
 echo "the removal of $ORFS_RDMA_DEV took $((SECONDS - t0)) s"
-[ $((SECONDS - t0)) -le 10 ] || fail "the removal of $ORFS_RDMA_DEV took $((SECONDS - t0)) s"
+[ $((SECONDS - t0)) -le "$(slow 10)" ] || fail "the removal of $ORFS_RDMA_DEV took $((SECONDS - t0)) s"
 # librdmacm lets a removed device go only while it lists another: with
 # none left, the server ends (its supervisor starts it again).
 wait_until 100 ended "$server" || fail "the server did not stop"
@@ -153,7 +154,7 @@ echo "failed after $((t1 - t0)) s"
 [ $((t1 - t0)) -ge 3 ] || fail "I/O failed before the loss time-out ($((t1 - t0)) s)"
 # The loss is seen at once (the server's end closes the connections) and
 # the last try comes at the deadline: a second or two of slack.
-[ $((t1 - t0)) -le 6 ] || fail "I/O failed only after $((t1 - t0)) s"
+[ $((t1 - t0)) -le "$(slow 6)" ] || fail "I/O failed only after $((t1 - t0)) s"
 expect_eq "state" "$(cat /sys/block/mxbd0/mxbd/state)" failed
 expect_grep 'mxbd0: no server for 4 s: failing I/O' <(dmesg)
 if dd if=/dev/mxbd0 of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null; then

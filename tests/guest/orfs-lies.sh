@@ -4,6 +4,7 @@
 # framing after the mount, file service replies no file system could give
 # (names, counts, attributes, loops), statuses no errno has, a server busy
 # for ever: errors, never a crash or a hang; the mount goes away.
+# lanes: check=6.12/tcp all=*
 # timeout: 360
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/guest/common/orfs.sh
@@ -150,7 +151,7 @@ t0=$(date +%s)
 lie fs-busy 'Input/output error' timeout -s KILL 60 stat /tmp/mnt/lie/small
 t=$(($(date +%s) - t0))
 echo "soft mount, busy server: EIO after $t s"
-[ $t -le 10 ] || fail "the soft mount gave up after $t s, past timeo x retrans"
+[ $t -le "$(slow 10)" ] || fail "the soft mount gave up after $t s, past timeo x retrans"
 umnt
 mnt -o timeo=10
 stat /tmp/mnt/lie/big > /dev/null 2>&1 &
