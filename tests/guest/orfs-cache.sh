@@ -6,6 +6,7 @@
 # dentries) and by another client; ACLs changed on the server; cached
 # names answered without asking; a name trusted for its directory's
 # attribute timeout.
+# lanes: check=6.12/rxe all=*
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/guest/common/orfs.sh
@@ -154,19 +155,6 @@ stat /tmp/mnt/late > /dev/null || fail "a name created on the server stayed invi
 umnt
 
 step "an ACL changed on the server reaches the client's permission checks within the attribute timeout"
-# acl FILE TAG:PERM:ID...: set FILE's access ACL on the server (the
-# kernel's xattr form; the guest has no setfacl). ID -1: no qualifier.
-acl() {
-	python3 - "$@" <<'PY'
-import os, struct, sys
-b = struct.pack("<I", 2)
-for e in sys.argv[2:]:
-    t, p, i = e.split(":")
-    b += struct.pack("<HHI", int(t, 0), int(p), int(i) & 0xffffffff)
-os.setxattr(sys.argv[1], "system.posix_acl_access", b)
-PY
-}
-as_user() { setpriv --reuid=1000 --regid=1000 --clear-groups "$@"; }
 echo secret > $exp/aclf
 chmod 600 $exp/aclf
 mnt -o actimeo=1

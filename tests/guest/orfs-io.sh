@@ -3,8 +3,10 @@
 # ORFS's data path: large folios and what write-back sends of them;
 # mountstats and orfsstat; write stability (COMMIT, fsync, syncfs, close,
 # writeback=stable); fio with verification through the page cache,
-# O_DIRECT with libaio and io_uring (requests kept in flight); nconnect=2
+# O_DIRECT with libaio, vectored (preadv, pwritev) and io_uring (requests
+# kept in flight); nconnect=2
 # spread over the server's progress threads, across a restart.
+# lanes: check=6.12/tcp all=*
 # timeout: 420
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/guest/common/orfs.sh
@@ -226,6 +228,8 @@ fio --name=small --directory=/tmp/mnt --size=2M --rw=write --bsrange=700-4096 --
 	--do_verify=1 --verify_state_save=0 --output=/tmp/fio4.out || { cat /tmp/fio4.out; fail "fio small"; }
 expect_grep 'err= 0' /tmp/fio4.out
 expect_eq "bytes moved by RDMA for pieces of 4 KiB at most" "$(($(ep_sum bytes_rdma) - b0))" 0
+# Vectored O_DIRECT: memory that knet takes as the user's iovec.
+python3 "$(dirname "$0")/common/vec-direct.py" /tmp/mnt/vec "$exp/vec"
 # Asynchronous O_DIRECT reads end straight from their completion, over
 # RDMA in its softirq; writes take the inode's i_lock, never taken in
 # softirq: over RDMA they end on a work item, over TCP in io_work's task.
@@ -244,7 +248,7 @@ for rw in randwrite randread; do
 	fi
 done
 grep -E 'WRITE:|READ:' /tmp/fio1.out /tmp/fio2.out /tmp/fio4.out
-rm -f /tmp/mnt/buffered.* /tmp/mnt/direct.* /tmp/mnt/small.* /tmp/mnt/ends
+rm -f /tmp/mnt/buffered.* /tmp/mnt/direct.* /tmp/mnt/small.* /tmp/mnt/ends /tmp/mnt/vec
 umnt
 
 step "asynchronous O_DIRECT through io_uring: verified, as many requests in flight as fio keeps"

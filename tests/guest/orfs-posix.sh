@@ -4,8 +4,10 @@
 # ext4 itself, to check the checks), as root and as uid 1000; device
 # nodes; on an export in memory the checks pass as on tmpfs, root's name
 # operations on the progress thread; what the export's file system can do
-# (reflink, dedupe, collapse, insert on XFS) passes through. The random
+# (reflink, dedupe, collapse, insert on XFS) passes through; a copy
+# between two mounts goes through the client. The random
 # sequences of operations are orfs-fsx.sh's.
+# lanes: check=6.12/siw all=*
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/guest/common/orfs.sh
@@ -110,6 +112,13 @@ for f in sys.argv[2:]:
         sys.exit(f"{f}: collapse then insert read wrong")
 EOF
 echo "clone, range clone, dedupe, collapse and insert: all verified"
+# copy_file_range from this mount to another, through the client.
+mkdir -p /tmp/mnt2
+mount -t orfs "$ORFS_ADDR:/data" /tmp/mnt2
+on_exit "! mountpoint -q /tmp/mnt2 || umount /tmp/mnt2"
+copy_across /tmp/mnt/src /tmp/mnt2/copied "$exp/copied"
+rm /tmp/mnt2/copied
+umount /tmp/mnt2
 umnt
 # ext4 shares no blocks: its error, not ours.
 mnt

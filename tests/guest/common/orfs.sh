@@ -26,6 +26,37 @@ kv=$(uname -r)
 kmaj=${kv%%.*} kmin=${kv#*.} kmin=${kmin%%.*}
 if ((kmaj > 6 || (kmaj == 6 && kmin >= 12))); then k612=1 lf=on; else k612=0 lf=off; fi
 umnt() { umount /tmp/mnt; }
+as_user() { setpriv --reuid=1000 --regid=1000 --clear-groups "$@"; }
+# acl FILE TAG:PERM:ID...: set FILE's access ACL on the server (the
+# kernel's xattr form; the guest has no setfacl). ID -1: no qualifier.
+acl() {
+	python3 - "$@" <<'PY'
+import os, struct, sys
+b = struct.pack("<I", 2)
+for e in sys.argv[2:]:
+    t, p, i = e.split(":")
+    b += struct.pack("<HHI", int(t, 0), int(p), int(i) & 0xffffffff)
+os.setxattr(sys.argv[1], "system.posix_acl_access", b)
+PY
+}
+# copy_across SRC DST SERVER_DST: copy_file_range() of 1 MiB of SRC from
+# 64 KiB to 4 KiB into DST, a file of another mount (another export): the
+# server copies within one export only, so the kernel splices the bytes
+# through this client; DST and SERVER_DST (its copy on the server) must
+# read a hole, then those bytes
+copy_across() {
+	xfs_io -f -c "copy_range -s 65536 -d 4096 -l 1048576 $1" "$2" ||
+		fail "copy_file_range between two mounts"
+	python3 - "$@" <<'PY'
+import sys
+s = open(sys.argv[1], "rb").read()
+want = bytes(4096) + s[65536:65536 + (1 << 20)]
+for f in sys.argv[2:]:
+    if open(f, "rb").read() != want:
+        sys.exit(f"{f}: the copy between two mounts reads wrong")
+PY
+	echo "copy_file_range between two mounts: verified"
+}
 restart_server() {
 	kill_server
 	start_server -s $state -e data=$exp,no_root_squash
