@@ -5,14 +5,14 @@
 #   make             modules for one kernel, the server, unit tests and test programs
 #   make deps        install everything needed (apt-get; idempotent)
 #   make demo        build, boot a guest, show the suite at work
-#   make check       unit tests, static checks, in-guest tests on 6.1 and 6.12
-#                    (over soft-RoCE; the transport's tests over soft-iWARP on 6.12;
-#                    the server's conduct on 6.12 only)
-#   make check-all   make check with every in-guest test on both kernels
-#   make check-quick what needs no guest: builds for both kernels, unit tests (also
-#                    under ASan/UBSan), checkpatch, kernel-doc, shellcheck, sparse
-#   make check-iwarp the transport's in-guest tests over soft-iWARP on both kernels
-#   make check-tcp   the transport's in-guest tests over knet's TCP transport, both kernels
+#   make check       unit tests, static checks, in-guest tests on 6.12 (each script
+#                    once, over soft-RoCE, soft-iWARP or TCP) and on 6.1 (what 6.1
+#                    builds differently), as each script's "# lanes:" line says
+#   make check-all   make check with every in-guest test on every kernel and transport
+#   make check-quick what needs no guest: builds for both kernels with sparse, unit
+#                    tests (also under ASan/UBSan), checkpatch, kernel-doc, shellcheck
+#   make check-iwarp make check-all's soft-iWARP lanes
+#   make check-tcp   make check-all's lanes over knet's TCP transport
 #   make debug-kernel  build (once) the 6.12 debug kernel: KASAN, lockdep, kmemleak...
 #   make check-debug the in-guest tests on the debug kernel, over rxe and siw
 #   make bench       benchmarks in the guest (BENCH=<name> for one)
@@ -25,7 +25,9 @@
 #                    install-user without the modules, for DKMS (make dkms-src)
 #
 # KVER=<version> or KDIR=<kernel build dir> picks the kernel; the default is
-# the newest installed Debian headers. Modules for kernel V are built in
+# the newest installed Debian headers. STRICT=1 makes warnings errors and
+# runs sparse on every file it compiles, its warnings errors too (so an
+# object built with STRICT=1 has passed both; make sparse checks them all). Modules for kernel V are built in
 # build/kmod/V/, so several kernels never clash.
 
 SHELL := /bin/bash
@@ -82,7 +84,8 @@ modules:
 	@[ -n "$(KREL)" ] || { echo "no kernel headers at '$(KDIR)': run 'make deps' or set KVER/KDIR" >&2; exit 2; }
 	@mkdir -p $(KOUT)
 	@cp -pu --parents $(KSRC) $(KOUT)/
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(KOUT) W=1 $(if $(STRICT),KCFLAGS=-Werror) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(KOUT) W=1 \
+		$(if $(STRICT),KCFLAGS=-Werror C=$(or $(C),1) CHECK="sparse -Wsparse-error") modules
 
 # Modules for every installed kernel (what the guest tests need).
 modules-all:
@@ -214,11 +217,10 @@ check-debug: deps
 	@scripts/check-debug.sh
 
 check-tcp: deps
-	@scripts/check-tcp.sh
+	@CHECK_ALL=1 CHECK_TRANSPORTS=tcp scripts/check.sh
 
 check-iwarp: deps
-	@CHECK_IWARP_KERNELS="6.1 6.12" \
-		CHECK_TESTS="$$(. scripts/lib-kernel.sh && echo "$$IWARP_TESTS")" scripts/check.sh
+	@CHECK_ALL=1 CHECK_TRANSPORTS=siw scripts/check.sh
 
 bench: deps
 	@scripts/bench.sh $(BENCH)

@@ -3,8 +3,9 @@
 #
 # scripts/check-debug.sh (make check-debug): the in-guest tests on the debug
 # kernel (make debug-kernel: KASAN, lockdep, DEBUG_OBJECTS, kmemleak,
-# DEBUG_LIST, DEBUG_SG): every guest test over soft-RoCE, then the
-# transport's tests (knet, block, mxbd, orfs) over soft-iWARP. Any KASAN,
+# DEBUG_LIST, DEBUG_SG): every guest test over soft-RoCE, then those whose
+# "# lanes:" line has siw lanes (the transport's: knet, block, mxbd,
+# orfs) over soft-iWARP. Any KASAN,
 # lockdep, DEBUG_OBJECTS or kmemleak report fails the script that ran
 # (tests/harness/lib-results.sh). Ends with "N passed, N failed" as make check.
 #
@@ -16,6 +17,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=scripts/lib-kernel.sh
 . scripts/lib-kernel.sh
+# shellcheck source=scripts/lib-lanes.sh
+. scripts/lib-lanes.sh
 # shellcheck source=tests/harness/lib-results.sh
 . tests/harness/lib-results.sh
 
@@ -45,7 +48,7 @@ rxe | siw | both) ;;
 esac
 iwarp=()
 for t in "${tests[@]}"; do
-	[[ " $IWARP_TESTS " != *" $t "* ]] || iwarp+=("$t")
+	! lanes_of "$t" all | grep -q ' siw$' || iwarp+=("$t")
 done
 
 export VM_TIMEOUT_SCALE=${VM_TIMEOUT_SCALE:-4}

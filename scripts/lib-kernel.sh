@@ -36,7 +36,8 @@ debug_kernel_dir() {
 }
 
 # guest_tests: the scripts to run, one a line: CHECK_TESTS's, or every
-# guest test (not tests/guest/lib.sh)
+# guest test (not tests/guest/lib.sh); on which kernels and transports
+# each runs, its "# lanes:" line says (scripts/lib-lanes.sh)
 guest_tests() {
 	local t
 	if [ -n "${CHECK_TESTS:-}" ]; then
@@ -47,34 +48,3 @@ guest_tests() {
 		[ "$t" = tests/guest/lib.sh ] || echo "$t"
 	done
 }
-
-# The guest tests of the transport, which the iWARP lanes run over siw.
-# shellcheck disable=SC2034 # read by the scripts that source this
-IWARP_TESTS="tests/guest/knet.sh tests/guest/block.sh tests/guest/mxbd.sh tests/guest/orfs-mount.sh tests/guest/orfs-posix.sh tests/guest/orfs-cache.sh tests/guest/orfs-io.sh tests/guest/orfs-recovery.sh tests/guest/orfs-lies.sh"
-# The tests of the transport that also run over knet's TCP transport (make
-# check-tcp): IWARP_TESTS, MXBD's recovery, and the authentication (the
-# userspace clients go over TCP too in such a run).
-# shellcheck disable=SC2034 # read by the scripts that source this
-TCP_TESTS="$IWARP_TESTS tests/guest/mxbd-recovery.sh tests/guest/auth.sh"
-# The guest tests that load none of our modules: the userspace server
-# driven by the userspace clients over the bed's RDMA device, or TCP. What they
-# test does not depend on the guest's kernel, so make check runs them on
-# the newest kernel only (a run narrowed by CHECK_TESTS runs them on
-# every kernel it names).
-# shellcheck disable=SC2034 # read by the scripts that source this
-USERSPACE_TESTS="tests/guest/files.sh tests/guest/server.sh tests/guest/server-config.sh tests/guest/tcp-conduct.sh"
-# The guest tests of the server's conduct and the clients' answers to it:
-# servers that lie (orfs-lies), crash (crash), restart under I/O
-# (mxbd-recovery), authenticate (auth) or enforce exports and bounds
-# (security), and IPv6 addresses (ipv6); and those of paths that no
-# kernel builds apart: a server and its mounts on two RDMA devices
-# (devices) and the control tool (mxbdctl). They load our modules, but the
-# other scripts run the same kernel code on every kernel, each path built
-# differently for one among it (ORFS's page cache, locks, ACLs and splice
-# in orfs-*, MXBD's disk and queue limits in mxbd, regcache's shrinker,
-# knet's iterators in knet and orfs-io, its TCP sends in tcp). make check
-# runs these on the newest kernel only, to stay under 45 minutes in CI
-# (CI's hosts differ in speed by as much as twice); make check-all
-# (CHECK_ALL=1), and a run narrowed by CHECK_TESTS, on every kernel.
-# shellcheck disable=SC2034 # read by the scripts that source this
-NEWEST_TESTS="tests/guest/auth.sh tests/guest/crash.sh tests/guest/devices.sh tests/guest/ipv6.sh tests/guest/mxbd-recovery.sh tests/guest/mxbdctl.sh tests/guest/orfs-lies.sh tests/guest/security.sh"

@@ -7,6 +7,7 @@
 # the kernel clients take the secret from a logon key (key=) that no user
 # can read back, for a mount and for an MXBD volume, and keep it across a
 # server restart.
+# lanes: check=6.12/rxe all=*/rxe,*/tcp
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 60 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }

@@ -9,6 +9,7 @@
 # busy-polls (-B), so both ways of waiting for completions are covered by
 # the guest tests (the others sleep in epoll), and it runs two progress
 # threads (-T 2), which share out the connections and the 4 buffers.
+# lanes: check=6.12/siw all=*
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }

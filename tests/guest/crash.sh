@@ -20,6 +20,7 @@
 # comes is sent again at the program's fsync() (the server's write
 # verifier changed), and is there after a second cut. A server that
 # does not flush (the no-sync fault) loses them, and the check says so.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 

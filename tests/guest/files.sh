@@ -9,6 +9,7 @@
 # client reconnected onto another progress thread), handles that
 # survive a server restart, and name operations of root on an export in
 # memory that run without a worker thread (others' with one).
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }

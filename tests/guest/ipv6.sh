@@ -7,6 +7,7 @@
 # and an IPv6 address at once; addresses that are not
 # ones, or of two families, are refused with the reason; a link-local
 # address with its zone.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
 

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The four modules load, register what they register, follow the RDMA
 # devices that come and go, refuse unloading while used, and unload cleanly.
+# lanes: check=6.12/rxe,6.1/rxe all=*/rxe
 # timeout: 120
 . "$(dirname "$0")/lib.sh"
 dbg=/sys/kernel/debug

@@ -5,6 +5,7 @@
 # remount; fio with crc32c verification over mixed block sizes and queue
 # depths; discard reading back as zeroes; a clean detach at unload; a
 # read-only volume; servers that lie, one of them at random.
+# lanes: check=6.12/siw all=*
 # timeout: 460
 . "$(dirname "$0")/lib.sh"
 

@@ -14,6 +14,7 @@
 # FSX_STEPS (default 400) sets the steps of a random run, FSX_SEED its
 # seed (default: fixed ones). make check-all (CHECK_ALL=1) then runs every
 # mode on both exports for FSX_ALL_STEPS (default 5000) with a new seed.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 1500
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/guest/common/orfs.sh

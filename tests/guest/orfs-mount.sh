@@ -3,6 +3,7 @@
 # ORFS mount options: what /proc/mounts shows, bad options and sources
 # refused with a message, the mount helper; remounts that change the
 # attribute cache, soft/hard and ro/rw, and refuse what cannot change.
+# lanes: check=6.12/siw all=*
 # timeout: 180
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/guest/common/orfs.sh

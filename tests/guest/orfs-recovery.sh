@@ -5,6 +5,7 @@
 # mount across restarts, a caught signal that neither ends a hard mount's
 # call nor hurries its tries, a hung server (SIGSTOP) noticed by requests
 # and by keep-alive on an idle mount, a soft mount's EIO, umount -f.
+# lanes: check=6.12/siw all=*
 # timeout: 420
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/guest/common/orfs.sh

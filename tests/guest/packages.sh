@@ -10,6 +10,7 @@
 # orfs goes through the installed mount.orfs; the mxbd-volumes unit's
 # command attaches the volumes of /etc/mxbd/volumes and detaches them; the
 # data written reads back on the server.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 up=$ORFS_PROJ/build/pkgroot/up

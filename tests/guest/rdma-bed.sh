@@ -3,6 +3,7 @@
 # The test bed itself: soft-RoCE is up, rdma_cm connects over it with data
 # verified, and libfabric's verbs provider offers FI_EP_MSG on it. When
 # this fails, every other in-guest result is suspect.
+# lanes: check=6.12/rxe all=*/rxe,*/siw
 # timeout: 120
 . "$(dirname "$0")/lib.sh"
 

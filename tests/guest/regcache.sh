@@ -6,6 +6,7 @@
 # at the same addresses, an unmap racing the I/O, RLIMIT_MEMLOCK, huge
 # pages); the cache's counters; memory pressure (the shrinker); and
 # nothing left pinned at the end.
+# lanes: check=6.12/rxe,6.1/rxe all=*/rxe
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
 kt() { timeout 120 "$ORFS_BIN/knet-test" -a "$ORFS_ADDR" -n rvol "$@"; }

@@ -12,6 +12,7 @@
 # subtree_check keeps working through links and forgotten names; a silent
 # connection closes after idle_timeout, a mount's keep-alives keep its own;
 # READ sinks registered per READ (iWARP's way) keep data whole and no key.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 400
 . "$(dirname "$0")/lib.sh"
 fs() { timeout 120 "$ORFS_BIN/knet-fs" -a "$ORFS_ADDR" "$@"; }

@@ -9,6 +9,7 @@
 # SIGUSR1; the allow lists of one
 # export or volume (refused outside them, a running client cut when a
 # reload takes it out); SIGTERM under load.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
 load() { timeout 120 "$ORFS_BIN/knet-load" -a "$ORFS_ADDR" "$@"; }

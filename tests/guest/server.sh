@@ -4,6 +4,7 @@
 # connect protocol (accept, reject with a reason), credits, NOP round trips,
 # malformed messages answered with an error while the link survives, a
 # message too short to answer drops the link, and a clean SIGTERM.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 180
 . "$(dirname "$0")/lib.sh"
 ping() { timeout 60 "$ORFS_BIN/knet-ping" -a "$ORFS_ADDR" "$@"; }

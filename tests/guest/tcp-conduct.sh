@@ -8,6 +8,7 @@
 # off by the server, which goes on serving. None of our modules is
 # loaded: make check runs it on the newest kernel alone (USERSPACE_TESTS);
 # tcp.sh has the kernel's side of the same.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 240
 . "$(dirname "$0")/lib.sh"
 

@@ -13,6 +13,7 @@
 # killed mid-read); WRITEs received into it through pipes (a pipe filled
 # by small segments, not with a data digest, clients killed mid-write);
 # MXBD's queue_rq and ORFS's callers sending their requests themselves.
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 540
 . "$(dirname "$0")/lib.sh"
 
