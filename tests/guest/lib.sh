@@ -393,6 +393,10 @@ stop_server() {
 	[ "$rc" -eq 0 ] || { cat "$ORFS_SERVER_LOG" >&2; fail "orfs-server exited with $rc"; }
 }
 
+# cm_listening PORT: an rdma_cm listener is bound to PORT (rping's, a
+# perftest server's: they say nothing once they listen)
+cm_listening() { rdma resource show cm_id 2> /dev/null | grep -qE "state LISTEN .*:$1( |$)"; }
+
 # perftest COLUMN TOOL ARGS...: run a perftest client/server pair over rdma_cm
 # on ORFS_RDMA_DEV and print the figure in COLUMN of its result row
 # (bandwidth tools: 4 is the average; latency tools: 6 is the mean). Its
@@ -403,7 +407,7 @@ perftest() {
 	shift 2
 	"$tool" -d "$ORFS_RDMA_DEV" -R -p "$port" "$@" > /tmp/perftest.srv 2>&1 &
 	srv=$!
-	sleep 1
+	wait_until 100 cm_listening "$port" || { cat /tmp/perftest.srv >&2; return 1; }
 	if ! timeout 120 "$tool" -d "$ORFS_RDMA_DEV" -R -p "$port" "$@" "$ORFS_ADDR" \
 		> /tmp/perftest.cli 2>&1; then
 		cat /tmp/perftest.cli /tmp/perftest.srv >&2

@@ -3,7 +3,7 @@
 # The test bed itself: soft-RoCE is up, rdma_cm connects over it with data
 # verified, and libfabric's verbs provider offers FI_EP_MSG on it. When
 # this fails, every other in-guest result is suspect.
-# lanes: check=6.12/rxe all=*/rxe,*/siw
+# lanes: check=6.12/rxe all=*/rxe
 # timeout: 120
 . "$(dirname "$0")/lib.sh"
 
@@ -16,7 +16,7 @@ step "rdma_cm connects to $ORFS_ADDR and moves verified data (rping)"
 rping -s -a "$ORFS_ADDR" -p 7174 -C 20 -S 4096 > /tmp/rping-s.log 2>&1 &
 srv=$!
 on_exit "kill $srv 2>/dev/null"
-sleep 1
+wait_until 100 cm_listening 7174 || { cat /tmp/rping-s.log; fail "the rping server does not listen"; }
 timeout 60 rping -c -a "$ORFS_ADDR" -p 7174 -C 20 -S 4096 -V -v > /tmp/rping-c.log 2>&1 ||
 	{ cat /tmp/rping-c.log /tmp/rping-s.log; fail "rping client failed"; }
 wait "$srv" || { cat /tmp/rping-s.log; fail "rping server failed"; }

@@ -6,7 +6,7 @@
 # digests (KNET_DIGEST) granted and checked, wrong ones cutting them off;
 # clients that break the protocol, stall or reset under an answer cut
 # off by the server, which goes on serving. None of our modules is
-# loaded: make check runs it on the newest kernel alone (USERSPACE_TESTS);
+# loaded (its lanes: one kernel is enough);
 # tcp.sh has the kernel's side of the same.
 # lanes: check=6.12/rxe all=*/rxe
 # timeout: 240
