@@ -163,14 +163,6 @@ fi
 
 mapfile -t tests < <(guest_tests)
 
-# The Debian packages installed in a scratch root, DKMS building the
-# modules for every kernel, for tests/guest/packages.sh; purged at the end.
-packages=0
-if [[ " ${tests[*]} " == *" tests/guest/packages.sh "* ]]; then
-	run_item "the Debian packages install, DKMS builds for every kernel" "$log/pkg-install.log" \
-		scripts/pkg-test.sh install && packages=1
-fi
-
 # The boots: one for each kernel and RDMA device, each script in those its
 # lanes name (the tcp lane in the rxe boot, over knet's TCP transport).
 kind=check
@@ -199,6 +191,15 @@ newest=$(printf '%s\n' "${kernels[@]}" | sort -V | tail -n 1)
 
 # shellcheck source=tests/harness/lib-results.sh
 . tests/harness/lib-results.sh
+
+# The Debian packages installed in a scratch root, DKMS building the
+# modules for every kernel, when a boot runs tests/guest/packages.sh;
+# purged at the end.
+packages=0
+if [[ "${boot[*]} " == *" tests/guest/packages.sh "* ]]; then
+	run_item "the Debian packages install, DKMS builds for every kernel" "$log/pkg-install.log" \
+		scripts/pkg-test.sh install && packages=1
+fi
 
 # The harness end to end: its cleanup between scripts, its freeze watchdog (two short boots).
 [ -n "${CHECK_TESTS:-}${CHECK_TRANSPORTS:-}" ] ||
