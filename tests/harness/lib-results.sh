@@ -59,7 +59,7 @@ verdicts() {
 			echo "SKIP $kver $name: $(grep '^SKIP:' "$res/$name.log" | tail -n 1 | sed 's/^SKIP: *//')"
 			skip=$((skip + 1))
 		elif [ -z "$why" ]; then
-			echo "PASS $kver $name ($(cat "$res/$name.log" 2>/dev/null | grep -c '^ok ') steps, $(cat "$res/$name.ms" 2>/dev/null || echo '?') ms)"
+			echo "PASS $kver $name ($(cat "$res/$name.log" 2>/dev/null | grep -cE '^ok [0-9]+ - ') steps, $(cat "$res/$name.ms" 2>/dev/null || echo '?') ms)"
 			pass=$((pass + 1))
 		else
 			# The step that failed, as the script's TAP lines say.
