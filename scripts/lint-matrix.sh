@@ -15,14 +15,13 @@
 #     (scripts/lint-matrix.sh --table prints it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib-kernel.sh
+. scripts/lib-kernel.sh
 # shellcheck source=scripts/lib-lanes.sh
 . scripts/lib-lanes.sh
 
 newest=${LANE_KERNELS##* }
-scripts=()
-for s in tests/guest/*.sh; do
-	[ "$s" = tests/guest/lib.sh ] || scripts+=("$s")
-done
+mapfile -t scripts < <(CHECK_TESTS='' guest_tests)
 
 # table: the matrix as a Markdown table, a row a script
 table() {
